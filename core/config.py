@@ -1,0 +1,349 @@
+"""Typed configuration: one TOML file, every seed default, ``${ENV_VAR}`` interpolation.
+
+The dict form passed to ``Engine.open(config=...)`` mirrors the TOML file section by
+section. Unknown keys are refused by name (a typo must never be silently ignored), and each
+field carries a one-line doc that ``workbench doctor`` and the README draw from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+
+CONFIG_ENV_VAR = "WORKBENCH_CONFIG"
+
+
+def doc(text: str, default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
+    """A dataclass field with a one-line description kept in its metadata."""
+    return field(default=default, metadata={"doc": text}, **kwargs)
+
+
+@dataclass
+class StorageConfig:
+    """How the SQLite file is opened (DESIGN.md "Storage")."""
+
+    reader_pool_size: int = doc("Read connections kept open beside the one writer (seed 000: 5).", 5)
+    busy_timeout_ms: int = doc("How long a statement waits for another process's lock.", 15000)
+
+
+@dataclass
+class EmbeddingConfig:
+    """Which model turns chunks into vectors (seed 001 "Embedding Pipeline", seed 003)."""
+
+    backend: str = doc('"model2vec", "http" (OpenAI-compatible) or "deterministic".', "model2vec")
+    model: str = doc(
+        "model2vec hub id or local folder; for http the remote model name.",
+        "minishlab/potion-base-8M",
+    )
+    base_url: str = doc("http backend: the embeddings endpoint's base URL (…/v1).", "")
+    api_key: str = doc("http backend: the API key; use ${ENV_VAR} rather than the key.", "",
+                       repr=False)
+    dimensions: int | None = doc(
+        "Expected vector size; a mismatch with the model aborts start-up (seed 003).", None)
+    timeout_secs: float = doc("http backend: request timeout in seconds.", 30.0)
+    batch_size: int = doc("Chunks embedded per batch by the background worker.", 512)
+    max_attempts: int = doc("Times a failing chunk is retried before it stays in error.", 5)
+    allow_download: bool = doc("Let model2vec fetch a hub model that is not cached.", True)
+    download_timeout_secs: float = doc("Give up on a model download after this long.", 20.0)
+    fallback_dimensions: int = doc(
+        "Vector size of the deterministic backend when the file has none yet.", 256)
+
+
+@dataclass
+class ChunkingConfig:
+    """How extracted text is cut into indexable chunks (seed 001 step 6)."""
+
+    max_chars: int = doc("Longest chunk, in characters.", 640)
+    overlap_chars: int = doc("Characters shared by neighbouring chunks.", 96)
+
+
+@dataclass
+class ImportanceConfig:
+    """Default importance of an event by role (seed 000); a payload may set its own."""
+
+    user: float = doc("Importance of a user message.", 0.5)
+    assistant: float = doc("Importance of an assistant message.", 0.5)
+    tool: float = doc("Importance of a tool result.", 0.3)
+    system: float = doc("Importance of a system message.", 0.1)
+
+
+@dataclass
+class ShortTermConfig:
+    """The in-memory working memory per session (seed 000 and seed 003 ``short_term``)."""
+
+    max_history_turns: int = doc("Turns kept in working memory per session.", 50)
+    session_ttl: float = doc('Idle time before a session is evicted ("24h", "90m" or seconds).',
+                             86400.0)
+    max_sessions: int = doc("Sessions held at once; the oldest-idle is evicted. 0 = unbounded.",
+                            10000)
+
+
+@dataclass
+class RetrievalConfig:
+    """Hybrid retrieval defaults (seed 001 "Hybrid Retrieval", seed 000, seed 003)."""
+
+    default_recall_mode: str = doc('"keyword", "vector" or "hybrid".', "hybrid")
+    vector_weight: float = doc("Weight of the vector leg in fusion.", 0.7)
+    fts_weight: float = doc("Weight of the FTS5 leg in fusion.", 0.3)
+    top_k: int = doc("Results returned when a query does not say.", 10)
+    fusion: str = doc('"minmax", "rrf" or "dbsf".', "minmax")
+    rrf_k: int = doc("Reciprocal-rank fusion constant.", 60)
+    recency_limit: int = doc("Tri-hybrid: most recent messages included.", 10)
+    salience_threshold: float = doc("Tri-hybrid: importance at or above which a message is salient.",
+                                    0.85)
+    relevance_threshold: float = doc("Tri-hybrid: vector similarity a relevant message exceeds.",
+                                     0.655)
+    relevance_limit: int = doc("Tri-hybrid: relevant messages included.", 5)
+    log_enabled: bool = doc("Record every query in the retrieval log.", True)
+
+
+@dataclass
+class SummaryConfig:
+    """Rolling summaries (seed 001 "Rolling Summarization")."""
+
+    min_turns: int = doc("Unsummarised messages needed before summarising.", 4)
+    trigger_ratio: float = doc("Token use of the budget above which summarising starts.", 0.80)
+    target_ratio: float = doc("Token use summarising brings the history down to.", 0.50)
+    token_budget: int = doc("Context window the history must fit, in tokens.", 8000)
+    backend: str = doc('"extractive" (no model) or "http" (OpenAI-compatible chat).', "extractive")
+    base_url: str = doc("http summarizer: the chat endpoint's base URL (…/v1).", "")
+    model: str = doc("http summarizer: the chat model.", "")
+    api_key: str = doc("http summarizer: the API key; use ${ENV_VAR}.", "", repr=False)
+    timeout_secs: float = doc("http summarizer: request timeout in seconds.", 60.0)
+
+
+@dataclass
+class ConsolidationConfig:
+    """Periodic consolidation of idle conversations (seed 000)."""
+
+    interval_hours: float = doc("Hours between consolidation passes.", 6.0)
+    idle_hours: float = doc("A conversation idle this long is consolidated.", 24.0)
+
+
+@dataclass
+class NotesConfig:
+    """Notes and their tags (seed 001 "Note Metadata", seed 002 categories)."""
+
+    max_tags: int = doc("Tags a note may carry.", 16)
+    max_tag_chars: int = doc("Characters in one tag.", 64)
+    default_category: str = doc('"core", "daily" or "conversation".', "core")
+
+
+@dataclass
+class ScratchpadConfig:
+    """The per-session scratchpad (seed 001 "Working-Memory Scratchpad")."""
+
+    max_items: int = doc("Items the scratchpad holds.", 32)
+    max_item_chars: int = doc("Characters in one item.", 240)
+
+
+@dataclass
+class SchedulerConfig:
+    """Schedules and their runner (seed 001 "schedules")."""
+
+    min_interval_secs: int = doc("Shortest gap a cadence may have.", 300)
+    keep_runs: int = doc("Run history kept per schedule.", 100)
+    max_consecutive_failures: int = doc("Failures after which a schedule pauses itself.", 5)
+    poll_interval_secs: float = doc("How often the runner looks for due schedules.", 30.0)
+
+
+@dataclass
+class Config:
+    """The whole configuration; every field has the seeds' default."""
+
+    agent: str = doc("Agent identity recorded on new sessions (seed 003 per-agent isolation).",
+                     "default")
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    importance: ImportanceConfig = field(default_factory=ImportanceConfig)
+    short_term: ShortTermConfig = field(default_factory=ShortTermConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    summary: SummaryConfig = field(default_factory=SummaryConfig)
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+    notes: NotesConfig = field(default_factory=NotesConfig)
+    scratchpad: ScratchpadConfig = field(default_factory=ScratchpadConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as the dict/TOML shape, secrets included (never log this)."""
+        return dataclasses.asdict(self)
+
+
+_ENV_PATTERN = re.compile(r"\$\{([^}]+)\}")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION_FIELDS = {"session_ttl"}
+
+
+def parse_duration(value: str | int | float, key: str = "duration") -> float:
+    """Seconds from humantime-like text ("24h", "1h30m", "90s") or a plain number."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a duration like \"24h\", got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip().replace(" ", "")
+    if text and text.replace(".", "", 1).isdigit():
+        return float(text)
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if not text or pos != len(text):
+        raise ConfigError(f'{key}: cannot read {value!r} as a duration; write e.g. "24h", "90m"')
+    return total
+
+
+def _interpolate(value: str, key: str, environ: typing.Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1).strip()
+        if name.startswith("file:"):
+            path = Path(os.path.expanduser(name[5:]))
+            try:
+                return path.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(f"{key}: cannot read {path} ({exc.strerror})") from None
+        if name not in environ:
+            raise ConfigError(f"{key}: environment variable {name} is not set")
+        return environ[name]
+
+    return _ENV_PATTERN.sub(replace, value)
+
+
+def _coerce(value: Any, annotation: Any, key: str, environ: typing.Mapping[str, str]) -> Any:
+    """Check one value against its field type, interpolating env vars in strings."""
+    if isinstance(value, str):
+        value = _interpolate(value, key, environ)
+    origin = typing.get_origin(annotation)
+    if origin in (types.UnionType, typing.Union):
+        allowed = typing.get_args(annotation)
+        if value is None and type(None) in allowed:
+            return None
+        annotation = next(a for a in allowed if a is not type(None))
+    if key.rsplit(".", 1)[-1] in _DURATION_FIELDS:
+        return parse_duration(value, key)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    type_name = getattr(annotation, "__name__", str(annotation))
+    raise ConfigError(f"{key}: expected {type_name}, got {type(value).__name__} {value!r}")
+
+
+def _build(cls: type, data: typing.Mapping[str, Any], prefix: str,
+           environ: typing.Mapping[str, str]) -> Any:
+    if not isinstance(data, typing.Mapping):
+        raise ConfigError(f"[{prefix or 'top level'}]: expected a table, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        where = f"[{prefix}]" if prefix else "the top level"
+        raise ConfigError(
+            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
+            f"{where}; known keys: {', '.join(sorted(known))}"
+        )
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else name
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            kwargs[name] = _build(hint, value, key, environ)
+        else:
+            kwargs[name] = _coerce(value, hint, key, environ)
+    return cls(**kwargs)
+
+
+def _validate(config: Config) -> None:
+    """Refuse values that parse but make no sense, naming the key."""
+    problems = []
+    if config.embedding.backend not in ("model2vec", "http", "deterministic"):
+        problems.append(f'embedding.backend: {config.embedding.backend!r} is not one of '
+                        '"model2vec", "http", "deterministic"')
+    if config.retrieval.default_recall_mode not in ("keyword", "vector", "hybrid"):
+        problems.append("retrieval.default_recall_mode: must be keyword, vector or hybrid")
+    if config.retrieval.fusion not in ("minmax", "rrf", "dbsf"):
+        problems.append("retrieval.fusion: must be minmax, rrf or dbsf")
+    if config.summary.backend not in ("extractive", "http"):
+        problems.append("summary.backend: must be extractive or http")
+    if config.notes.default_category not in ("core", "daily", "conversation"):
+        problems.append("notes.default_category: must be core, daily or conversation")
+    if config.chunking.max_chars < 16:
+        problems.append("chunking.max_chars: must be at least 16")
+    if not 0 <= config.chunking.overlap_chars < config.chunking.max_chars // 2:
+        problems.append("chunking.overlap_chars: must be at least 0 and under half of max_chars")
+    if config.storage.reader_pool_size < 1:
+        problems.append("storage.reader_pool_size: must be at least 1")
+    if config.embedding.batch_size < 1:
+        problems.append("embedding.batch_size: must be at least 1")
+    if config.embedding.dimensions is not None and config.embedding.dimensions < 1:
+        problems.append("embedding.dimensions: must be a positive number")
+    for name in ("vector_weight", "fts_weight"):
+        if getattr(config.retrieval, name) < 0:
+            problems.append(f"retrieval.{name}: must not be negative")
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def load_config(source: str | os.PathLike[str] | typing.Mapping[str, Any] | Config | None = None,
+                environ: typing.Mapping[str, str] | None = None) -> Config:
+    """A validated Config from a TOML path, a dict, a Config, or the environment.
+
+    With ``None`` the file named by ``$WORKBENCH_CONFIG`` is read when set, else defaults.
+    """
+    environ = os.environ if environ is None else environ
+    if isinstance(source, Config):
+        return source
+    if source is None:
+        env_path = environ.get(CONFIG_ENV_VAR)
+        if not env_path:
+            return Config()
+        source = env_path
+    if isinstance(source, str | os.PathLike):
+        path = Path(source).expanduser()
+        try:
+            with path.open("rb") as handle:
+                data = tomllib.load(handle)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    else:
+        data = dict(source)
+    config = _build(Config, data, "", environ)
+    _validate(config)
+    return config
+
+
+def describe_fields(cls: type = Config, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """Every (dotted key, default, doc) of the config, for help text and docs."""
+    rows: list[tuple[str, Any, str]] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}.{f.name}" if prefix else f.name
+        if dataclasses.is_dataclass(hints[f.name]):
+            rows.extend(describe_fields(hints[f.name], key))
+        else:
+            rows.append((key, f.default, f.metadata.get("doc", "")))
+    return rows

@@ -1,0 +1,51 @@
+"""Errors the engine raises, each with a message a person can act on.
+
+Every error is a ``WorkbenchError`` subclass so front ends can catch the engine's refusals in
+one place and show them, while a bug (any other exception) still surfaces as a bug.
+"""
+
+from __future__ import annotations
+
+
+class WorkbenchError(Exception):
+    """Base of every refusal the engine makes on purpose."""
+
+
+class ConfigError(WorkbenchError):
+    """The configuration file or dict is invalid (unknown key, wrong type, missing env var)."""
+
+
+class ExtensionMissing(WorkbenchError):
+    """SQLite cannot load extensions, or sqlite-vec / FTS5 is not available."""
+
+
+class SchemaTooNew(WorkbenchError):
+    """The file was written by a newer version of the workbench than this one."""
+
+
+class ReadOnlyDatabase(WorkbenchError):
+    """A write was attempted on a database opened read-only."""
+
+
+class DimensionMismatch(WorkbenchError):
+    """The file holds vectors of a different size than the configured model produces."""
+
+
+class InvalidInput(WorkbenchError):
+    """A value given to the engine is refused (over a limit, wrong type); nothing was written."""
+
+
+class InvalidMessage(InvalidInput):
+    """A payload is not a Message dict (seed 001): wrong role, wrong types, not JSON."""
+
+
+class SequenceError(WorkbenchError):
+    """A message's sequence is not greater than the session's last sequence."""
+
+
+class EmbeddingError(WorkbenchError):
+    """An embedding backend failed to load or to embed a batch."""
+
+
+class NotFound(WorkbenchError):
+    """The named session, note or schedule does not exist."""
