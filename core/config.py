@@ -33,6 +33,8 @@ class StorageConfig:
 
     reader_pool_size: int = doc("Read connections kept open beside the one writer (seed 000: 5).", 5)
     busy_timeout_ms: int = doc("How long a statement waits for another process's lock.", 15000)
+    synchronous: str = doc(
+        '"NORMAL" survives a process crash; "FULL" also survives power loss, slower.', "NORMAL")
 
 
 @dataclass
@@ -291,6 +293,14 @@ def _validate(config: Config) -> None:
         problems.append("chunking.max_chars: must be at least 16")
     if not 0 <= config.chunking.overlap_chars < config.chunking.max_chars // 2:
         problems.append("chunking.overlap_chars: must be at least 0 and under half of max_chars")
+    if config.storage.synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+        problems.append("storage.synchronous: must be NORMAL, FULL or EXTRA")
+    if config.short_term.session_ttl <= 0:
+        problems.append("short_term.session_ttl: must be longer than 0 s")
+    if config.short_term.max_history_turns < 1:
+        problems.append("short_term.max_history_turns: must be at least 1")
+    if config.short_term.max_sessions < 0:
+        problems.append("short_term.max_sessions: must be 0 (unbounded) or more")
     if config.storage.reader_pool_size < 1:
         problems.append("storage.reader_pool_size: must be at least 1")
     if config.embedding.batch_size < 1:

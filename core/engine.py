@@ -1,0 +1,452 @@
+"""The Engine: the one object every front end (app, CLI, MCP server, an agent) talks to.
+
+It owns the storage backend, the embedder and its background worker, the working memory
+and the token counter, and implements seed 001's ``Memory`` and ``MemoryRetrieval``
+operations on top of them. It never issues SQL itself: that is the backend's job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core import indexing, retrieval
+from core.clock import utc_now
+from core.config import Config, load_config
+from core.embed_worker import EmbeddingWorker
+from core.embeddings import Embedder, LoadedEmbedder, load_embedder
+from core.errors import InvalidInput, NotFound
+from core.storage.events import PreparedChunk, PreparedMessage
+from core.storage.sqlite_backend import SqliteBackend
+from core.tokens import TokenCounter
+from core.types import (
+    BulkStoreResult,
+    EmbeddingStatus,
+    HybridQueryResult,
+    MemoryRecord,
+    Rejected,
+    RestoreResult,
+    SessionInfo,
+    StoreResult,
+)
+from core.working_memory import WorkingMemory
+
+log = logging.getLogger(__name__)
+
+ConfigSource = str | os.PathLike[str] | dict[str, Any] | Config | None
+
+
+class _Opening:
+    """``Engine.open(...)``: usable as ``async with`` (closes on exit) or with ``await``."""
+
+    def __init__(self, path: str | os.PathLike[str], config: ConfigSource,
+                 kwargs: dict[str, Any]) -> None:
+        self._args = (path, config, kwargs)
+        self._engine: Engine | None = None
+
+    def __await__(self) -> Any:
+        path, config, kwargs = self._args
+        return Engine._open(path, config, **kwargs).__await__()
+
+    async def __aenter__(self) -> Engine:
+        self._engine = await self
+        return self._engine
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._engine is not None:
+            await self._engine.close()
+
+
+class Engine:
+    """Durable agent memory over one SQLite file: store, recall, forget, query, restore."""
+
+    def __init__(self, backend: SqliteBackend, config: Config, loaded: LoadedEmbedder) -> None:
+        self.config = config
+        self.backend = backend
+        self.path = backend.path
+        self.embedder: Embedder = loaded.embedder
+        self.embedding_fell_back = loaded.fell_back
+        self.embedding_warning = loaded.warning
+        self._fallback_warning = loaded.warning
+        self.warnings: list[str] = list(backend.warnings)
+        if loaded.warning:
+            self.warnings.append(loaded.warning)
+        self.tokens = TokenCounter(getattr(self.embedder, "tokenizer", None))
+        short = config.short_term
+        self.working_memory = WorkingMemory(
+            max_history_turns=short.max_history_turns, session_ttl=short.session_ttl,
+            max_sessions=short.max_sessions)
+        self.worker: EmbeddingWorker | None = None
+        self.vectors_usable = False
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], config: ConfigSource = None, *,
+             read_only: bool = False, reindex: bool = False,
+             start_worker: bool = True) -> _Opening:
+        """Open (creating if missing) a memory file.
+
+        ``reindex`` opens a file embedded with a model of another size so that
+        :meth:`reindex` can move it; otherwise such a file is refused (seed 003).
+        """
+        return _Opening(path, config, {"read_only": read_only, "reindex": reindex,
+                                       "start_worker": start_worker})
+
+    @classmethod
+    async def _open(cls, path: str | os.PathLike[str], config: ConfigSource, *,
+                    read_only: bool, reindex: bool, start_worker: bool) -> Engine:
+        cfg = load_config(config)
+        backend = await asyncio.to_thread(SqliteBackend.open, Path(path), cfg.storage,
+                                          read_only=read_only)
+        try:
+            file_dimension, file_model = await backend.vector_meta()
+            loaded = await asyncio.to_thread(
+                load_embedder, cfg.embedding,
+                file_dimension=None if reindex else file_dimension)
+            engine = cls(backend, cfg, loaded)
+            name, dimension = engine.embedder.name, engine.embedder.dimension
+            if reindex:
+                engine.vectors_usable = True
+            else:
+                await backend.ensure_vector_table(dimension, name)
+                file_model = file_model or name
+                engine.vectors_usable = file_model == name or file_dimension is None
+                if not engine.vectors_usable:
+                    engine.embedding_warning = (
+                        f"this file's vectors come from {file_model}, but the engine runs "
+                        f"{name}: the vector leg is off and new chunks wait unembedded; run "
+                        f"`workbench reindex` to move the file to {name}")
+                    engine.warnings.append(engine.embedding_warning)
+        except BaseException:
+            backend.close()
+            raise
+        if start_worker and engine.vectors_usable and not backend.read_only and not reindex:
+            engine._start_worker()
+        return engine
+
+    def _start_worker(self) -> None:
+        emb = self.config.embedding
+        self.worker = EmbeddingWorker(self.backend, self.embedder, batch_size=emb.batch_size,
+                                      max_attempts=emb.max_attempts)
+        self.worker.start()
+
+    async def close(self) -> None:
+        """Stop the worker (after its batch in hand) and close the file."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.worker is not None:
+            await self.worker.stop()
+        self.backend.close()
+        self.embedder.close()
+
+    @property
+    def read_only(self) -> bool:
+        """True when the file could not be (or was asked not to be) opened for writing."""
+        return self.backend.read_only
+
+    # -- storing ---------------------------------------------------------------------------
+
+    def _prepare(self, session_id: str, sequence: int | None, payload: object,
+                 agent: str | None, created_at: str) -> PreparedMessage:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
+        if sequence is not None and (isinstance(sequence, bool) or not isinstance(sequence, int)):
+            raise InvalidInput(f"sequence must be an integer, got {type(sequence).__name__}")
+        message = indexing.validate_message(payload)
+        role = message["role"]
+        importance = message.get("importance")
+        if importance is None:
+            importance = indexing.default_importance(role, self.config.importance)
+        text = indexing.normalize_text(indexing.extract_indexable_text(message))
+        chunking = self.config.chunking
+        pieces = indexing.chunk_text(text, chunking.max_chars, chunking.overlap_chars)
+        chunks = tuple(PreparedChunk(piece, indexing.content_hash(piece)) for piece in pieces)
+        event_metadata = message.get("metadata") or {}
+        chunk_metadata: dict[str, Any] = dict(event_metadata)
+        if "tags" in event_metadata:
+            notes = self.config.notes
+            chunk_metadata["tags"] = indexing.normalize_tags(
+                event_metadata["tags"], notes.max_tags, notes.max_tag_chars)
+        chunk_metadata["role"] = role
+        for key in ("tool_name", "tool_call_id", "name"):
+            if message.get(key):
+                chunk_metadata[key] = message[key]
+        return PreparedMessage(
+            session_id=session_id, sequence=sequence,
+            payload_json=json.dumps(message, ensure_ascii=False, allow_nan=False),
+            role=role, importance=float(importance), chunks=chunks,
+            chunk_metadata=chunk_metadata, agent_identity=agent or self.config.agent,
+            created_at=created_at)
+
+    async def store(self, session_id: str, sequence: int, payload: dict[str, Any], *,
+                    agent: str | None = None) -> StoreResult:
+        """Store one message durably (seed 001's nine steps, one transaction).
+
+        Raises ``InvalidMessage`` for a payload that is not a Message, ``SequenceError`` when
+        ``sequence`` is not above the session's last; in both cases nothing is written.
+        """
+        if sequence is None:
+            raise InvalidInput("sequence is required; use append() to allocate the next one")
+        return await self._store_one(session_id, sequence, payload, agent)
+
+    async def append(self, session_id: str, message: dict[str, Any], *,
+                     agent: str | None = None) -> StoreResult:
+        """Store a message at the session's next sequence (allocated in the transaction)."""
+        return await self._store_one(session_id, None, message, agent)
+
+    async def _store_one(self, session_id: str, sequence: int | None, payload: Any,
+                         agent: str | None) -> StoreResult:
+        prepared = self._prepare(session_id, sequence, payload, agent, utc_now())
+        (outcome,) = await self.backend.write_messages([prepared], all_or_nothing=True)
+        assert outcome.sequence is not None
+        self._remember(prepared, outcome.sequence)
+        if outcome.inserted and self.worker is not None:
+            self.worker.wake()
+        return StoreResult(session_id, outcome.sequence, outcome.inserted, outcome.deduplicated)
+
+    def _remember(self, prepared: PreparedMessage, sequence: int) -> None:
+        """Keep the working memory in step with a store, when it holds the session."""
+        held = self.working_memory.get(prepared.session_id)
+        if held is None:
+            return
+        if held and held[-1].sequence >= sequence:
+            self.working_memory.drop(prepared.session_id)
+            return
+        self.working_memory.append(prepared.session_id, MemoryRecord(
+            prepared.session_id, sequence, json.loads(prepared.payload_json),
+            prepared.created_at, prepared.importance))
+
+    async def store_many(self, items: Iterable[tuple[str, int | None, dict[str, Any]]], *,
+                         agent: str | None = None, batch_size: int = 1000) -> BulkStoreResult:
+        """The importers' bulk path: many messages per transaction, refusals reported.
+
+        Each item is ``(session_id, sequence or None, payload)``. A message that is invalid
+        or out of sequence is listed in ``rejected`` with its reason; the others are stored.
+        """
+        stored = inserted = deduplicated = 0
+        rejected: list[Rejected] = []
+        batch: list[tuple[int, PreparedMessage]] = []
+
+        async def flush() -> None:
+            nonlocal stored, inserted, deduplicated
+            if not batch:
+                return
+            outcomes = await self.backend.write_messages([p for _, p in batch],
+                                                         all_or_nothing=False)
+            for (index, prepared), outcome in zip(batch, outcomes, strict=True):
+                if outcome.error is not None:
+                    rejected.append(Rejected(index, prepared.session_id, prepared.sequence,
+                                             outcome.error))
+                    continue
+                stored += 1
+                inserted += outcome.inserted
+                deduplicated += outcome.deduplicated
+                self.working_memory.drop(prepared.session_id)
+            batch.clear()
+            if self.worker is not None:
+                self.worker.wake()
+
+        created_at = utc_now()
+        for index, (session_id, sequence, payload) in enumerate(items):
+            try:
+                prepared = self._prepare(session_id, sequence, payload, agent, created_at)
+            except InvalidInput as exc:
+                rejected.append(Rejected(index, str(session_id),
+                                         sequence if isinstance(sequence, int) else None,
+                                         str(exc)))
+                continue
+            batch.append((index, prepared))
+            if len(batch) >= batch_size:
+                await flush()
+        await flush()
+        return BulkStoreResult(stored, inserted, deduplicated, rejected)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait until the embedding backlog is empty (chunks that failed for good excepted)."""
+        if self.worker is not None:
+            await self.worker.drain(timeout)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def recall(self, session_id: str, limit: int | None = None) -> list[MemoryRecord]:
+        """A session's stored events, oldest first; with ``limit``, its latest ``limit``.
+
+        Served from working memory when it holds the session's tail (checked against the
+        file's last sequence, so another process's writes are never missed).
+        """
+        if limit is not None and limit < 0:
+            raise InvalidInput(f"limit must not be negative, got {limit}")
+        held = self.working_memory.get(session_id)
+        if held is not None and limit is not None and len(held) >= limit:
+            last = await self.backend.last_sequence(session_id)
+            if held and held[-1].sequence == last:
+                return list(held[len(held) - limit:]) if limit else []
+        rows = await self.backend.read_events(session_id, limit)
+        records = [MemoryRecord(**row) for row in rows]
+        if limit is None or limit >= self.config.short_term.max_history_turns:
+            self.working_memory.load(session_id, records)
+        return records
+
+    async def list_sessions(self, agent: str | None = None, limit: int | None = None,
+                            offset: int = 0) -> list[SessionInfo]:
+        """Sessions, most recently active first, with event and chunk counts."""
+        rows = await self.backend.list_sessions(agent, limit, offset)
+        return [SessionInfo(**row) for row in rows]
+
+    async def forget(self, session_id: str) -> bool:
+        """Delete a session and everything under it; False when there was no such session."""
+        self.working_memory.drop(session_id)
+        return await self.backend.delete_session(session_id)
+
+    async def session_state(self, session_id: str) -> dict[str, Any]:
+        """The session's state (last_sequence, summary_state, scratchpad)."""
+        state = await self.backend.read_session_state(session_id)
+        if state is None:
+            raise NotFound(f"no session {session_id!r}")
+        return state
+
+    async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
+        """The session's messages that fit ``token_budget``, newest kept, oldest first.
+
+        Tokens are counted by :class:`core.tokens.TokenCounter`: the embedding model's
+        tokenizer when it has one, else about four characters a token, plus a fixed
+        per-message overhead for role and framing.
+        """
+        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+            raise InvalidInput(f"token_budget must be a non-negative integer, got {token_budget!r}")
+        records = await self.recall(session_id)
+        kept: list[MemoryRecord] = []
+        used = 0
+        for record in reversed(records):
+            cost = self.tokens.count_message(record.payload)
+            if used + cost > token_budget:
+                break
+            kept.append(record)
+            used += cost
+        kept.reverse()
+        return RestoreResult(
+            session_id=session_id, messages=[r.payload for r in kept],
+            sequences=[r.sequence for r in kept], tokens_used=used, token_budget=token_budget,
+            dropped=len(records) - len(kept), token_counting=self.tokens.description)
+
+    # -- retrieval -------------------------------------------------------------------------
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """The query's vector from the engine's embedder."""
+        matrix = await asyncio.to_thread(self.embedder.embed, [text])
+        return np.asarray(matrix, dtype=np.float32)[0]
+
+    async def hybrid_query(self, *, session_id: str, query: str, top_k: int = 10,
+                           vector_weight: float | None = None, fts_weight: float | None = None,
+                           tags: Sequence[str] | None = None,
+                           query_embedding: Sequence[float] | None = None,
+                           ) -> list[HybridQueryResult]:
+        """Seed 001's hybrid query: vector KNN + FTS5 bm25, min-max fused, ties by recency."""
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise InvalidInput(f"top_k must be a positive integer, got {top_k!r}")
+        rcfg = self.config.retrieval
+        vw = rcfg.vector_weight if vector_weight is None else float(vector_weight)
+        fw = rcfg.fts_weight if fts_weight is None else float(fts_weight)
+        if vw < 0 or fw < 0 or math.isnan(vw) or math.isnan(fw):
+            raise InvalidInput("weights must be non-negative numbers")
+        wanted_tags = indexing.normalize_tags(tags, self.config.notes.max_tags,
+                                              self.config.notes.max_tag_chars) if tags else []
+        depth = max(top_k * 4, 40) if wanted_tags else max(top_k * 2, 20)
+        vector_hits: list[retrieval.LegHit] = []
+        if self.vectors_usable and query.strip() or query_embedding is not None:
+            if query_embedding is not None:
+                qvec = np.asarray(query_embedding, dtype=np.float32)
+                if qvec.shape != (self.embedder.dimension,):
+                    raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
+                                       f"makes {self.embedder.dimension}")
+            else:
+                qvec = await self.embed_query(query)
+            # A query with no known words embeds to zero: it has no direction to compare.
+            if float(np.linalg.norm(qvec)) > 0:
+                rows = await self.backend.knn(session_id, qvec, depth, self.embedder.name)
+                rows = [(cid, dist) for cid, dist in rows if dist is not None]
+                vector_hits = [retrieval.LegHit(cid, 1.0 - dist, rank)
+                               for rank, (cid, dist) in enumerate(rows, 1)]
+        fts_hits: list[retrieval.LegHit] = []
+        match = retrieval.fts_match_expression(query)
+        if match is not None:
+            rows = await self.backend.fts_search(session_id, match, depth)
+            fts_hits = [retrieval.LegHit(cid, score, rank)
+                        for rank, (cid, score) in enumerate(rows, 1)]
+        ids = {h.chunk_id for h in vector_hits} | {h.chunk_id for h in fts_hits}
+        chunks = await self.backend.fetch_chunks(sorted(ids))
+        if wanted_tags:
+            keep = {cid for cid, c in chunks.items()
+                    if set(wanted_tags) <= set(c["metadata"].get("tags") or [])}
+            vector_hits = [h for h in vector_hits if h.chunk_id in keep]
+            fts_hits = [h for h in fts_hits if h.chunk_id in keep]
+        recency = {cid: c["sequence_end"] for cid, c in chunks.items()}
+        fused = retrieval.fuse_min_max(vector_hits, fts_hits, vw, fw, recency)
+        vector_by_id = {h.chunk_id: h for h in vector_hits}
+        fts_by_id = {h.chunk_id: h for h in fts_hits}
+        results = []
+        for chunk_id, score, v, f in fused[:top_k]:
+            chunk = chunks.get(chunk_id)
+            if chunk is None:  # deleted between the legs and the fetch
+                continue
+            vh, fh = vector_by_id.get(chunk_id), fts_by_id.get(chunk_id)
+            results.append(HybridQueryResult(
+                chunk_id=chunk_id, session_id=chunk["session_id"], text=chunk["text"],
+                score=score, vector_score=v, fts_score=f,
+                sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
+                metadata=chunk["metadata"], vector_raw=vh.raw if vh else None,
+                fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
+                fts_rank=fh.rank if fh else None))
+        return results
+
+    # -- embeddings ------------------------------------------------------------------------
+
+    async def embedding_status(self) -> EmbeddingStatus:
+        """The model, its size, the backlog and failures, vectors of other models."""
+        counts = await self.backend.embedding_counts()
+        others = {m: n for m, n in counts["models"].items() if m != self.embedder.name}
+        return EmbeddingStatus(
+            model=self.embedder.name, dimension=self.embedder.dimension,
+            backlog=counts["pending"], failed=counts["failed"], embedded=counts["done"],
+            other_models=others, fell_back=self.embedding_fell_back,
+            warning=self.embedding_warning)
+
+    async def reindex(self, progress: Any = None) -> int:
+        """Re-embed every chunk with the engine's model; returns the number of chunks.
+
+        ``progress(done, total)`` is called as batches are saved. Open the engine with
+        ``reindex=True`` to reindex a file whose vectors have another dimension.
+        """
+        total = await self.backend.reset_vectors(self.embedder.dimension, self.embedder.name)
+        self.vectors_usable = True
+        if self.embedding_warning != self._fallback_warning:
+            self.warnings.remove(self.embedding_warning)
+            self.embedding_warning = self._fallback_warning
+        if self.worker is None:
+            self._start_worker()
+        assert self.worker is not None
+        self.worker.embedded = 0
+        if progress is not None:
+            self.worker.on_progress = lambda done, _left: progress(done, total)
+        try:
+            await self.worker.drain()
+        finally:
+            self.worker.on_progress = None
+        return total
+
+    async def counts(self) -> dict[str, int]:
+        """Row counts per table (for doctor and for checking cascades)."""
+        return await self.backend.table_counts()

@@ -1,0 +1,1 @@
+"""The storage layer: the only code in the project that speaks SQL."""

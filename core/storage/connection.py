@@ -1,0 +1,258 @@
+"""Extension-capable SQLite connections, each owned by one thread, and the pool around them.
+
+Every connection lives on its own thread (a *lane*) and is only touched there; callers
+``await lane.run(fn, *args)`` and ``fn(conn, *args)`` runs on that thread. Running a whole
+operation per hop (rather than one statement per hop, as aiosqlite does) keeps a store to
+one round trip, and means a cancelled caller can never leave a transaction half-open on the
+shared writer: the function always runs to its COMMIT or ROLLBACK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+from core.errors import ExtensionMissing
+
+T = TypeVar("T")
+
+_INSTALL_HINT = "install it with: pip install 'sqlean.py' 'sqlite-vec'"
+
+
+def sqlite_module() -> ModuleType:
+    """The DB-API module to use: sqlean (extension loading, FTS5) else a capable stdlib sqlite3."""
+    try:
+        import sqlean
+
+        return sqlean
+    except ImportError:
+        import sqlite3
+
+        if hasattr(sqlite3.Connection, "enable_load_extension"):
+            return sqlite3
+        raise ExtensionMissing(
+            "this Python's sqlite3 cannot load extensions and sqlean.py is not installed; "
+            + _INSTALL_HINT
+        ) from None
+
+
+def _load_vec(conn: Any) -> None:
+    try:
+        import sqlite_vec
+    except ImportError:
+        raise ExtensionMissing(f"the sqlite-vec package is missing; {_INSTALL_HINT}") from None
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except AttributeError:
+        raise ExtensionMissing(
+            "this SQLite build cannot load extensions, so sqlite-vec cannot be loaded; "
+            + _INSTALL_HINT
+        ) from None
+    except Exception as exc:  # the driver raises its own OperationalError type
+        raise ExtensionMissing(f"loading sqlite-vec failed ({exc}); {_INSTALL_HINT}") from None
+
+
+def _check_fts5(conn: Any) -> None:
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
+        conn.execute("DROP TABLE temp._fts5_probe")
+    except Exception as exc:
+        raise ExtensionMissing(
+            f"this SQLite has no FTS5 ({exc}); install sqlean.py (pip install 'sqlean.py'), "
+            "whose SQLite includes it"
+        ) from None
+
+
+def open_connection(path: str | Path, *, read_only: bool, busy_timeout_ms: int,
+                    synchronous: str = "NORMAL") -> Any:
+    """One configured connection: sqlite-vec loaded, FTS5 checked, WAL, FKs on, busy timeout."""
+    sqlite = sqlite_module()
+    target = Path(path)
+    uri = f"file:{target.as_posix()}?mode={'ro' if read_only else 'rwc'}"
+    # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so that a write never
+    # starts as a read and fails to upgrade its lock under another writer.
+    conn = sqlite.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                          timeout=busy_timeout_ms / 1000)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        _load_vec(conn)
+        _check_fts5(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not read_only:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32768")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(conn: Any) -> Iterator[Any]:
+    """Run the block in one write transaction (BEGIN IMMEDIATE), or a savepoint when nested."""
+    if conn.in_transaction:
+        name = f"sp_{threading.get_ident()}_{id(conn)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+_STOP = object()
+
+
+class Lane:
+    """One SQLite connection and the single thread allowed to use it."""
+
+    def __init__(self, connect: Callable[[], Any], name: str) -> None:
+        self._connect = connect
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._ready = threading.Event()
+        self._open_error: BaseException | None = None
+        self.conn: Any = None
+
+    def start(self) -> None:
+        """Open the connection on the lane's thread; raises what opening raised."""
+        self._thread.start()
+        self._ready.wait()
+        if self._open_error is not None:
+            raise self._open_error
+
+    def _serve(self) -> None:
+        try:
+            self.conn = self._connect()
+        except BaseException as exc:
+            self._open_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        while True:
+            job = self._jobs.get()
+            if job is _STOP:
+                break
+            future, loop, fn, args = job
+            try:
+                result = fn(self.conn, *args)
+            except BaseException as exc:
+                if loop is None:
+                    future.set_exception(exc)
+                else:
+                    loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                if loop is None:
+                    future.set_result(result)
+                else:
+                    loop.call_soon_threadsafe(_settle, future, result, None)
+        self.conn.close()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on the lane's thread and return its result."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._jobs.put((future, loop, fn, args))
+        # Shielded: the job runs to completion even if the caller is cancelled, so the
+        # caller's cancellation never races the connection's state.
+        return await asyncio.shield(future)
+
+    def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on the lane's thread from a non-async caller."""
+        import concurrent.futures
+
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._jobs.put((future, None, fn, args))
+        return future.result()
+
+    def close(self) -> None:
+        """Finish queued jobs, close the connection and end the thread."""
+        if self._thread.is_alive():
+            self._jobs.put(_STOP)
+            self._thread.join()
+
+
+def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+
+
+class Database:
+    """One writer lane and a pool of reader lanes over one SQLite file (WAL)."""
+
+    def __init__(self, path: str | Path, *, read_only: bool, reader_pool_size: int,
+                 busy_timeout_ms: int, synchronous: str = "NORMAL") -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._busy_timeout_ms = busy_timeout_ms
+        self._synchronous = synchronous
+        self._reader_pool_size = reader_pool_size
+        self.writer: Lane | None = None
+        self._readers: list[Lane] = []
+        self._idle: asyncio.Queue[Lane] | None = None
+
+    def _lane(self, name: str, read_only: bool) -> Lane:
+        path, timeout, sync = self.path, self._busy_timeout_ms, self._synchronous
+        return Lane(lambda: open_connection(path, read_only=read_only, busy_timeout_ms=timeout,
+                                            synchronous=sync), name)
+
+    def open_writer(self) -> None:
+        """Open the single writer (or, read-only, the connection migrations are read through)."""
+        self.writer = self._lane("sqlite-writer", self.read_only)
+        self.writer.start()
+
+    def open_readers(self) -> None:
+        """Open the reader pool; call after migrations so readers see the final schema."""
+        self._idle = asyncio.Queue()
+        for index in range(self._reader_pool_size):
+            lane = self._lane(f"sqlite-reader-{index}", True)
+            lane.start()
+            self._readers.append(lane)
+            self._idle.put_nowait(lane)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on the writer lane."""
+        assert self.writer is not None, "database is closed"
+        return await self.writer.run(fn, *args)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on an idle reader lane."""
+        assert self._idle is not None, "database is closed"
+        lane = await self._idle.get()
+        try:
+            return await lane.run(fn, *args)
+        finally:
+            self._idle.put_nowait(lane)
+
+    def close(self) -> None:
+        """Close every lane, readers first so the writer's close can checkpoint the WAL."""
+        for lane in self._readers:
+            lane.close()
+        self._readers.clear()
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None

@@ -1,0 +1,258 @@
+"""SQL for sessions, conversation events and their chunks (seed 001 storage pipeline).
+
+Functions here take a connection and run on its lane's thread. The write path turns
+already-validated, already-chunked messages into rows in one transaction: session upsert,
+monotonic check, event, ``last_sequence``, chunks with content-hash dedup, FTS rows (by
+trigger). Vectors come later, from the embedding worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import SequenceError
+from core.storage.connection import transaction
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    """One chunk of a message, hashed and ready to insert."""
+
+    text: str
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class PreparedMessage:
+    """A validated message with everything the write transaction needs, computed off-lock."""
+
+    session_id: str
+    sequence: int | None  # None: allocate the next sequence inside the transaction
+    payload_json: str
+    role: str
+    importance: float
+    chunks: tuple[PreparedChunk, ...]
+    chunk_metadata: dict[str, Any]
+    agent_identity: str | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """Per message: its sequence and how many chunks were new or deduplicated."""
+
+    sequence: int | None
+    inserted: int
+    deduplicated: int
+    error: str | None = None
+
+
+def chunk_id_for(session_id: str, content_hash: str) -> str:
+    """A chunk's id: stable for a session and content, so dedup is a primary-key upsert."""
+    digest = hashlib.sha256(f"{session_id}\x00{content_hash}".encode()).hexdigest()
+    return f"chk-{digest[:32]}"
+
+
+def scope_token_for(session_id: str) -> str:
+    """The token indexed with a session's chunks in chunks_fts and ANDed into its queries."""
+    return "s" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _upsert_session(conn: Any, message: PreparedMessage) -> None:
+    conn.execute(
+        "INSERT INTO sessions(session_id, agent_identity, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at",
+        (message.session_id, message.agent_identity, message.created_at, message.created_at),
+    )
+
+
+def last_sequence(conn: Any, session_id: str) -> int | None:
+    """The highest stored sequence of a session (None when it has no events)."""
+    row = conn.execute(
+        "SELECT max(sequence) FROM conversation_events WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return None if row[0] is None else int(row[0])
+
+
+def _next_fts_rowid(conn: Any) -> int:
+    row = conn.execute("SELECT coalesce(max(fts_rowid), 0) FROM chunks").fetchone()
+    return int(row[0]) + 1
+
+
+def _write_one(conn: Any, message: PreparedMessage, last: int | None,
+               fts_rowid: int) -> tuple[WriteOutcome, int]:
+    sequence = message.sequence
+    if sequence is None:
+        sequence = 1 if last is None else last + 1
+    elif last is not None and sequence <= last:
+        raise SequenceError(
+            f"sequence {sequence} for session {message.session_id!r} is not greater than "
+            f"its last sequence {last}"
+        )
+    _upsert_session(conn, message)
+    conn.execute(
+        "INSERT INTO conversation_events(session_id, sequence, payload_json, created_at, role,"
+        " importance) VALUES (?, ?, ?, ?, ?, ?)",
+        (message.session_id, sequence, message.payload_json, message.created_at, message.role,
+         message.importance),
+    )
+    conn.execute(
+        "INSERT INTO session_state(session_id, state_json, updated_at)"
+        " VALUES (?, json_object('last_sequence', ?), ?)"
+        " ON CONFLICT(session_id) DO UPDATE SET"
+        "  state_json = json_set(state_json, '$.last_sequence', ?), updated_at = excluded.updated_at",
+        (message.session_id, sequence, message.created_at, sequence),
+    )
+    inserted = deduplicated = 0
+    if message.chunks:
+        metadata = dict(message.chunk_metadata)
+        metadata["sequence"] = sequence
+        metadata_json = json.dumps(metadata, ensure_ascii=False)
+        scope = scope_token_for(message.session_id)
+        for chunk in message.chunks:
+            chunk_id = chunk_id_for(message.session_id, chunk.content_hash)
+            cursor = conn.execute(
+                "INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash,"
+                " sequence_start, sequence_end, metadata_json, fts_rowid, scope_token, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(chunk_id) DO UPDATE SET"
+                "  sequence_end = max(chunks.sequence_end, excluded.sequence_end)"
+                " RETURNING fts_rowid",
+                (chunk_id, message.session_id, chunk.text, chunk.content_hash, sequence,
+                 sequence, metadata_json, fts_rowid, scope, message.created_at),
+            )
+            if cursor.fetchone()[0] == fts_rowid:
+                inserted += 1
+                fts_rowid += 1
+            else:
+                deduplicated += 1
+    return WriteOutcome(sequence, inserted, deduplicated), fts_rowid
+
+
+def write_messages(conn: Any, messages: Sequence[PreparedMessage],
+                   all_or_nothing: bool) -> list[WriteOutcome]:
+    """Store messages in one transaction.
+
+    With ``all_or_nothing`` any refusal raises and nothing is written (the single-message
+    path); otherwise a refused message is reported in its outcome and the rest are stored.
+    """
+    outcomes: list[WriteOutcome] = []
+    with transaction(conn):
+        fts_rowid = _next_fts_rowid(conn)
+        last_by_session: dict[str, int | None] = {}
+        for message in messages:
+            sid = message.session_id
+            if sid not in last_by_session:
+                last_by_session[sid] = last_sequence(conn, sid)
+            try:
+                outcome, fts_rowid = _write_one(conn, message, last_by_session[sid], fts_rowid)
+            except SequenceError as exc:
+                if all_or_nothing:
+                    raise
+                outcomes.append(WriteOutcome(message.sequence, 0, 0, str(exc)))
+                continue
+            last_by_session[sid] = outcome.sequence
+            outcomes.append(outcome)
+    return outcomes
+
+
+def _record(row: Any) -> dict[str, Any]:
+    return {
+        "session_id": row[0],
+        "sequence": int(row[1]),
+        "payload": json.loads(row[2]),
+        "created_at": row[3],
+        "importance": float(row[4]),
+    }
+
+
+def read_events(conn: Any, session_id: str, limit: int | None = None,
+                after_sequence: int | None = None) -> list[dict[str, Any]]:
+    """A session's events oldest first; with ``limit``, the most recent ``limit`` of them."""
+    columns = "session_id, sequence, payload_json, created_at, importance"
+    floor = after_sequence if after_sequence is not None else -(2**62)
+    if limit is None:
+        rows = conn.execute(
+            f"SELECT {columns} FROM conversation_events WHERE session_id = ? AND sequence > ?"
+            " ORDER BY sequence", (session_id, floor)).fetchall()
+    else:
+        rows = conn.execute(
+            f"SELECT {columns} FROM conversation_events WHERE session_id = ? AND sequence > ?"
+            " ORDER BY sequence DESC LIMIT ?", (session_id, floor, max(0, limit))).fetchall()
+        rows.reverse()
+    return [_record(row) for row in rows]
+
+
+def list_sessions(conn: Any, agent_identity: str | None = None, limit: int | None = None,
+                  offset: int = 0) -> list[dict[str, Any]]:
+    """Sessions by most recent activity, with event and chunk counts."""
+    where, params = "", []
+    if agent_identity is not None:
+        where, params = "WHERE s.agent_identity = ?", [agent_identity]
+    params += [-1 if limit is None else limit, offset]
+    rows = conn.execute(
+        "SELECT s.session_id, s.agent_identity, s.created_at, s.updated_at,"
+        " (SELECT count(*) FROM conversation_events e WHERE e.session_id = s.session_id),"
+        " (SELECT count(*) FROM chunks c WHERE c.session_id = s.session_id),"
+        " (SELECT max(sequence) FROM conversation_events e WHERE e.session_id = s.session_id)"
+        f" FROM sessions s {where} ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?",
+        params,
+    ).fetchall()
+    return [
+        {"session_id": r[0], "agent_identity": r[1], "created_at": str(r[2]),
+         "updated_at": str(r[3]), "event_count": r[4], "chunk_count": r[5],
+         "last_sequence": r[6]}
+        for r in rows
+    ]
+
+
+def delete_session(conn: Any, session_id: str) -> bool:
+    """Delete a session; foreign keys and triggers remove every dependent row."""
+    with transaction(conn):
+        cursor = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+        return cursor.rowcount > 0
+
+
+def read_session_state(conn: Any, session_id: str) -> dict[str, Any] | None:
+    """The session's ``state_json`` as a dict (None when the session has no state row)."""
+    row = conn.execute(
+        "SELECT state_json FROM session_state WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def table_counts(conn: Any) -> dict[str, int]:
+    """Row counts of the main tables, for doctor and for tests that check cascades."""
+    tables = ["sessions", "conversation_events", "session_state", "files", "chunks",
+              "schedules", "schedule_runs"]
+    counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    counts["chunks_fts"] = conn.execute(
+        "SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    has_vec = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()
+    counts["chunks_vec"] = (
+        conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0] if has_vec else 0)
+    return counts
+
+
+def session_row_counts(conn: Any, session_id: str) -> dict[str, int]:
+    """Rows one session owns in every table, for verifying that forget removed them all."""
+    scope = scope_token_for(session_id)
+    counts = {
+        table: conn.execute(f"SELECT count(*) FROM {table} WHERE session_id = ?",
+                            (session_id,)).fetchone()[0]
+        for table in ("sessions", "conversation_events", "session_state", "files", "chunks")
+    }
+    counts["chunks_fts"] = conn.execute(
+        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+        (f'scope_token : "{scope}"',)).fetchone()[0]
+    has_vec = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()
+    counts["chunks_vec"] = conn.execute(
+        "SELECT count(*) FROM chunks_vec WHERE session_id = ?", (session_id,)
+    ).fetchone()[0] if has_vec else 0
+    return counts

@@ -1,0 +1,115 @@
+"""Versioned SQL migrations: named, ordered, transactional, recorded in ``memory_migrations``.
+
+Migrations are the ``NNNN_name.sql`` files beside this module. Each is applied in its own
+transaction together with its ``memory_migrations`` row, so a crash leaves the file at the
+previous version, never between two.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+from core.errors import SchemaTooNew
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: its version number, name and SQL script."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def available_migrations() -> list[Migration]:
+    """Every migration shipped with this code, in version order."""
+    found = []
+    for entry in resources.files("core.storage").joinpath("migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text("utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    assert versions == list(range(1, len(found) + 1)), f"migration numbering has gaps: {versions}"
+    return found
+
+
+def latest_version() -> int:
+    """The schema version this code writes."""
+    return available_migrations()[-1].version
+
+
+def current_version(conn: Any) -> int:
+    """The schema version recorded in the file (0 for a new file)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT max(version) FROM memory_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def schema_too_new_message(path: object, found: int, known: int) -> str:
+    """The one line shown when a file is newer than this code."""
+    return (f"{path} has schema version {found}, newer than this workbench understands "
+            f"({known}); it is opened read-only. Upgrade memory-workbench to write to it.")
+
+
+def migrate(conn: Any, path: object = "database") -> list[int]:
+    """Apply pending migrations; return the versions applied. Refuses a newer file."""
+    known = available_migrations()
+    applied: list[int] = []
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for migration in known:
+        # BEGIN IMMEDIATE takes the write lock first, so two processes opening a new file
+        # at once apply each migration exactly once: the second sees the first's row.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = current_version(conn)
+            if version > known[-1].version:
+                raise SchemaTooNew(schema_too_new_message(path, version, known[-1].version))
+            if migration.version <= version:
+                conn.execute("ROLLBACK")
+                continue
+            for statement in split_statements(migration.sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO memory_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, datetime.now(UTC).isoformat()),
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        applied.append(migration.version)
+    return applied
+
+
+def split_statements(script: str) -> list[str]:
+    """Split a SQL script into complete statements (triggers keep their inner semicolons)."""
+    from core.storage.connection import sqlite_module
+
+    complete = sqlite_module().complete_statement
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        if not pending and line.strip().startswith("--"):
+            continue
+        pending += line
+        if complete(pending):
+            if pending.strip():
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())
+    return statements

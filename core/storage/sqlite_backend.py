@@ -1,0 +1,237 @@
+"""The SQLite storage backend: the engine's only way to the database.
+
+Everything above this class (pipelines, retrieval fusion, summaries, cadences) is plain
+Python over its async methods, so a second backend (PostgreSQL with pgvector) can stand
+behind the same methods later. Writes go to the single writer lane, reads to the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.config import StorageConfig
+from core.errors import ReadOnlyDatabase, SchemaTooNew
+from core.storage import events, search, vectors
+from core.storage.connection import Database
+from core.storage.migrations import (
+    current_version,
+    latest_version,
+    migrate,
+    schema_too_new_message,
+)
+
+log = logging.getLogger(__name__)
+
+
+class SqliteBackend:
+    """Async storage operations over one SQLite file."""
+
+    def __init__(self, db: Database, warnings: list[str]) -> None:
+        self._db = db
+        self.path = db.path
+        self.read_only = db.read_only
+        self.warnings = warnings
+        self.schema_version = 0
+
+    @classmethod
+    def open(cls, path: str | Path, config: StorageConfig, *,
+             read_only: bool = False) -> SqliteBackend:
+        """Open (creating if needed) and migrate; fall back to read-only when it must.
+
+        Blocking (it starts threads and runs migrations): call it via ``asyncio.to_thread``.
+        """
+        path = Path(path).expanduser()
+        warnings: list[str] = []
+        if not read_only:
+            reason = _unwritable_reason(path)
+            if reason:
+                warnings.append(f"{path} is opened read-only: {reason}")
+                read_only = True
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif not path.exists():
+            raise FileNotFoundError(f"{path} does not exist (and cannot be created read-only)")
+        db = _database(path, config, read_only)
+        db.open_writer()
+        assert db.writer is not None
+        known = latest_version()
+        found = db.writer.run_sync(current_version)
+        if found > known and not read_only:
+            db.close()
+            warnings.append(schema_too_new_message(path, found, known))
+            read_only = True
+            db = _database(path, config, read_only)
+            db.open_writer()
+            assert db.writer is not None
+        elif not read_only:
+            db.writer.run_sync(migrate, str(path))
+            found = known
+        elif found < known:
+            warnings.append(f"{path} has schema version {found}, older than this workbench "
+                            f"({known}); open it writable once to upgrade it")
+        backend = cls(db, warnings)
+        backend.schema_version = found
+        db.open_readers()
+        return backend
+
+    def close(self) -> None:
+        """Close every connection."""
+        self._db.close()
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyDatabase(
+                f"{self.path} is open read-only"
+                + (f" ({self.warnings[0]})" if self.warnings else "") + "; nothing was written")
+
+    # -- messages and sessions -------------------------------------------------------------
+
+    async def write_messages(self, messages: Sequence[events.PreparedMessage], *,
+                             all_or_nothing: bool) -> list[events.WriteOutcome]:
+        """Store prepared messages in one transaction."""
+        self._require_writable()
+        return await self._db.write(events.write_messages, messages, all_or_nothing)
+
+    async def read_events(self, session_id: str, limit: int | None = None,
+                          after_sequence: int | None = None) -> list[dict[str, Any]]:
+        """A session's events, oldest first."""
+        return await self._db.read(events.read_events, session_id, limit, after_sequence)
+
+    async def last_sequence(self, session_id: str) -> int | None:
+        """The session's highest stored sequence."""
+        return await self._db.read(events.last_sequence, session_id)
+
+    async def list_sessions(self, agent_identity: str | None = None, limit: int | None = None,
+                            offset: int = 0) -> list[dict[str, Any]]:
+        """Sessions, most recently active first."""
+        return await self._db.read(events.list_sessions, agent_identity, limit, offset)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a session and everything under it."""
+        self._require_writable()
+        return await self._db.write(events.delete_session, session_id)
+
+    async def read_session_state(self, session_id: str) -> dict[str, Any] | None:
+        """The session's state_json."""
+        return await self._db.read(events.read_session_state, session_id)
+
+    async def table_counts(self) -> dict[str, int]:
+        """Row counts per table."""
+        return await self._db.read(events.table_counts)
+
+    async def session_row_counts(self, session_id: str) -> dict[str, int]:
+        """Rows one session owns in each table."""
+        return await self._db.read(events.session_row_counts, session_id)
+
+    # -- vectors ---------------------------------------------------------------------------
+
+    async def vector_meta(self) -> tuple[int | None, str | None]:
+        """(dimension, model) the file's vector index was made for."""
+        def read(conn: Any) -> tuple[int | None, str | None]:
+            return vectors.vector_dimension(conn), vectors.get_meta(conn, "embedding_model")
+        return await self._db.read(read)
+
+    async def ensure_vector_table(self, dimension: int, model: str) -> None:
+        """Create the vector index or refuse a file of another dimension."""
+        if self.read_only:
+            return
+        await self._db.write(vectors.ensure_vector_table, dimension, model)
+
+    async def reset_vectors(self, dimension: int, model: str) -> int:
+        """Drop all vectors and queue every chunk for the new model."""
+        self._require_writable()
+        return await self._db.write(vectors.reset_vectors, dimension, model)
+
+    async def pending_chunks(self, limit: int, after_rowid: int = 0) -> list[tuple[str, str, str, int]]:
+        """Chunks waiting for vectors, in insertion order after ``after_rowid``."""
+        return await self._db.read(vectors.pending_chunks, limit, after_rowid)
+
+    async def save_vectors(self, rows: Sequence[tuple[str, str]], matrix: np.ndarray,
+                           model: str) -> int:
+        """Store a batch of vectors and mark its chunks embedded."""
+        return await self._db.write(vectors.save_vectors, rows, matrix, model)
+
+    async def record_embedding_failure(self, chunk_ids: Sequence[str], error: str,
+                                       max_attempts: int) -> int:
+        """Record a failed embedding attempt on each chunk."""
+        return await self._db.write(vectors.record_failure, chunk_ids, error, max_attempts)
+
+    async def retry_failed_embeddings(self) -> int:
+        """Queue failed chunks again."""
+        self._require_writable()
+        return await self._db.write(vectors.retry_failed)
+
+    async def embedding_counts(self) -> dict[str, Any]:
+        """Backlog, failures, embedded chunks, vectors per model."""
+        return await self._db.read(vectors.embedding_counts)
+
+    async def backlog_count(self) -> int:
+        """Chunks waiting for a vector."""
+        return await self._db.read(vectors.backlog_count)
+
+    async def knn(self, session_id: str, query: np.ndarray, k: int,
+                  model: str) -> list[tuple[str, float]]:
+        """Nearest chunks of a session."""
+        return await self._db.read(vectors.knn, session_id, query, k, model)
+
+    # -- full text -------------------------------------------------------------------------
+
+    async def fts_search(self, session_id: str, match: str, k: int) -> list[tuple[str, float]]:
+        """bm25 top-k of a session."""
+        return await self._db.read(search.fts_search, session_id, match, k)
+
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Chunk rows by id."""
+        return await self._db.read(search.fetch_chunks, chunk_ids)
+
+    # -- diagnostics -----------------------------------------------------------------------
+
+    async def versions(self) -> dict[str, str]:
+        """SQLite and sqlite-vec versions as the connection reports them."""
+        def read(conn: Any) -> dict[str, str]:
+            sqlite_version, vec_version = conn.execute(
+                "SELECT sqlite_version(), vec_version()").fetchone()
+            return {"sqlite": sqlite_version, "sqlite_vec": vec_version}
+        return await self._db.read(read)
+
+    async def integrity_check(self) -> list[str]:
+        """PRAGMA integrity_check plus the FTS index's own check; ['ok'] when sound."""
+        def check(conn: Any) -> list[str]:
+            problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
+            try:
+                conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+            except Exception as exc:  # the driver's own DatabaseError type
+                problems.append(f"chunks_fts: {exc}")
+            return problems
+        return await self._db.read(check) if self.read_only else await self._db.write(check)
+
+
+def _database(path: Path, config: StorageConfig, read_only: bool) -> Database:
+    return Database(path, read_only=read_only, reader_pool_size=config.reader_pool_size,
+                    busy_timeout_ms=config.busy_timeout_ms,
+                    synchronous=config.synchronous.upper())
+
+
+def _unwritable_reason(path: Path) -> str | None:
+    """Why a file cannot be opened for writing (None when it can)."""
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            return "the file is not writable"
+        if not os.access(path.parent, os.W_OK):
+            return "its folder is not writable (SQLite needs to create the -wal file there)"
+        return None
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        return f"{parent} is not writable"
+    return None
+
+
+__all__ = ["SqliteBackend", "SchemaTooNew"]

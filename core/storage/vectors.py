@@ -1,0 +1,184 @@
+"""SQL for the sqlite-vec index and the embedding backlog.
+
+``chunks_vec`` keeps seed 001's name and columns (``chunk_id``, ``embedding_blob``,
+``embedding_model``) as a ``vec0`` virtual table partitioned by ``session_id``, so a
+session's KNN costs what the session holds. vec0 fixes the vector size at creation, so the
+table is made at open, once the model's dimension is known, and recorded in ``memory_meta``.
+vec0 tables take no foreign keys: a trigger on ``chunks`` deletes a chunk's vector with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from core.errors import DimensionMismatch
+from core.storage.connection import transaction
+
+# vec0 reserves a block of chunk_size vectors per partition; the default (1024) bloats a file
+# with many small sessions (DESIGN.md: 1,000 sessions -> ~1 GB for 10k vectors; 128 -> 130 MB).
+VEC_CHUNK_SIZE = 128
+
+
+def get_meta(conn: Any, key: str) -> str | None:
+    """A value from memory_meta."""
+    row = conn.execute("SELECT value FROM memory_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def set_meta(conn: Any, key: str, value: str) -> None:
+    """Set a value in memory_meta (inside the caller's transaction, if any)."""
+    conn.execute(
+        "INSERT INTO memory_meta(key, value) VALUES (?, ?)"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+def vector_dimension(conn: Any) -> int | None:
+    """The dimension the file's vector index was made with (None before the first open)."""
+    value = get_meta(conn, "embedding_dimension")
+    return None if value is None else int(value)
+
+
+def _create_vector_table(conn: Any, dimension: int) -> None:
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0("
+        " chunk_id TEXT PRIMARY KEY,"
+        " session_id TEXT PARTITION KEY,"
+        f" embedding_blob FLOAT[{dimension}] distance_metric=cosine,"
+        " embedding_model TEXT,"
+        f" chunk_size={VEC_CHUNK_SIZE})"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS chunks_vec_delete AFTER DELETE ON chunks BEGIN"
+        " DELETE FROM chunks_vec WHERE chunk_id = old.chunk_id; END"
+    )
+    set_meta(conn, "embedding_dimension", str(dimension))
+
+
+def ensure_vector_table(conn: Any, dimension: int, model: str) -> None:
+    """Create the vector index for ``dimension``, or refuse a file made for another size."""
+    with transaction(conn):
+        existing = vector_dimension(conn)
+        if existing is not None and existing != dimension:
+            stored = get_meta(conn, "embedding_model") or "an unknown model"
+            raise DimensionMismatch(
+                f"this file holds {existing}-dimension vectors from {stored}, but the "
+                f"configured model {model} makes {dimension}-dimension vectors; open it with "
+                f"the original model, or run `workbench reindex --model {model}` to move it"
+            )
+        _create_vector_table(conn, dimension)
+        if get_meta(conn, "embedding_model") is None:
+            set_meta(conn, "embedding_model", model)
+
+
+def reset_vectors(conn: Any, dimension: int, model: str) -> int:
+    """Drop every vector, remake the index for ``dimension`` and queue every chunk again."""
+    with transaction(conn):
+        conn.execute("DROP TRIGGER IF EXISTS chunks_vec_delete")
+        conn.execute("DROP TABLE IF EXISTS chunks_vec")
+        _create_vector_table(conn, dimension)
+        set_meta(conn, "embedding_model", model)
+        cursor = conn.execute(
+            "UPDATE chunks SET embedding_status = 'pending', embedding_error = NULL,"
+            " embedding_attempts = 0")
+        return cursor.rowcount
+
+
+def pending_chunks(conn: Any, limit: int, after_rowid: int = 0) -> list[tuple[str, str, str, int]]:
+    """Up to ``limit`` chunks waiting for a vector: (chunk_id, session_id, text, fts_rowid)."""
+    return conn.execute(
+        "SELECT chunk_id, session_id, chunk_text, fts_rowid FROM chunks"
+        " WHERE embedding_status = 'pending' AND fts_rowid > ? ORDER BY fts_rowid LIMIT ?",
+        (after_rowid, limit),
+    ).fetchall()
+
+
+def save_vectors(conn: Any, rows: Sequence[tuple[str, str]], vectors: np.ndarray,
+                 model: str) -> int:
+    """Store vectors for (chunk_id, session_id) rows and mark them done, in one transaction.
+
+    A chunk deleted while its batch was embedding is skipped, so no vector is orphaned.
+    """
+    if not rows:
+        return 0
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    saved = 0
+    with transaction(conn):
+        status: dict[str, str] = {}
+        ids = [chunk_id for chunk_id, _ in rows]
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            status.update(conn.execute(
+                "SELECT chunk_id, embedding_status FROM chunks WHERE chunk_id IN"
+                f" ({','.join('?' * len(part))})", part).fetchall())
+        inserts = []
+        for index, (chunk_id, session_id) in enumerate(rows):
+            if chunk_id not in status:
+                continue
+            if status[chunk_id] == "done":
+                conn.execute("DELETE FROM chunks_vec WHERE chunk_id = ?", (chunk_id,))
+            inserts.append((chunk_id, session_id, vectors[index].tobytes(), model))
+        conn.executemany(
+            "INSERT INTO chunks_vec(chunk_id, session_id, embedding_blob, embedding_model)"
+            " VALUES (?, ?, ?, ?)", inserts)
+        conn.executemany(
+            "UPDATE chunks SET embedding_status = 'done', embedding_error = NULL"
+            " WHERE chunk_id = ?", [(row[0],) for row in inserts])
+        saved = len(inserts)
+    return saved
+
+
+def record_failure(conn: Any, chunk_ids: Sequence[str], error: str, max_attempts: int) -> int:
+    """Count a failed attempt on each chunk; a chunk out of attempts becomes 'failed'."""
+    with transaction(conn):
+        conn.executemany(
+            "UPDATE chunks SET embedding_attempts = embedding_attempts + 1,"
+            " embedding_error = ?,"
+            " embedding_status = CASE WHEN embedding_attempts + 1 >= ? THEN 'failed'"
+            "  ELSE 'pending' END"
+            " WHERE chunk_id = ?",
+            [(error[:1000], max_attempts, chunk_id) for chunk_id in chunk_ids],
+        )
+        row = conn.execute(
+            "SELECT count(*) FROM chunks WHERE embedding_status = 'failed'").fetchone()
+        return int(row[0])
+
+
+def retry_failed(conn: Any) -> int:
+    """Queue every chunk whose embedding failed for another round of attempts."""
+    with transaction(conn):
+        return conn.execute(
+            "UPDATE chunks SET embedding_status = 'pending', embedding_attempts = 0"
+            " WHERE embedding_status = 'failed'").rowcount
+
+
+def embedding_counts(conn: Any) -> dict[str, Any]:
+    """Backlog, failures, embedded count and vectors per model."""
+    by_status = dict(conn.execute(
+        "SELECT embedding_status, count(*) FROM chunks GROUP BY embedding_status").fetchall())
+    models: dict[str, int] = {}
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_vec'").fetchone():
+        models = dict(conn.execute(
+            "SELECT embedding_model, count(*) FROM chunks_vec GROUP BY embedding_model"
+        ).fetchall())
+    return {"pending": by_status.get("pending", 0), "failed": by_status.get("failed", 0),
+            "done": by_status.get("done", 0), "models": models}
+
+
+def backlog_count(conn: Any) -> int:
+    """Chunks still waiting for a vector."""
+    return int(conn.execute(
+        "SELECT count(*) FROM chunks WHERE embedding_status = 'pending'").fetchone()[0])
+
+
+def knn(conn: Any, session_id: str, query: np.ndarray, k: int,
+        model: str) -> list[tuple[str, float]]:
+    """The ``k`` nearest chunks of one session by cosine distance, inside its partition."""
+    blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
+    return conn.execute(
+        "SELECT chunk_id, distance FROM chunks_vec WHERE embedding_blob MATCH ? AND k = ?"
+        " AND session_id = ? AND embedding_model = ? ORDER BY distance",
+        (blob, k, session_id, model),
+    ).fetchall()

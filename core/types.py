@@ -1,0 +1,118 @@
+"""The engine's request and result types: plain frozen dataclasses, no behaviour.
+
+They mirror seed 001's ``MemoryRecord``, ``MemoryHybridQueryResult`` and friends, with
+the additions the workbench needs (counts, explanations). Each has ``to_dict()`` so the
+CLI's ``--json`` output and the MCP server serialise them the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class _AsDict:
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict."""
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class MemoryRecord(_AsDict):
+    """One stored conversation event (seed 001 ``MemoryRecord``)."""
+
+    session_id: str
+    sequence: int
+    payload: dict[str, Any]
+    created_at: str
+    importance: float = 0.5
+
+
+@dataclass(frozen=True)
+class SessionInfo(_AsDict):
+    """A session with its activity and sizes, for listings."""
+
+    session_id: str
+    agent_identity: str | None
+    created_at: str
+    updated_at: str
+    event_count: int
+    chunk_count: int
+    last_sequence: int | None
+
+
+@dataclass(frozen=True)
+class StoreResult(_AsDict):
+    """What one store did: chunks inserted and chunks deduplicated into existing ones."""
+
+    session_id: str
+    sequence: int
+    chunks_inserted: int
+    chunks_deduplicated: int
+
+
+@dataclass(frozen=True)
+class Rejected(_AsDict):
+    """A message the bulk path refused, by its position in the input, and why."""
+
+    index: int
+    session_id: str
+    sequence: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class BulkStoreResult(_AsDict):
+    """What a bulk store did; rejected messages are listed, never skipped silently."""
+
+    stored: int
+    chunks_inserted: int
+    chunks_deduplicated: int
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RestoreResult(_AsDict):
+    """The messages of a session that fit a token budget, oldest first (seed 001 restore)."""
+
+    session_id: str
+    messages: list[dict[str, Any]]
+    sequences: list[int]
+    tokens_used: int
+    token_budget: int
+    dropped: int
+    token_counting: str
+
+
+@dataclass(frozen=True)
+class HybridQueryResult(_AsDict):
+    """One ranked chunk of a hybrid query (seed 001 ``MemoryHybridQueryResult``)."""
+
+    chunk_id: str
+    session_id: str
+    text: str
+    score: float
+    vector_score: float
+    fts_score: float
+    sequence_start: int
+    sequence_end: int
+    metadata: dict[str, Any]
+    vector_raw: float | None = None
+    fts_raw: float | None = None
+    vector_rank: int | None = None
+    fts_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddingStatus(_AsDict):
+    """The embedding side of a file: model, size, backlog and failures."""
+
+    model: str
+    dimension: int
+    backlog: int
+    failed: int
+    embedded: int
+    other_models: dict[str, int]
+    fell_back: bool
+    warning: str | None

@@ -1,0 +1,33 @@
+"""Shared fixtures: throwaway databases in tmp_path, the tiny real model, the shared model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tiny_model import build_tiny_model
+
+SHARED_MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "models" / "m2v-minilm-256"
+
+DETERMINISTIC = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A path for a new memory file."""
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny real model2vec model, built once per test run."""
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-m2v")
+
+
+@pytest.fixture
+def shared_model() -> Path:
+    """The real 256-dimension model from ../shared, or skip when it is absent."""
+    if not (SHARED_MODEL / "model.safetensors").exists():
+        pytest.skip("../shared/models/m2v-minilm-256 is not present")
+    return SHARED_MODEL
