@@ -8,6 +8,7 @@ operations on top of them. It never issues SQL itself: that is the backend's job
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -233,17 +234,56 @@ class Engine:
 
         Each item is ``(session_id, sequence or None, payload)``. A message that is invalid
         or out of sequence is listed in ``rejected`` with its reason; the others are stored.
+        It runs as a pipeline: while one batch is embedded (in a thread) the one before it is
+        written, chunks and vectors together, so nothing waits in the backlog afterwards. If
+        embedding a batch fails, its chunks are stored unembedded and the worker retries them.
         """
         stored = inserted = deduplicated = 0
         rejected: list[Rejected] = []
-        batch: list[tuple[int, PreparedMessage]] = []
+        embed_inline = self.worker is not None and self.vectors_usable
 
-        async def flush() -> None:
+        def prepare(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
+                    ) -> tuple[list[tuple[int, PreparedMessage]], list[Rejected]]:
+            """Validate, chunk and (when it can) embed one batch; runs in a worker thread."""
+            created_at = utc_now()
+            batch: list[tuple[int, PreparedMessage]] = []
+            refused: list[Rejected] = []
+            for index, (session_id, sequence, payload) in chunk_of_items:
+                try:
+                    batch.append((index, self._prepare(session_id, sequence, payload, agent,
+                                                       created_at)))
+                except InvalidInput as exc:
+                    refused.append(Rejected(index, str(session_id),
+                                            sequence if isinstance(sequence, int) else None,
+                                            str(exc)))
+            texts = [chunk.text for _, p in batch for chunk in p.chunks]
+            if not embed_inline or not texts:
+                return batch, refused
+            try:
+                matrix = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
+                if matrix.shape != (len(texts), self.embedder.dimension):
+                    raise ValueError(f"embedder returned shape {matrix.shape}")
+            except Exception as exc:  # the worker will retry these chunks and record errors
+                log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
+                            len(texts), exc)
+                return batch, refused
+            rows = iter(matrix)
+            return [(index, dataclasses.replace(prepared, chunks=tuple(
+                dataclasses.replace(chunk, vector=next(rows).tobytes())
+                for chunk in prepared.chunks))) for index, prepared in batch], refused
+
+        async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
+                        previous: asyncio.Task[None] | None) -> None:
             nonlocal stored, inserted, deduplicated
+            batch, refused = await asyncio.to_thread(prepare, chunk_of_items)
+            rejected.extend(refused)
+            if previous is not None:
+                await previous  # writes stay in input order: sequences are checked in order
             if not batch:
                 return
-            outcomes = await self.backend.write_messages([p for _, p in batch],
-                                                         all_or_nothing=False)
+            outcomes = await self.backend.write_messages(
+                [p for _, p in batch], all_or_nothing=False,
+                vector_model=self.embedder.name if embed_inline else None)
             for (index, prepared), outcome in zip(batch, outcomes, strict=True):
                 if outcome.error is not None:
                     rejected.append(Rejected(index, prepared.session_id, prepared.sequence,
@@ -253,23 +293,36 @@ class Engine:
                 inserted += outcome.inserted
                 deduplicated += outcome.deduplicated
                 self.working_memory.drop(prepared.session_id)
-            batch.clear()
             if self.worker is not None:
                 self.worker.wake()
 
-        created_at = utc_now()
-        for index, (session_id, sequence, payload) in enumerate(items):
-            try:
-                prepared = self._prepare(session_id, sequence, payload, agent, created_at)
-            except InvalidInput as exc:
-                rejected.append(Rejected(index, str(session_id),
-                                         sequence if isinstance(sequence, int) else None,
-                                         str(exc)))
-                continue
-            batch.append((index, prepared))
-            if len(batch) >= batch_size:
-                await flush()
-        await flush()
+        # A pipeline: batch N is prepared and embedded in a thread while batch N-1 is written
+        # on the writer's thread; at most two batches are in flight.
+        in_flight: list[asyncio.Task[None]] = []
+        pending_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]] = []
+
+        def launch() -> None:
+            nonlocal pending_items
+            previous = in_flight[-1] if in_flight else None
+            in_flight.append(asyncio.create_task(stage(pending_items, previous)))
+            pending_items = []
+
+        try:
+            for index, item in enumerate(items):
+                pending_items.append((index, item))
+                if len(pending_items) >= batch_size:
+                    launch()
+                    if len(in_flight) > 2:
+                        await in_flight.pop(0)
+            if pending_items:
+                launch()
+            for task in in_flight:
+                await task
+        finally:
+            unfinished = [task for task in in_flight if not task.done()]
+            if unfinished:
+                await asyncio.wait(unfinished)
+        rejected.sort(key=lambda r: r.index)
         return BulkStoreResult(stored, inserted, deduplicated, rejected)
 
     async def drain(self, timeout: float | None = None) -> None:

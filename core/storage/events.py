@@ -2,8 +2,9 @@
 
 Functions here take a connection and run on its lane's thread. The write path turns
 already-validated, already-chunked messages into rows in one transaction: session upsert,
-monotonic check, event, ``last_sequence``, chunks with content-hash dedup, FTS rows (by
-trigger). Vectors come later, from the embedding worker.
+monotonic check, event, ``last_sequence``, chunks with content-hash dedup and their FTS
+rows. Vectors come later, from the embedding worker, unless the bulk
+path brought them along.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from core.storage.connection import transaction
 
 @dataclass(frozen=True)
 class PreparedChunk:
-    """One chunk of a message, hashed and ready to insert."""
+    """One chunk of a message, hashed and ready to insert; its vector when already embedded."""
 
     text: str
     content_hash: str
+    vector: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -62,15 +64,6 @@ def scope_token_for(session_id: str) -> str:
     return "s" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _upsert_session(conn: Any, message: PreparedMessage) -> None:
-    conn.execute(
-        "INSERT INTO sessions(session_id, agent_identity, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?)"
-        " ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at",
-        (message.session_id, message.agent_identity, message.created_at, message.created_at),
-    )
-
-
 def last_sequence(conn: Any, session_id: str) -> int | None:
     """The highest stored sequence of a session (None when it has no events)."""
     row = conn.execute(
@@ -84,81 +77,141 @@ def _next_fts_rowid(conn: Any) -> int:
     return int(row[0]) + 1
 
 
-def _write_one(conn: Any, message: PreparedMessage, last: int | None,
-               fts_rowid: int) -> tuple[WriteOutcome, int]:
-    sequence = message.sequence
-    if sequence is None:
-        sequence = 1 if last is None else last + 1
-    elif last is not None and sequence <= last:
-        raise SequenceError(
-            f"sequence {sequence} for session {message.session_id!r} is not greater than "
-            f"its last sequence {last}"
-        )
-    _upsert_session(conn, message)
-    conn.execute(
-        "INSERT INTO conversation_events(session_id, sequence, payload_json, created_at, role,"
-        " importance) VALUES (?, ?, ?, ?, ?, ?)",
-        (message.session_id, sequence, message.payload_json, message.created_at, message.role,
-         message.importance),
-    )
-    conn.execute(
-        "INSERT INTO session_state(session_id, state_json, updated_at)"
-        " VALUES (?, json_object('last_sequence', ?), ?)"
-        " ON CONFLICT(session_id) DO UPDATE SET"
-        "  state_json = json_set(state_json, '$.last_sequence', ?), updated_at = excluded.updated_at",
-        (message.session_id, sequence, message.created_at, sequence),
-    )
-    inserted = deduplicated = 0
-    if message.chunks:
-        metadata = dict(message.chunk_metadata)
-        metadata["sequence"] = sequence
-        metadata_json = json.dumps(metadata, ensure_ascii=False)
-        scope = scope_token_for(message.session_id)
-        for chunk in message.chunks:
-            chunk_id = chunk_id_for(message.session_id, chunk.content_hash)
-            cursor = conn.execute(
-                "INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash,"
-                " sequence_start, sequence_end, metadata_json, fts_rowid, scope_token, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(chunk_id) DO UPDATE SET"
-                "  sequence_end = max(chunks.sequence_end, excluded.sequence_end)"
-                " RETURNING fts_rowid",
-                (chunk_id, message.session_id, chunk.text, chunk.content_hash, sequence,
-                 sequence, metadata_json, fts_rowid, scope, message.created_at),
-            )
-            if cursor.fetchone()[0] == fts_rowid:
-                inserted += 1
-                fts_rowid += 1
-            else:
-                deduplicated += 1
-    return WriteOutcome(sequence, inserted, deduplicated), fts_rowid
+CHUNK_COLUMNS = ["chunk_id", "session_id", "chunk_text", "content_hash", "sequence_start",
+                 "sequence_end", "metadata_json", "fts_rowid", "scope_token", "created_at",
+                 "embedding_status"]
 
 
-def write_messages(conn: Any, messages: Sequence[PreparedMessage],
-                   all_or_nothing: bool) -> list[WriteOutcome]:
-    """Store messages in one transaction.
+def insert_rows(conn: Any, table: str, columns: Sequence[str],
+                rows: Sequence[Sequence[Any]]) -> None:
+    """Insert many rows into ``table`` with one prepared statement."""
+    if rows:
+        marks = ", ".join("?" * len(columns))
+        conn.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({marks})", rows)
+
+
+def insert_vectors(conn: Any, rows: Sequence[tuple[str, str, bytes]], model: str) -> None:
+    """Insert (chunk_id, session_id, float32 blob) vectors under ``model``."""
+    insert_rows(conn, "chunks_vec", ["chunk_id", "session_id", "embedding_blob", "embedding_model"],
+                [(chunk_id, session_id, blob, model) for chunk_id, session_id, blob in rows])
+
+
+def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
+    """sequence_end of the chunks among ``chunk_ids`` that are already stored."""
+    found: dict[str, int] = {}
+    for start in range(0, len(chunk_ids), 500):
+        part = chunk_ids[start:start + 500]
+        found.update(conn.execute(
+            "SELECT chunk_id, sequence_end FROM chunks WHERE chunk_id IN"
+            f" ({','.join('?' * len(part))})", part).fetchall())
+    return found
+
+
+def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothing: bool,
+                   vector_model: str | None = None) -> list[WriteOutcome]:
+    """Store messages in one transaction (seed 001 steps 1-4, 8, 9, FTS rows included).
 
     With ``all_or_nothing`` any refusal raises and nothing is written (the single-message
     path); otherwise a refused message is reported in its outcome and the rest are stored.
+    The work is set-based, one statement per kind of row, so a batch of a thousand messages
+    costs little more per message than SQLite's own inserts. Chunks that arrive with a
+    vector (the bulk path embeds before writing) are stored embedded, under
+    ``vector_model``; the others wait in the backlog for the embedding worker.
     """
     outcomes: list[WriteOutcome] = []
     with transaction(conn):
-        fts_rowid = _next_fts_rowid(conn)
         last_by_session: dict[str, int | None] = {}
+        accepted: list[tuple[PreparedMessage, int]] = []
         for message in messages:
             sid = message.session_id
             if sid not in last_by_session:
                 last_by_session[sid] = last_sequence(conn, sid)
-            try:
-                outcome, fts_rowid = _write_one(conn, message, last_by_session[sid], fts_rowid)
-            except SequenceError as exc:
+            last = last_by_session[sid]
+            sequence = message.sequence
+            if sequence is None:
+                sequence = 1 if last is None else last + 1
+            elif last is not None and sequence <= last:
+                error = (f"sequence {sequence} for session {sid!r} is not greater than its "
+                         f"last sequence {last}")
                 if all_or_nothing:
-                    raise
-                outcomes.append(WriteOutcome(message.sequence, 0, 0, str(exc)))
+                    raise SequenceError(error)
+                outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
                 continue
-            last_by_session[sid] = outcome.sequence
-            outcomes.append(outcome)
-    return outcomes
+            last_by_session[sid] = sequence
+            accepted.append((message, sequence))
+            outcomes.append(WriteOutcome(sequence, 0, 0))
+        if not accepted:
+            return outcomes
+
+        # Step 1, session upsert: once per session, stamped with its latest message.
+        touched: dict[str, PreparedMessage] = {}
+        for message, _ in accepted:
+            touched[message.session_id] = message
+        conn.executemany(
+            "INSERT INTO sessions(session_id, agent_identity, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at",
+            [(m.session_id, m.agent_identity, m.created_at, m.created_at)
+             for m in touched.values()])
+        # Step 3, events.
+        insert_rows(conn, "conversation_events",
+                    ["session_id", "sequence", "payload_json", "created_at", "role", "importance"],
+                    [(m.session_id, seq, m.payload_json, m.created_at, m.role, m.importance)
+                     for m, seq in accepted])
+        # Step 4, last_sequence in session_state.
+        conn.executemany(
+            "INSERT INTO session_state(session_id, state_json, updated_at)"
+            " VALUES (?, json_object('last_sequence', ?), ?)"
+            " ON CONFLICT(session_id) DO UPDATE SET"
+            "  state_json = json_set(state_json, '$.last_sequence',"
+            "  json_extract(excluded.state_json, '$.last_sequence')), updated_at = excluded.updated_at",
+            [(sid, last_by_session[sid], m.created_at) for sid, m in touched.items()])
+        # Steps 8-9, chunks: a content hash already stored in the session extends that
+        # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
+        planned = [(m, seq, chunk_id_for(m.session_id, c.content_hash), c)
+                   for m, seq in accepted for c in m.chunks]
+        existing = _existing_chunks(conn, [p[2] for p in planned]) if planned else {}
+        fts_rowid = _next_fts_rowid(conn) if planned else 0
+        inserts: list[tuple[Any, ...]] = []
+        vector_rows: list[tuple[str, str, bytes]] = []
+        extended: dict[str, int] = {}
+        per_sequence: dict[tuple[str, int], list[int]] = {}
+        metadata_cache: dict[tuple[int, int], str] = {}
+        for message, sequence, chunk_id, chunk in planned:
+            counts = per_sequence.setdefault((message.session_id, sequence), [0, 0])
+            if chunk_id in existing:
+                existing[chunk_id] = max(existing[chunk_id], sequence)
+                extended[chunk_id] = existing[chunk_id]
+                counts[1] += 1
+                continue
+            key = (id(message), sequence)
+            if key not in metadata_cache:
+                metadata = dict(message.chunk_metadata)
+                metadata["sequence"] = sequence
+                metadata_cache[key] = json.dumps(metadata, ensure_ascii=False)
+            embedded = chunk.vector is not None and vector_model is not None
+            inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
+                            sequence, sequence, metadata_cache[key], fts_rowid,
+                            scope_token_for(message.session_id), message.created_at,
+                            "done" if embedded else "pending"))
+            if embedded:
+                vector_rows.append((chunk_id, message.session_id, chunk.vector))
+            existing[chunk_id] = sequence
+            fts_rowid += 1
+            counts[0] += 1
+        insert_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
+        insert_rows(conn, "chunks_fts", ["rowid", "chunk_text", "scope_token"],
+                    [(row[7], row[2], row[8]) for row in inserts])
+        if vector_rows:
+            insert_vectors(conn, vector_rows, vector_model or "")
+        conn.executemany(
+            "UPDATE chunks SET sequence_end = max(sequence_end, ?) WHERE chunk_id = ?",
+            [(end, chunk_id) for chunk_id, end in extended.items()])
+    return [
+        outcome if outcome.error is not None else WriteOutcome(
+            outcome.sequence, *per_sequence.get((message.session_id, outcome.sequence), (0, 0)))
+        for message, outcome in zip(messages, outcomes, strict=True)
+    ]
 
 
 def _record(row: Any) -> dict[str, Any]:

@@ -93,10 +93,12 @@ class SqliteBackend:
     # -- messages and sessions -------------------------------------------------------------
 
     async def write_messages(self, messages: Sequence[events.PreparedMessage], *,
-                             all_or_nothing: bool) -> list[events.WriteOutcome]:
-        """Store prepared messages in one transaction."""
+                             all_or_nothing: bool,
+                             vector_model: str | None = None) -> list[events.WriteOutcome]:
+        """Store prepared messages (and any vectors they carry) in one transaction."""
         self._require_writable()
-        return await self._db.write(events.write_messages, messages, all_or_nothing)
+        return await self._db.write(events.write_messages, messages, all_or_nothing,
+                                    vector_model)
 
     async def read_events(self, session_id: str, limit: int | None = None,
                           after_sequence: int | None = None) -> list[dict[str, Any]]:

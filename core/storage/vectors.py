@@ -16,6 +16,7 @@ import numpy as np
 
 from core.errors import DimensionMismatch
 from core.storage.connection import transaction
+from core.storage.events import insert_vectors
 
 # vec0 reserves a block of chunk_size vectors per partition; the default (1024) bloats a file
 # with many small sessions (DESIGN.md: 1,000 sessions -> ~1 GB for 10k vectors; 128 -> 130 MB).
@@ -120,9 +121,7 @@ def save_vectors(conn: Any, rows: Sequence[tuple[str, str]], vectors: np.ndarray
             if status[chunk_id] == "done":
                 conn.execute("DELETE FROM chunks_vec WHERE chunk_id = ?", (chunk_id,))
             inserts.append((chunk_id, session_id, vectors[index].tobytes(), model))
-        conn.executemany(
-            "INSERT INTO chunks_vec(chunk_id, session_id, embedding_blob, embedding_model)"
-            " VALUES (?, ?, ?, ?)", inserts)
+        insert_vectors(conn, [(row[0], row[1], row[2]) for row in inserts], model)
         conn.executemany(
             "UPDATE chunks SET embedding_status = 'done', embedding_error = NULL"
             " WHERE chunk_id = ?", [(row[0],) for row in inserts])
