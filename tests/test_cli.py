@@ -1,0 +1,114 @@
+"""The workbench command: help everywhere, README coverage, exit codes, the main commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from workbench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def all_commands(group: click.Group, prefix: str = "workbench") -> list[tuple[str, click.Command]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        path = f"{prefix} {name}"
+        found.append((path, command))
+        if isinstance(command, click.Group):
+            found.extend(all_commands(command, path))
+    return found
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    config = tmp_path / "workbench.toml"
+    config.write_text('[embedding]\nbackend = "deterministic"\nfallback_dimensions = 32\n')
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    return CliRunner()
+
+
+def test_every_command_has_help_text_and_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for path, command in all_commands(main):
+        assert (command.help or "").strip(), f"{path} has no help text"
+        assert path in readme, f"{path} is not mentioned in README.md"
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert (param.help or "").strip(), f"{path} {param.opts[0]} has no help"
+
+
+def test_doctor_reports_the_engine_and_a_file(runner: CliRunner, tmp_path: Path) -> None:
+    missing = runner.invoke(main, ["doctor", "--db", str(tmp_path / "none.db"), "--json"])
+    assert missing.exit_code == 0, missing.output
+    report = json.loads(missing.output)
+    assert report["sqlite"]["fts5"] is True and report["sqlite"]["sqlite_vec"].startswith("v")
+    assert report["model"]["dimension"] == 32
+    assert report["database"]["exists"] is False
+    text = runner.invoke(main, ["doctor"])
+    assert text.exit_code == 0 and "sqlite-vec" in text.output and "status       ok" in text.output
+
+
+def test_reindex_moves_a_file_to_another_model(runner: CliRunner, tmp_path: Path,
+                                               tiny_model_dir: Path) -> None:
+    import asyncio
+
+    from core import Engine
+
+    db = tmp_path / "m.db"
+
+    async def fill() -> None:
+        config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 32}}
+        async with Engine.open(db, config=config) as engine:
+            for seq in range(1, 30):
+                await engine.store("s", seq, {"role": "user", "content": f"the dog {seq}"})
+            await engine.drain()
+
+    asyncio.run(fill())
+    result = runner.invoke(main, ["reindex", "--db", str(db), "--model", str(tiny_model_dir)])
+    assert result.exit_code == 0, result.output
+    assert "re-embedded 29 chunks" in result.output
+    report = json.loads(runner.invoke(main, ["doctor", "--db", str(db), "--json"]).output)
+    assert report["database"]["vector_dimension"] == 16
+    assert report["database"]["vector_model"] == f"model2vec:{tiny_model_dir.name}"
+
+
+def test_bench_ingest_prints_its_figures(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["bench", "ingest", "--model", "deterministic",
+                                  "--messages", "400", "--sessions", "4"])
+    assert result.exit_code == 0, result.output
+    for label in ("encode only", "ingest, store()", "ingest, store_many()", "ratio to encode",
+                  "peak RSS"):
+        assert label in result.output
+
+
+def test_errors_are_one_line_and_exit_1(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(main, ["reindex", "--db", str(tmp_path / "missing.db")])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0 and "does not exist" in result.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[embeding]\nmodel = 'x'\n")
+    result = runner.invoke(main, ["--config", str(bad), "doctor"])
+    assert result.exit_code == 1 and "unknown key 'embeding'" in result.output
+
+
+def test_usage_errors_exit_2(runner: CliRunner) -> None:
+    assert runner.invoke(main, ["bench", "ingest", "--messages", "zero"]).exit_code == 2
+    assert runner.invoke(main, ["no-such-command"]).exit_code == 2
+
+
+def test_every_config_key_is_documented_in_the_readme() -> None:
+    from core.config import describe_fields
+
+    readme = (ROOT / "README.md").read_text()
+    sections = {key.split(".")[0] for key, _, _ in describe_fields() if "." in key}
+    for section in sections:
+        assert f"[{section}]" in readme, section
+    for key, _, doc in describe_fields():
+        name = key.rsplit(".", 1)[-1]
+        assert f"{name} =" in readme, f"{key} is not in the README's configuration reference"
+        assert doc, f"{key} has no doc"
