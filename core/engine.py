@@ -24,7 +24,7 @@ from core.clock import utc_now
 from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, load_embedder
-from core.errors import InvalidInput, NotFound
+from core.errors import EmbeddingError, InvalidInput, NotFound
 from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.sqlite_backend import SqliteBackend
 from core.tokens import TokenCounter
@@ -483,6 +483,8 @@ class Engine:
         ``progress(done, total)`` is called as batches are saved. Open the engine with
         ``reindex=True`` to reindex a file whose vectors have another dimension.
         """
+        if self.embedding_fell_back:
+            raise EmbeddingError(f"reindex refused, nothing was changed: {self._fallback_warning}")
         total = await self.backend.reset_vectors(self.embedder.dimension, self.embedder.name)
         self.vectors_usable = True
         if self.embedding_warning != self._fallback_warning:

@@ -112,3 +112,30 @@ def test_every_config_key_is_documented_in_the_readme() -> None:
         name = key.rsplit(".", 1)[-1]
         assert f"{name} =" in readme, f"{key} is not in the README's configuration reference"
         assert doc, f"{key} has no doc"
+
+
+def test_reindex_to_a_model_that_cannot_load_changes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from core import Engine
+
+    config = tmp_path / "offline.toml"
+    config.write_text("[embedding]\nbackend = \"deterministic\"\nallow_download = false\n")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    db = tmp_path / "m.db"
+
+    async def fill() -> None:
+        async with Engine.open(db, config=config) as engine:
+            await engine.store("s", 1, {"role": "user", "content": "keep my vectors"})
+            await engine.drain()
+
+    asyncio.run(fill())
+    result = CliRunner().invoke(main, ["--config", str(config), "reindex", "--db", str(db),
+                                       "--model", "nobody/no-such-model"])
+    assert result.exit_code == 1
+    assert "reindex refused, nothing was changed" in result.output
+    assert "nobody/no-such-model" in result.output
+    report = json.loads(CliRunner().invoke(
+        main, ["--config", str(config), "doctor", "--db", str(db), "--json"]).output)
+    assert report["database"]["embedding"]["embedded"] == 1

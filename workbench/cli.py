@@ -114,6 +114,8 @@ async def _reindex(db_path: Path, config: Any) -> int:
     from core import Engine
 
     async with Engine.open(db_path, config=config, reindex=True) as engine:
+        if engine.embedding_fell_back:
+            await engine.reindex()  # refuses, saying why, before anything is drawn or changed
         for warning in engine.warnings:
             click.echo(f"warning: {warning}", err=True)
         with Progress("[progress.description]{task.description}", BarColumn(),
