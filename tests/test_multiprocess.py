@@ -60,3 +60,46 @@ async def test_two_processes_write_the_same_file_and_lose_nothing(db_path: Path)
         status = await engine.embedding_status()
         assert status.backlog == 0 and status.embedded == 2 * count
         assert await engine.backend.integrity_check() == ["ok"]
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import asyncio, json, sys
+    from core import Engine
+
+    async def main(path, count):
+        config = json.loads(sys.argv[3])
+        async with Engine.open(path, config=config) as engine:
+            for i in range(1, count + 1):
+                await engine.store("victim", i, {"role": "user",
+                                                 "content": f"acknowledged message {i} " * 20})
+                print(i, flush=True)  # acknowledged: store() returned
+            await asyncio.sleep(60)  # killed before it gets here
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+""")
+
+
+async def test_a_killed_writer_loses_no_acknowledged_message(db_path: Path) -> None:
+    config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64,
+                            "batch_size": 8}}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", KILLED_WRITER, str(db_path), "300", json.dumps(config),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=str(Path(__file__).resolve().parents[1]))
+    assert child.stdout is not None
+    acknowledged = 0
+    while acknowledged < 150:  # kill it mid-stream, with the embedding worker busy
+        line = await child.stdout.readline()
+        assert line, (await child.stderr.read()).decode()  # type: ignore[union-attr]
+        acknowledged = int(line)
+    child.kill()
+    await child.wait()
+    async with Engine.open(db_path, config=config) as engine:
+        assert await engine.backend.integrity_check() == ["ok"]
+        stored = [r.sequence for r in await engine.recall("victim")]
+        assert stored[:acknowledged] == list(range(1, acknowledged + 1))
+        counts = await engine.backend.session_row_counts("victim")
+        assert counts["chunks"] == counts["chunks_fts"] == len(stored)  # no half-stored message
+        await engine.drain()
+        status = await engine.embedding_status()
+        assert status.backlog == 0 and status.embedded == len(stored)
