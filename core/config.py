@@ -8,6 +8,7 @@ field carries a one-line doc that ``workbench doctor`` and the README draw from.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import tomllib
@@ -31,7 +32,8 @@ def doc(text: str, default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
 class StorageConfig:
     """How the SQLite file is opened (DESIGN.md "Storage")."""
 
-    reader_pool_size: int = doc("Read connections kept open beside the one writer (seed 000: 5).", 5)
+    reader_pool_size: int = doc(
+        "Read connections kept open beside the one writer (seed 000: 5).", 5)
     busy_timeout_ms: int = doc("How long a statement waits for another process's lock.", 15000)
     synchronous: str = doc(
         '"NORMAL" survives a process crash; "FULL" also survives power loss, slower.', "NORMAL")
@@ -100,8 +102,8 @@ class RetrievalConfig:
     fusion: str = doc('"minmax", "rrf" or "dbsf".', "minmax")
     rrf_k: int = doc("Reciprocal-rank fusion constant.", 60)
     recency_limit: int = doc("Tri-hybrid: most recent messages included.", 10)
-    salience_threshold: float = doc("Tri-hybrid: importance at or above which a message is salient.",
-                                    0.85)
+    salience_threshold: float = doc(
+        "Tri-hybrid: importance at or above which a message is salient.", 0.85)
     relevance_threshold: float = doc("Tri-hybrid: vector similarity a relevant message exceeds.",
                                      0.655)
     relevance_limit: int = doc("Tri-hybrid: relevant messages included.", 5)
@@ -189,13 +191,14 @@ _DURATION_FIELDS = {"session_ttl"}
 
 def parse_duration(value: str | int | float, key: str = "duration") -> float:
     """Seconds from humantime-like text ("24h", "1h30m", "90s") or a plain number."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a duration like \"24h\", got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _finite(float(value), key)
+    if not isinstance(value, str):
+        raise ConfigError(f'{key}: expected a duration like "24h", got '
+                          f"{type(value).__name__} {value!r}")
     text = value.strip().replace(" ", "")
-    if text and text.replace(".", "", 1).isdigit():
-        return float(text)
+    if text and text.replace(".", "", 1).isdecimal():
+        return _finite(float(text), key)
     pos, total = 0, 0.0
     for match in _DURATION_PART.finditer(text):
         if match.start() != pos:
@@ -207,6 +210,12 @@ def parse_duration(value: str | int | float, key: str = "duration") -> float:
     return total
 
 
+def _finite(value: float, key: str) -> float:
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: must be a finite number, got {value!r}")
+    return value
+
+
 def _interpolate(value: str, key: str, environ: typing.Mapping[str, str]) -> str:
     def replace(match: re.Match[str]) -> str:
         name = match.group(1).strip()
@@ -214,8 +223,9 @@ def _interpolate(value: str, key: str, environ: typing.Mapping[str, str]) -> str
             path = Path(os.path.expanduser(name[5:]))
             try:
                 return path.read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ConfigError(f"{key}: cannot read {path} ({exc.strerror})") from None
+            except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+                reason = getattr(exc, "strerror", None) or str(exc)
+                raise ConfigError(f"{key}: cannot read {path!r} ({reason})") from None
         if name not in environ:
             raise ConfigError(f"{key}: environment variable {name} is not set")
         return environ[name]
@@ -223,10 +233,24 @@ def _interpolate(value: str, key: str, environ: typing.Mapping[str, str]) -> str
     return _ENV_PATTERN.sub(replace, value)
 
 
+def _from_env_text(text: str, annotation: Any) -> Any:
+    """An interpolated value read as its field's type, so "${DIMS}" can fill an int."""
+    allowed = typing.get_args(annotation) or (annotation,)
+    if bool in allowed and text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    for kind in (int, float):
+        if kind in allowed:
+            try:
+                return kind(text.strip())
+            except ValueError:
+                pass
+    return text
+
+
 def _coerce(value: Any, annotation: Any, key: str, environ: typing.Mapping[str, str]) -> Any:
     """Check one value against its field type, interpolating env vars in strings."""
-    if isinstance(value, str):
-        value = _interpolate(value, key, environ)
+    if isinstance(value, str) and _ENV_PATTERN.search(value):
+        value = _from_env_text(_interpolate(value, key, environ), annotation)
     origin = typing.get_origin(annotation)
     if origin in (types.UnionType, typing.Union):
         allowed = typing.get_args(annotation)
@@ -243,10 +267,12 @@ def _coerce(value: Any, annotation: Any, key: str, environ: typing.Mapping[str, 
             return value
     elif annotation is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif annotation is str:
-        if isinstance(value, str):
-            return value
+            try:
+                return _finite(float(value), key)
+            except OverflowError:
+                raise ConfigError(f"{key}: {value} is too large") from None
+    elif annotation is str and isinstance(value, str):
+        return value
     type_name = getattr(annotation, "__name__", str(annotation))
     raise ConfigError(f"{key}: expected {type_name}, got {type(value).__name__} {value!r}")
 
@@ -257,7 +283,7 @@ def _build(cls: type, data: typing.Mapping[str, Any], prefix: str,
         raise ConfigError(f"[{prefix or 'top level'}]: expected a table, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(known))
+    unknown = sorted(set(data) - set(known), key=str)
     if unknown:
         where = f"[{prefix}]" if prefix else "the top level"
         raise ConfigError(

@@ -116,9 +116,7 @@ class Engine:
                 file_dimension=None if reindex else file_dimension)
             engine = cls(backend, cfg, loaded)
             name, dimension = engine.embedder.name, engine.embedder.dimension
-            if reindex:
-                engine.vectors_usable = True
-            else:
+            if not reindex:  # a reindexing engine has no usable vectors until reindex() runs
                 await backend.ensure_vector_table(dimension, name)
                 file_model = file_model or name
                 engine.vectors_usable = file_model == name or file_dimension is None
@@ -419,20 +417,24 @@ class Engine:
                                               self.config.notes.max_tag_chars) if tags else []
         depth = max(top_k * 4, 40) if wanted_tags else max(top_k * 2, 20)
         vector_hits: list[retrieval.LegHit] = []
-        if self.vectors_usable and query.strip() or query_embedding is not None:
-            if query_embedding is not None:
-                qvec = np.asarray(query_embedding, dtype=np.float32)
-                if qvec.shape != (self.embedder.dimension,):
-                    raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
-                                       f"makes {self.embedder.dimension}")
-            else:
+        qvec: np.ndarray | None = None
+        if query_embedding is not None:
+            qvec = np.asarray(query_embedding, dtype=np.float32)
+            if qvec.shape != (self.embedder.dimension,):
+                raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
+                                   f"makes {self.embedder.dimension}")
+        elif self.vectors_usable and vw > 0 and query.strip():
+            try:
                 qvec = await self.embed_query(query)
-            # A query with no known words embeds to zero: it has no direction to compare.
-            if float(np.linalg.norm(qvec)) > 0:
-                rows = await self.backend.knn(session_id, qvec, depth, self.embedder.name)
-                rows = [(cid, dist) for cid, dist in rows if dist is not None]
-                vector_hits = [retrieval.LegHit(cid, 1.0 - dist, rank)
-                               for rank, (cid, dist) in enumerate(rows, 1)]
+            except EmbeddingError as exc:
+                # The keyword leg still answers: a query never fails because the model did.
+                log.warning("query embedding failed; answering from full text only: %s", exc)
+        # A query with no known words embeds to zero: it has no direction to compare.
+        if qvec is not None and self.vectors_usable and float(np.linalg.norm(qvec)) > 0:
+            rows = await self.backend.knn(session_id, qvec, depth, self.embedder.name)
+            rows = [(cid, dist) for cid, dist in rows if dist is not None]
+            vector_hits = [retrieval.LegHit(cid, 1.0 - dist, rank)
+                           for rank, (cid, dist) in enumerate(rows, 1)]
         fts_hits: list[retrieval.LegHit] = []
         match = retrieval.fts_match_expression(query)
         if match is not None:

@@ -164,7 +164,8 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             " VALUES (?, json_object('last_sequence', ?), ?)"
             " ON CONFLICT(session_id) DO UPDATE SET"
             "  state_json = json_set(state_json, '$.last_sequence',"
-            "  json_extract(excluded.state_json, '$.last_sequence')), updated_at = excluded.updated_at",
+            "  json_extract(excluded.state_json, '$.last_sequence')),"
+            " updated_at = excluded.updated_at",
             [(sid, last_by_session[sid], m.created_at) for sid, m in touched.items()])
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.

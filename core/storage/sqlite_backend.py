@@ -150,7 +150,8 @@ class SqliteBackend:
         self._require_writable()
         return await self._db.write(vectors.reset_vectors, dimension, model)
 
-    async def pending_chunks(self, limit: int, after_rowid: int = 0) -> list[tuple[str, str, str, int]]:
+    async def pending_chunks(self, limit: int,
+                             after_rowid: int = 0) -> list[tuple[str, str, str, int]]:
         """Chunks waiting for vectors, in insertion order after ``after_rowid``."""
         return await self._db.read(vectors.pending_chunks, limit, after_rowid)
 
@@ -207,7 +208,8 @@ class SqliteBackend:
         def check(conn: Any) -> list[str]:
             problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
             try:
-                conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+                conn.execute(
+                    "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
             except Exception as exc:  # the driver's own DatabaseError type
                 problems.append(f"chunks_fts: {exc}")
             return problems
