@@ -8,7 +8,6 @@ operations on top of them. It never issues SQL itself: that is the backend's job
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import math
@@ -22,6 +21,7 @@ import numpy as np
 from core import indexing, retrieval
 from core.clock import utc_now
 from core.config import Config, load_config
+from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, load_embedder
 from core.errors import EmbeddingError, InvalidInput, NotFound
@@ -86,6 +86,7 @@ class Engine:
             max_history_turns=short.max_history_turns, session_ttl=short.session_ttl,
             max_sessions=short.max_sessions)
         self.worker: EmbeddingWorker | None = None
+        self._embed_process: EmbeddingProcess | None = None
         self.vectors_usable = False
         self._closed = False
 
@@ -146,6 +147,8 @@ class Engine:
         self._closed = True
         if self.worker is not None:
             await self.worker.stop()
+        if self._embed_process is not None:
+            await self._embed_process.close()
         self.backend.close()
         self.embedder.close()
 
@@ -232,9 +235,11 @@ class Engine:
 
         Each item is ``(session_id, sequence or None, payload)``. A message that is invalid
         or out of sequence is listed in ``rejected`` with its reason; the others are stored.
-        It runs as a pipeline: while one batch is embedded (in a thread) the one before it is
-        written, chunks and vectors together, so nothing waits in the backlog afterwards. If
-        embedding a batch fails, its chunks are stored unembedded and the worker retries them.
+        It runs as a pipeline: while one batch is prepared and embedded the one before it is
+        written, chunks and vectors together, so nothing waits in the backlog afterwards.
+        From the second batch on, embedding runs in a helper process (see
+        :mod:`core.embed_process`) so that it has a core of its own. If embedding a batch
+        fails, its chunks are stored unembedded and the worker retries them.
         """
         stored = inserted = deduplicated = 0
         rejected: list[Rejected] = []
@@ -242,7 +247,7 @@ class Engine:
 
         def prepare(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
                     ) -> tuple[list[tuple[int, PreparedMessage]], list[Rejected]]:
-            """Validate, chunk and (when it can) embed one batch; runs in a worker thread."""
+            """Validate and chunk one batch; runs in a worker thread."""
             created_at = utc_now()
             batch: list[tuple[int, PreparedMessage]] = []
             refused: list[Rejected] = []
@@ -254,9 +259,9 @@ class Engine:
                     refused.append(Rejected(index, str(session_id),
                                             sequence if isinstance(sequence, int) else None,
                                             str(exc)))
-            texts = [chunk.text for _, p in batch for chunk in p.chunks]
-            if not embed_inline or not texts:
-                return batch, refused
+            return batch, refused
+
+        def embed_here(texts: list[str]) -> np.ndarray | None:
             try:
                 matrix = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
                 if matrix.shape != (len(texts), self.embedder.dimension):
@@ -264,24 +269,28 @@ class Engine:
             except Exception as exc:  # the worker will retry these chunks and record errors
                 log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
                             len(texts), exc)
-                return batch, refused
-            rows = iter(matrix)
-            return [(index, dataclasses.replace(prepared, chunks=tuple(
-                dataclasses.replace(chunk, vector=next(rows).tobytes())
-                for chunk in prepared.chunks))) for index, prepared in batch], refused
+                return None
+            return matrix
 
         async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
                         previous: asyncio.Task[None] | None) -> None:
             nonlocal stored, inserted, deduplicated
             batch, refused = await asyncio.to_thread(prepare, chunk_of_items)
+            texts = [chunk.text for _, p in batch for chunk in p.chunks]
+            matrix = None
+            if embed_inline and texts:
+                if self._embed_process is not None:
+                    matrix = await self._embed_process.embed(texts)
+                if matrix is None:
+                    matrix = await asyncio.to_thread(embed_here, texts)
             rejected.extend(refused)
             if previous is not None:
                 await previous  # writes stay in input order: sequences are checked in order
             if not batch:
                 return
             outcomes = await self.backend.write_messages(
-                [p for _, p in batch], all_or_nothing=False,
-                vector_model=self.embedder.name if embed_inline else None)
+                [p for _, p in batch], all_or_nothing=False, vectors=matrix,
+                vector_model=self.embedder.name)
             for (index, prepared), outcome in zip(batch, outcomes, strict=True):
                 if outcome.error is not None:
                     rejected.append(Rejected(index, prepared.session_id, prepared.sequence,
@@ -302,6 +311,12 @@ class Engine:
         def launch() -> None:
             nonlocal pending_items
             previous = in_flight[-1] if in_flight else None
+            if previous is not None and embed_inline and self._embed_process is None and \
+                    worth_a_process(self.config.embedding):
+                # A second batch means a real import: give the model a core of its own.
+                self._embed_process = EmbeddingProcess(
+                    self.config.embedding, self.embedder.name, self.embedder.dimension)
+                self._embed_process.start()
             in_flight.append(asyncio.create_task(stage(pending_items, previous)))
             pending_items = []
 

@@ -15,17 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from core.errors import SequenceError
 from core.storage.connection import transaction
 
 
 @dataclass(frozen=True)
 class PreparedChunk:
-    """One chunk of a message, hashed and ready to insert; its vector when already embedded."""
+    """One chunk of a message, hashed and ready to insert."""
 
     text: str
     content_hash: str
-    vector: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -108,15 +109,17 @@ def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
 
 
 def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothing: bool,
+                   vectors: np.ndarray | None = None,
                    vector_model: str | None = None) -> list[WriteOutcome]:
     """Store messages in one transaction (seed 001 steps 1-4, 8, 9, FTS rows included).
 
     With ``all_or_nothing`` any refusal raises and nothing is written (the single-message
     path); otherwise a refused message is reported in its outcome and the rest are stored.
     The work is set-based, one statement per kind of row, so a batch of a thousand messages
-    costs little more per message than SQLite's own inserts. Chunks that arrive with a
-    vector (the bulk path embeds before writing) are stored embedded, under
-    ``vector_model``; the others wait in the backlog for the embedding worker.
+    costs little more per message than SQLite's own inserts. When ``vectors`` is given
+    (the bulk path embeds before writing) it holds one float32 row per chunk, in message
+    and chunk order, and new chunks are stored embedded under ``vector_model``; otherwise
+    they wait in the backlog for the embedding worker.
     """
     outcomes: list[WriteOutcome] = []
     with transaction(conn):
@@ -169,16 +172,24 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             [(sid, last_by_session[sid], m.created_at) for sid, m in touched.items()])
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
-        planned = [(m, seq, chunk_id_for(m.session_id, c.content_hash), c)
-                   for m, seq in accepted for c in m.chunks]
+        # Each chunk's row in ``vectors``: chunks are numbered across all messages given.
+        first_row: dict[int, int] = {}
+        row = 0
+        for message in messages:
+            first_row[id(message)] = row
+            row += len(message.chunks)
+        planned = [(m, seq, chunk_id_for(m.session_id, c.content_hash), c,
+                    first_row[id(m)] + position)
+                   for m, seq in accepted for position, c in enumerate(m.chunks)]
         existing = _existing_chunks(conn, [p[2] for p in planned]) if planned else {}
         fts_rowid = _next_fts_rowid(conn) if planned else 0
         inserts: list[tuple[Any, ...]] = []
         vector_rows: list[tuple[str, str, bytes]] = []
+        embedded = vectors is not None and vector_model is not None
         extended: dict[str, int] = {}
         per_sequence: dict[tuple[str, int], list[int]] = {}
         metadata_cache: dict[tuple[int, int], str] = {}
-        for message, sequence, chunk_id, chunk in planned:
+        for message, sequence, chunk_id, chunk, vector_row in planned:
             counts = per_sequence.setdefault((message.session_id, sequence), [0, 0])
             if chunk_id in existing:
                 existing[chunk_id] = max(existing[chunk_id], sequence)
@@ -190,13 +201,13 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                 metadata = dict(message.chunk_metadata)
                 metadata["sequence"] = sequence
                 metadata_cache[key] = json.dumps(metadata, ensure_ascii=False)
-            embedded = chunk.vector is not None and vector_model is not None
             inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
                             sequence, sequence, metadata_cache[key], fts_rowid,
                             scope_token_for(message.session_id), message.created_at,
                             "done" if embedded else "pending"))
             if embedded:
-                vector_rows.append((chunk_id, message.session_id, chunk.vector))
+                assert vectors is not None
+                vector_rows.append((chunk_id, message.session_id, vectors[vector_row].tobytes()))
             existing[chunk_id] = sequence
             fts_rowid += 1
             counts[0] += 1

@@ -93,12 +93,12 @@ class SqliteBackend:
     # -- messages and sessions -------------------------------------------------------------
 
     async def write_messages(self, messages: Sequence[events.PreparedMessage], *,
-                             all_or_nothing: bool,
+                             all_or_nothing: bool, vectors: np.ndarray | None = None,
                              vector_model: str | None = None) -> list[events.WriteOutcome]:
-        """Store prepared messages (and any vectors they carry) in one transaction."""
+        """Store prepared messages (and their chunks' vectors, if given) in one transaction."""
         self._require_writable()
         return await self._db.write(events.write_messages, messages, all_or_nothing,
-                                    vector_model)
+                                    vectors, vector_model)
 
     async def read_events(self, session_id: str, limit: int | None = None,
                           after_sequence: int | None = None) -> list[dict[str, Any]]:
