@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ from core.config import EmbeddingConfig
 from core.embeddings import load_embedder
 from core.embeddings.deterministic import DeterministicEmbedder
 from core.errors import DimensionMismatch, EmbeddingError
+from tests.embedding_server import EmbeddingServer, isolate_hub_cache, serve
 
 try:  # tests/ is on sys.path under pytest's default import mode; tests.* if it is a package
     from tiny_model import build_tiny_model
@@ -44,12 +42,7 @@ def assert_unit_rows(vectors: np.ndarray) -> None:
 @pytest.fixture(autouse=True)
 def isolated_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point the Hugging Face cache at an empty folder so no test reads or fills a real one."""
-    home = tmp_path / "hf-home"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    return home / "hub"
+    return isolate_hub_cache(tmp_path, monkeypatch) / "hub"
 
 
 # --- deterministic -----------------------------------------------------------------------------
@@ -233,80 +226,17 @@ def test_model2vec_stalled_download_is_abandoned(monkeypatch: pytest.MonkeyPatch
 # --- http --------------------------------------------------------------------------------------
 
 
-class EmbeddingServer:
-    """State shared with the handler: what to answer and what was asked."""
-
-    def __init__(self) -> None:
-        self.mode = "ok"
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
-
-
 def server_vector(text: str, dim: int) -> list[float]:
     """A vector derived from the text's length, so the client's ordering can be checked."""
     return [float(len(text) + k) for k in range(dim)]
 
 
-def make_handler(state: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            """Keep test output quiet."""
-
-        def reply(self, status: int, body: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the client gave up first (the timeout test): nobody to answer
-
-        def do_POST(self) -> None:
-            payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            auth = self.headers.get("Authorization")
-            state.requests.append({"path": self.path, "body": payload, "auth": auth})
-            if self.path != "/v1/embeddings":
-                return self.reply(404, b'{"error": "not found"}')
-            if auth not in (None, f"Bearer {API_KEY}"):
-                return self.reply(401, b'{"error": "bad key"}')
-            if state.mode == "error":
-                return self.reply(500, f"internal error for key {API_KEY}".encode() * 20)
-            if state.mode == "garbage":
-                return self.reply(200, b"<html>\n  not json\n</html>")
-            if state.mode == "redirect":
-                self.send_response(307)
-                self.send_header("Location", "/v1/embeddings")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return None
-            if state.mode == "sleep":
-                time.sleep(1.0)
-            dim = 4 if state.mode == "wrongdim" else payload.get("dimensions", 8)
-            data = [{"object": "embedding", "index": i, "embedding": server_vector(text, dim)}
-                    for i, text in enumerate(payload["input"])]
-            random.Random(len(data)).shuffle(data)
-            data.reverse()
-            return self.reply(200, json.dumps({"object": "list", "data": data}).encode())
-
-    return Handler
-
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
-    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    state = EmbeddingServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1/"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(5)
+    state = EmbeddingServer(server_vector, base_path="/v1/", api_key=API_KEY, shuffle=True,
+                            error_body=f"internal error for key {API_KEY}".encode() * 20)
+    with serve(state, monkeypatch):
+        yield state
 
 
 def http_cfg(server: EmbeddingServer, **overrides: Any) -> EmbeddingConfig:

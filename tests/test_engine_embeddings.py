@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ from core import Engine
 from core.errors import DimensionMismatch, EmbeddingError, WorkbenchError
 from core.retrieval import fts_match_expression
 from core.storage.connection import open_connection
+from tests.embedding_server import EmbeddingServer, isolate_hub_cache, serve
 
 TEST_KEY = "sk-secret-xyz"
 
@@ -49,12 +47,7 @@ async def store_all(engine: Engine, session: str = "s", first: int = 1) -> int:
 @pytest.fixture(autouse=True)
 def isolated_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test reads or fills a real Hugging Face cache."""
-    home = tmp_path / "hf-home"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    return home
+    return isolate_hub_cache(tmp_path, monkeypatch)
 
 
 # --- a loopback OpenAI-compatible embeddings server ----------------------------------------------
@@ -69,72 +62,14 @@ def word_vector(text: str, dim: int) -> list[float]:
     return vector
 
 
-class EmbeddingServer:
-    """What the handler answers and what it was asked."""
-
-    def __init__(self) -> None:
-        self.fail_after: int | None = None  # answer HTTP 500 to every request after this many
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.url = ""
-
-    @property
-    def auth_headers(self) -> set[str | None]:
-        with self.lock:
-            return {request["auth"] for request in self.requests}
-
-
-def make_handler(state: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-        def reply(self, status: int, body: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                return
-
-        def do_POST(self) -> None:
-            payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with state.lock:
-                state.requests.append({"path": self.path, "body": payload,
-                                       "auth": self.headers.get("Authorization")})
-                seen = len(state.requests)
-            if self.path != "/v1/embeddings":
-                return self.reply(404, b'{"error": "not found"}')
-            if state.fail_after is not None and seen > state.fail_after:
-                # A careless server echoing the caller's key: the client must redact it.
-                return self.reply(500, f"upstream exploded for key {TEST_KEY}".encode())
-            dim = payload.get("dimensions", 8)
-            data = [{"object": "embedding", "index": i, "embedding": word_vector(text, dim)}
-                    for i, text in enumerate(payload["input"])]
-            data.reverse()  # the client must order by "index"
-            return self.reply(200, json.dumps({"object": "list", "data": data}).encode())
-
-    return Handler
-
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
-    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("TEST_KEY", TEST_KEY)
-    state = EmbeddingServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(5)
+    # A careless server echoing the caller's key in its 500s: the client must redact it.
+    state = EmbeddingServer(word_vector,
+                            error_body=f"upstream exploded for key {TEST_KEY}".encode())
+    with serve(state, monkeypatch):
+        yield state
 
 
 def http_config(server: EmbeddingServer, **overrides: Any) -> dict[str, Any]:
