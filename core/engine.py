@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from core import indexing, retrieval
+from core.bulk import BulkIngest
 from core.clock import utc_now
 from core.config import Config, load_config
-from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, load_embedder
 from core.errors import EmbeddingError, InvalidInput, NotFound
@@ -33,7 +33,6 @@ from core.types import (
     EmbeddingStatus,
     HybridQueryResult,
     MemoryRecord,
-    Rejected,
     RestoreResult,
     SessionInfo,
     StoreResult,
@@ -86,7 +85,7 @@ class Engine:
             max_history_turns=short.max_history_turns, session_ttl=short.session_ttl,
             max_sessions=short.max_sessions)
         self.worker: EmbeddingWorker | None = None
-        self._embed_process: EmbeddingProcess | None = None
+        self.bulk = BulkIngest(self)
         self.vectors_usable = False
         self._closed = False
 
@@ -147,8 +146,7 @@ class Engine:
         self._closed = True
         if self.worker is not None:
             await self.worker.stop()
-        if self._embed_process is not None:
-            await self._embed_process.close()
+        await self.bulk.close()
         self.backend.close()
         self.embedder.close()
 
@@ -159,8 +157,12 @@ class Engine:
 
     # -- storing ---------------------------------------------------------------------------
 
-    def _prepare(self, session_id: str, sequence: int | None, payload: object,
-                 agent: str | None, created_at: str) -> PreparedMessage:
+    def prepare_message(self, session_id: str, sequence: int | None, payload: object,
+                        agent: str | None, created_at: str) -> PreparedMessage:
+        """Validate a message and compute its rows (text, chunks, hashes, metadata), off-lock.
+
+        Raises ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
+        """
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
         if sequence is not None and (isinstance(sequence, bool) or not isinstance(sequence, int)):
@@ -209,7 +211,7 @@ class Engine:
 
     async def _store_one(self, session_id: str, sequence: int | None, payload: Any,
                          agent: str | None) -> StoreResult:
-        prepared = self._prepare(session_id, sequence, payload, agent, utc_now())
+        prepared = self.prepare_message(session_id, sequence, payload, agent, utc_now())
         (outcome,) = await self.backend.write_messages([prepared], all_or_nothing=True)
         assert outcome.sequence is not None
         self._remember(prepared, outcome.sequence)
@@ -234,109 +236,10 @@ class Engine:
         """The importers' bulk path: many messages per transaction, refusals reported.
 
         Each item is ``(session_id, sequence or None, payload)``. A message that is invalid
-        or out of sequence is listed in ``rejected`` with its reason; the others are stored.
-        It runs as a pipeline: while one batch is prepared and embedded the one before it is
-        written, chunks and vectors together, so nothing waits in the backlog afterwards.
-        From the second batch on, embedding runs in a helper process (see
-        :mod:`core.embed_process`) so that it has a core of its own. If embedding a batch
-        fails, its chunks are stored unembedded and the worker retries them.
+        or out of sequence is listed in ``rejected`` with its reason; the others are stored,
+        embedded before they are written (see :mod:`core.bulk`).
         """
-        stored = inserted = deduplicated = 0
-        rejected: list[Rejected] = []
-        embed_inline = self.worker is not None and self.vectors_usable
-
-        def prepare(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
-                    ) -> tuple[list[tuple[int, PreparedMessage]], list[Rejected]]:
-            """Validate and chunk one batch; runs in a worker thread."""
-            created_at = utc_now()
-            batch: list[tuple[int, PreparedMessage]] = []
-            refused: list[Rejected] = []
-            for index, (session_id, sequence, payload) in chunk_of_items:
-                try:
-                    batch.append((index, self._prepare(session_id, sequence, payload, agent,
-                                                       created_at)))
-                except InvalidInput as exc:
-                    refused.append(Rejected(index, str(session_id),
-                                            sequence if isinstance(sequence, int) else None,
-                                            str(exc)))
-            return batch, refused
-
-        def embed_here(texts: list[str]) -> np.ndarray | None:
-            try:
-                matrix = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
-                if matrix.shape != (len(texts), self.embedder.dimension):
-                    raise ValueError(f"embedder returned shape {matrix.shape}")
-            except Exception as exc:  # the worker will retry these chunks and record errors
-                log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
-                            len(texts), exc)
-                return None
-            return matrix
-
-        async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
-                        previous: asyncio.Task[None] | None) -> None:
-            nonlocal stored, inserted, deduplicated
-            batch, refused = await asyncio.to_thread(prepare, chunk_of_items)
-            texts = [chunk.text for _, p in batch for chunk in p.chunks]
-            matrix = None
-            if embed_inline and texts:
-                if self._embed_process is not None:
-                    matrix = await self._embed_process.embed(texts)
-                if matrix is None:
-                    matrix = await asyncio.to_thread(embed_here, texts)
-            rejected.extend(refused)
-            if previous is not None:
-                await previous  # writes stay in input order: sequences are checked in order
-            if not batch:
-                return
-            outcomes = await self.backend.write_messages(
-                [p for _, p in batch], all_or_nothing=False, vectors=matrix,
-                vector_model=self.embedder.name)
-            for (index, prepared), outcome in zip(batch, outcomes, strict=True):
-                if outcome.error is not None:
-                    rejected.append(Rejected(index, prepared.session_id, prepared.sequence,
-                                             outcome.error))
-                    continue
-                stored += 1
-                inserted += outcome.inserted
-                deduplicated += outcome.deduplicated
-                self.working_memory.drop(prepared.session_id)
-            if self.worker is not None:
-                self.worker.wake()
-
-        # A pipeline: batch N is prepared and embedded in a thread while batch N-1 is written
-        # on the writer's thread; at most two batches are in flight.
-        in_flight: list[asyncio.Task[None]] = []
-        pending_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]] = []
-
-        def launch() -> None:
-            nonlocal pending_items
-            previous = in_flight[-1] if in_flight else None
-            if previous is not None and embed_inline and self._embed_process is None and \
-                    worth_a_process(self.config.embedding):
-                # A second batch means a real import: give the model a core of its own.
-                self._embed_process = EmbeddingProcess(
-                    self.config.embedding, self.embedder.name, self.embedder.dimension)
-                self._embed_process.start()
-            in_flight.append(asyncio.create_task(stage(pending_items, previous)))
-            pending_items = []
-
-        try:
-            for index, item in enumerate(items):
-                pending_items.append((index, item))
-                if len(pending_items) >= batch_size:
-                    launch()
-                    if len(in_flight) > 2:
-                        await in_flight.pop(0)
-            if pending_items:
-                launch()
-            for task in in_flight:
-                await task
-        finally:
-            unfinished = [task for task in in_flight if not task.done()]
-            if unfinished:
-                await asyncio.wait(unfinished)
-        rejected.sort(key=lambda r: r.index)
-        return BulkStoreResult(stored, inserted, deduplicated, rejected)
+        return await self.bulk.store_many(items, agent=agent, batch_size=batch_size)
 
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the embedding backlog is empty (chunks that failed for good excepted)."""

@@ -73,7 +73,7 @@ async def test_vectors_from_the_helper_land_on_their_own_chunks(db_path: Path) -
     second.insert(5, ("s", 31, {"role": "user", "content": "a duplicate sequence, rejected"}))
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         await engine.store_many(first, batch_size=10)  # a second batch starts the helper
-        helper = engine._embed_process
+        helper = engine.bulk.process
         assert helper is not None
         await helper._starting
         assert helper.usable
