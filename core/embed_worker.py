@@ -117,7 +117,7 @@ class EmbeddingWorker:
                     continue
                 if saving is not None:
                     await saving
-                rows = [(row[0], row[1]) for row in batch]
+                rows = [(row[0], row[1], row[4]) for row in batch]
                 saving = asyncio.create_task(
                     self._backend.save_vectors(rows, matrix, self._embedder.name))
                 saving.add_done_callback(self._saved)

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,9 @@ from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, load_embedder
 from core.errors import EmbeddingError, InvalidInput, NotFound
+from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.events import PreparedChunk, PreparedMessage
+from core.storage.search import Scope
 from core.storage.sqlite_backend import SqliteBackend
 from core.tokens import TokenCounter
 from core.types import (
@@ -316,74 +319,142 @@ class Engine:
         matrix = await asyncio.to_thread(self.embedder.embed, [text])
         return np.asarray(matrix, dtype=np.float32)[0]
 
-    async def hybrid_query(self, *, session_id: str, query: str, top_k: int = 10,
+    async def hybrid_query(self, *, session_id: str | None = None, query: str, top_k: int = 10,
                            vector_weight: float | None = None, fts_weight: float | None = None,
                            tags: Sequence[str] | None = None,
                            query_embedding: Sequence[float] | None = None,
-                           ) -> list[HybridQueryResult]:
-        """Seed 001's hybrid query: vector KNN + FTS5 bm25, min-max fused, ties by recency."""
+                           fusion: str | None = None, rrf_k: int | None = None,
+                           namespace: str | None = None, mode: str | None = None,
+                           min_score: float | None = None,
+                           caller: str = "api") -> list[HybridQueryResult]:
+        """Seed 001's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency.
+
+        Scope is one ``session_id`` or a ``namespace`` (every session of an agent identity).
+        ``mode`` is "keyword", "vector" or "hybrid" (seed 003); ``fusion`` is "minmax" (seed
+        001), "rrf" or "dbsf"; ``None`` takes the configured value. See :meth:`search` for
+        the kept legs and the explanation behind the same results.
+        """
+        found = await self.search(
+            session_id=session_id, namespace=namespace, query=query, top_k=top_k,
+            vector_weight=vector_weight, fts_weight=fts_weight, tags=tags,
+            query_embedding=query_embedding, fusion=fusion, rrf_k=rrf_k, mode=mode,
+            min_score=min_score, caller=caller)
+        return found.results
+
+    async def search(self, *, query: str, session_id: str | None = None,
+                     namespace: str | None = None, top_k: int = 10,
+                     vector_weight: float | None = None, fts_weight: float | None = None,
+                     tags: Sequence[str] | None = None,
+                     query_embedding: Sequence[float] | None = None,
+                     fusion: str | None = None, rrf_k: int | None = None,
+                     mode: str | None = None, min_score: float | None = None,
+                     caller: str = "api") -> SearchResult:
+        """Run a query's legs once and rank them; the result re-ranks without I/O.
+
+        Any text is a valid query: only its words reach FTS5 (see
+        :mod:`core.retrieval.fts_query`). When full-text search matches nothing, seed 002's
+        LIKE substring fallback answers. A failing embedder leaves the full-text leg to
+        answer alone, and the explanation says so.
+        """
+        ranking, scope, mode_used, wanted_tags = self._validate_query(
+            query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
+            rrf_k, mode, min_score)
+        depth = max(50, top_k * 5)
+        terms = retrieval.query_terms(query)
+        legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
+                        fts_expression=retrieval.fts_match_expression(query),
+                        tags=wanted_tags, depth=depth)
+        if mode_used != "vector":
+            started = time.perf_counter()
+            rows: list[tuple[str, float]] = []
+            if legs.fts_expression is not None:
+                rows = await self.backend.fts_search(scope, legs.fts_expression, depth,
+                                                     wanted_tags)
+            if not rows and query.strip():
+                rows = await self.backend.like_search(scope, query.strip(), depth, wanted_tags)
+                legs.fts_fallback = "like" if rows else None
+            legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(rows, 1)]
+            legs.timings_ms["fts"] = (time.perf_counter() - started) * 1000
+        if mode_used != "keyword":
+            started = time.perf_counter()
+            qvec = await self._query_vector(query, query_embedding, legs)
+            if qvec is not None:
+                rows = await self.backend.vector_search(scope, qvec, depth, self.embedder.name,
+                                                        wanted_tags)
+                legs.vector = [retrieval.LegHit(cid, 1.0 - dist, n)
+                               for n, (cid, dist) in enumerate(
+                                   [r for r in rows if r[1] is not None], 1)]
+            legs.timings_ms["vector"] = (time.perf_counter() - started) * 1000
+        ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
+        legs.chunks = await self.backend.fetch_chunks(sorted(ids))
+        return rank(legs, ranking)
+
+    def _validate_query(self, query: object, session_id: str | None, namespace: str | None,
+                        top_k: object, vector_weight: float | None, fts_weight: float | None,
+                        tags: Sequence[str] | None, fusion: str | None, rrf_k: int | None,
+                        mode: str | None, min_score: float | None,
+                        ) -> tuple[Ranking, Scope, str, list[str]]:
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise InvalidInput(f"top_k must be a positive integer, got {top_k!r}")
+        try:
+            scope = Scope(session_id=session_id, namespace=namespace)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         rcfg = self.config.retrieval
-        vw = rcfg.vector_weight if vector_weight is None else float(vector_weight)
-        fw = rcfg.fts_weight if fts_weight is None else float(fts_weight)
-        if vw < 0 or fw < 0 or math.isnan(vw) or math.isnan(fw):
-            raise InvalidInput("weights must be non-negative numbers")
+        vw = rcfg.vector_weight if vector_weight is None else vector_weight
+        fw = rcfg.fts_weight if fts_weight is None else fts_weight
+        for name, value in (("vector_weight", vw), ("fts_weight", fw)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or \
+                    not math.isfinite(value) or value < 0:
+                raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
+        method = rcfg.fusion if fusion is None else fusion
+        if method not in retrieval.FUSIONS:
+            raise InvalidInput(f"fusion must be one of {', '.join(retrieval.FUSIONS)}; "
+                               f"got {method!r}")
+        mode_used = rcfg.default_recall_mode if mode is None else mode
+        if mode_used not in MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}; got {mode_used!r}")
+        k = rcfg.rrf_k if rrf_k is None else rrf_k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInput(f"rrf_k must be a positive integer, got {k!r}")
+        if min_score is not None and (isinstance(min_score, bool) or not isinstance(
+                min_score, int | float) or not math.isfinite(min_score)):
+            raise InvalidInput(f"min_score must be a number, got {min_score!r}")
         wanted_tags = indexing.normalize_tags(tags, self.config.notes.max_tags,
                                               self.config.notes.max_tag_chars) if tags else []
-        depth = max(top_k * 4, 40) if wanted_tags else max(top_k * 2, 20)
-        vector_hits: list[retrieval.LegHit] = []
-        qvec: np.ndarray | None = None
+        ranking = Ranking(float(vw), float(fw), method, k, top_k,
+                          None if min_score is None else float(min_score))
+        return ranking, scope, mode_used, wanted_tags
+
+    async def _query_vector(self, query: str, query_embedding: Sequence[float] | None,
+                            legs: KeptLegs) -> np.ndarray | None:
+        """The query's vector, or None with the reason in ``legs.vector_note``."""
+        if not self.vectors_usable:
+            legs.vector_note = ("the vector leg is off: " + (self.embedding_warning or
+                                                            "this file's vectors are unusable"))
+            return None
         if query_embedding is not None:
             qvec = np.asarray(query_embedding, dtype=np.float32)
             if qvec.shape != (self.embedder.dimension,):
                 raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
                                    f"makes {self.embedder.dimension}")
-        elif self.vectors_usable and vw > 0 and query.strip():
+        elif not query.strip():
+            legs.vector_note = "the query is empty: the vector leg has nothing to embed"
+            return None
+        else:
             try:
                 qvec = await self.embed_query(query)
             except EmbeddingError as exc:
                 # The keyword leg still answers: a query never fails because the model did.
                 log.warning("query embedding failed; answering from full text only: %s", exc)
-        # A query with no known words embeds to zero: it has no direction to compare.
-        if qvec is not None and self.vectors_usable and float(np.linalg.norm(qvec)) > 0:
-            rows = await self.backend.knn(session_id, qvec, depth, self.embedder.name)
-            rows = [(cid, dist) for cid, dist in rows if dist is not None]
-            vector_hits = [retrieval.LegHit(cid, 1.0 - dist, rank)
-                           for rank, (cid, dist) in enumerate(rows, 1)]
-        fts_hits: list[retrieval.LegHit] = []
-        match = retrieval.fts_match_expression(query)
-        if match is not None:
-            rows = await self.backend.fts_search(session_id, match, depth)
-            fts_hits = [retrieval.LegHit(cid, score, rank)
-                        for rank, (cid, score) in enumerate(rows, 1)]
-        ids = {h.chunk_id for h in vector_hits} | {h.chunk_id for h in fts_hits}
-        chunks = await self.backend.fetch_chunks(sorted(ids))
-        if wanted_tags:
-            keep = {cid for cid, c in chunks.items()
-                    if set(wanted_tags) <= set(c["metadata"].get("tags") or [])}
-            vector_hits = [h for h in vector_hits if h.chunk_id in keep]
-            fts_hits = [h for h in fts_hits if h.chunk_id in keep]
-        recency = {cid: c["sequence_end"] for cid, c in chunks.items()}
-        fused = retrieval.fuse_min_max(vector_hits, fts_hits, vw, fw, recency)
-        vector_by_id = {h.chunk_id: h for h in vector_hits}
-        fts_by_id = {h.chunk_id: h for h in fts_hits}
-        results = []
-        for chunk_id, score, v, f in fused[:top_k]:
-            chunk = chunks.get(chunk_id)
-            if chunk is None:  # deleted between the legs and the fetch
-                continue
-            vh, fh = vector_by_id.get(chunk_id), fts_by_id.get(chunk_id)
-            results.append(HybridQueryResult(
-                chunk_id=chunk_id, session_id=chunk["session_id"], text=chunk["text"],
-                score=score, vector_score=v, fts_score=f,
-                sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
-                metadata=chunk["metadata"], vector_raw=vh.raw if vh else None,
-                fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
-                fts_rank=fh.rank if fh else None))
-        return results
+                legs.vector_note = f"embedding the query failed ({exc}); full text only"
+                return None
+        if not np.all(np.isfinite(qvec)) or float(np.linalg.norm(qvec)) == 0:
+            legs.vector_note = "the query has no words the model knows: no vector to compare"
+            return None
+        return qvec
 
     # -- embeddings ------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from core import Engine
 from core.errors import DimensionMismatch, EmbeddingError, WorkbenchError
 from core.retrieval import fts_match_expression
 from core.storage.connection import open_connection
+from core.storage.search import Scope
 from tests.embedding_server import EmbeddingServer, isolate_hub_cache, serve
 
 TEST_KEY = "sk-secret-xyz"
@@ -122,7 +123,7 @@ async def test_failing_endpoint_keeps_stores_and_hides_the_key(
         # FTS sees the text at once, whatever the embedder is doing.
         match = fts_match_expression("quarterly")
         assert match is not None
-        fts = await engine.backend.fts_search("s", match, 10)
+        fts = await engine.backend.fts_search(Scope(session_id="s"), match, 10)
         assert len(fts) == 1
 
         await engine.drain(timeout=60)

@@ -65,6 +65,24 @@ def scope_token_for(session_id: str) -> str:
     return "s" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+def agent_token_for(agent_identity: str | None) -> str:
+    """The token indexed with every chunk of an agent's sessions (its namespace)."""
+    return "a" + hashlib.sha256((agent_identity or "").encode("utf-8", "surrogatepass")
+                                ).hexdigest()[:24]
+
+
+def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
+    """The agent identity ('' when none) each of these sessions was created under."""
+    found: dict[str, str] = {}
+    ids = list(session_ids)
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        found.update(conn.execute(
+            "SELECT session_id, coalesce(agent_identity, '') FROM sessions WHERE session_id IN"
+            f" ({','.join('?' * len(part))})", part).fetchall())
+    return found
+
+
 def last_sequence(conn: Any, session_id: str) -> int | None:
     """The highest stored sequence of a session (None when it has no events)."""
     row = conn.execute(
@@ -91,10 +109,12 @@ def insert_rows(conn: Any, table: str, columns: Sequence[str],
         conn.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({marks})", rows)
 
 
-def insert_vectors(conn: Any, rows: Sequence[tuple[str, str, bytes]], model: str) -> None:
-    """Insert (chunk_id, session_id, float32 blob) vectors under ``model``."""
-    insert_rows(conn, "chunks_vec", ["chunk_id", "session_id", "embedding_blob", "embedding_model"],
-                [(chunk_id, session_id, blob, model) for chunk_id, session_id, blob in rows])
+def insert_vectors(conn: Any, rows: Sequence[tuple[str, str, str, bytes]], model: str) -> None:
+    """Insert (chunk_id, session_id, agent_identity, float32 blob) vectors under ``model``."""
+    insert_rows(conn, "chunks_vec",
+                ["chunk_id", "session_id", "agent_identity", "embedding_blob", "embedding_model"],
+                [(chunk_id, session_id, agent, blob, model)
+                 for chunk_id, session_id, agent, blob in rows])
 
 
 def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
@@ -172,6 +192,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             [(sid, last_by_session[sid], m.created_at) for sid, m in touched.items()])
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
+        agents = session_agents(conn, list(touched))
         # Each chunk's row in ``vectors``: chunks are numbered across all messages given.
         first_row: dict[int, int] = {}
         row = 0
@@ -184,7 +205,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         existing = _existing_chunks(conn, [p[2] for p in planned]) if planned else {}
         fts_rowid = _next_fts_rowid(conn) if planned else 0
         inserts: list[tuple[Any, ...]] = []
-        vector_rows: list[tuple[str, str, bytes]] = []
+        vector_rows: list[tuple[str, str, str, bytes]] = []
         embedded = vectors is not None and vector_model is not None
         extended: dict[str, int] = {}
         per_sequence: dict[tuple[str, int], list[int]] = {}
@@ -203,11 +224,13 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                 metadata_cache[key] = json.dumps(metadata, ensure_ascii=False)
             inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
                             sequence, sequence, metadata_cache[key], fts_rowid,
-                            scope_token_for(message.session_id), message.created_at,
+                            f"{scope_token_for(message.session_id)} "
+                            f"{agent_token_for(agents[message.session_id])}", message.created_at,
                             "done" if embedded else "pending"))
             if embedded:
                 assert vectors is not None
-                vector_rows.append((chunk_id, message.session_id, vectors[vector_row].tobytes()))
+                vector_rows.append((chunk_id, message.session_id, agents[message.session_id],
+                                    vectors[vector_row].tobytes()))
             existing[chunk_id] = sequence
             fts_rowid += 1
             counts[0] += 1

@@ -1,26 +1,116 @@
-"""SQL for the full-text leg: FTS5 bm25 inside a session's scope, and hydrating chunk rows."""
+"""SQL for retrieval's legs: FTS5 bm25, LIKE fallback and vector KNN, inside a scope.
+
+A scope is one session or one namespace (every session of an agent identity). Full-text
+queries AND the scope's token (indexed in each chunk's FTS row) into MATCH, so FTS5 only
+scores what the scope holds; vector queries constrain the vec0 partition keys. Tags are
+filtered here, in SQL, on every leg: a chunk qualifies when its ``metadata_json.tags``
+holds every requested tag.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from core.storage.events import scope_token_for
+import numpy as np
+
+from core.storage.events import agent_token_for, scope_token_for
 
 
-def fts_search(conn: Any, session_id: str, match: str, k: int) -> list[tuple[str, float]]:
-    """Top ``k`` chunks of a session for an FTS5 expression: (chunk_id, bm25 score, higher=better).
+@dataclass(frozen=True)
+class Scope:
+    """What a query searches: one session, or every session of one agent identity."""
 
-    ``match`` must already be a safe FTS5 expression over ``chunk_text``; the session's scope
-    token is ANDed in here so FTS5 only scores what the session holds.
-    """
-    scoped = f'({match}) AND scope_token : "{scope_token_for(session_id)}"'
+    session_id: str | None = None
+    namespace: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.session_id is None) == (self.namespace is None):
+            raise ValueError("a scope is a session_id or a namespace, not both or neither")
+
+    @property
+    def token(self) -> str:
+        """The FTS token that marks this scope's chunks."""
+        if self.session_id is not None:
+            return scope_token_for(self.session_id)
+        return agent_token_for(self.namespace)
+
+    def describe(self) -> str:
+        """The scope in words, for explanations."""
+        if self.session_id is not None:
+            return f"session {self.session_id!r}"
+        return f"namespace {self.namespace!r}"
+
+
+def _tags_clause(tags: Sequence[str]) -> tuple[str, list[Any]]:
+    if not tags:
+        return "", []
+    return (" AND (SELECT count(DISTINCT t.value) FROM json_each(c.metadata_json, '$.tags') t"
+            " WHERE t.value IN (SELECT value FROM json_each(?))) = ?",
+            [json.dumps(list(tags)), len(set(tags))])
+
+
+def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
+    if scope.session_id is not None:
+        return "c.session_id = ?", [scope.session_id]
+    return ("c.session_id IN (SELECT session_id FROM sessions WHERE"
+            " coalesce(agent_identity, '') = ?)", [scope.namespace or ""])
+
+
+def fts_search(conn: Any, scope: Scope, match: str, k: int,
+               tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """Top ``k`` chunks for an FTS5 expression: (chunk_id, -bm25, higher is better)."""
+    tag_sql, tag_params = _tags_clause(tags)
+    scoped = f'({match}) AND scope_token : "{scope.token}"'
     return conn.execute(
         "SELECT c.chunk_id, -bm25(chunks_fts) AS score FROM chunks_fts"
         " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
-        " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
-        (scoped, k),
+        f" WHERE chunks_fts MATCH ?{tag_sql} ORDER BY score DESC LIMIT ?",
+        [scoped, *tag_params, k],
+    ).fetchall()
+
+
+def like_search(conn: Any, scope: Scope, text: str, k: int,
+                tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """Seed 002's fallback: chunks containing ``text`` as a substring, most recent first."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    rows = conn.execute(
+        f"SELECT c.chunk_id FROM chunks c WHERE {where} AND c.chunk_text LIKE ? ESCAPE '\\'"
+        f"{tag_sql} ORDER BY c.sequence_end DESC, c.chunk_id LIMIT ?",
+        [*params, f"%{escaped}%", *tag_params, k],
+    ).fetchall()
+    return [(row[0], 1.0) for row in rows]
+
+
+def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str,
+                  tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """The ``k`` nearest chunks by cosine distance: (chunk_id, distance).
+
+    Without tags, a vec0 KNN inside the scope's partitions. With tags, the tagged chunks of
+    the scope are ranked exactly in SQL (``vec_distance_cosine``), so the filter applies
+    before the cut, never after.
+    """
+    blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
+    if not tags:
+        column, value = (("session_id", scope.session_id) if scope.session_id is not None
+                         else ("agent_identity", scope.namespace or ""))
+        return conn.execute(
+            "SELECT chunk_id, distance FROM chunks_vec WHERE embedding_blob MATCH ? AND k = ?"
+            f" AND {column} = ? AND embedding_model = ? ORDER BY distance",
+            (blob, k, value, model),
+        ).fetchall()
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    return conn.execute(
+        "SELECT c.chunk_id, vec_distance_cosine(v.embedding_blob, ?) AS distance"
+        " FROM chunks c JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
+        f" WHERE {where} AND c.embedding_status = 'done'{tag_sql}"
+        " AND v.embedding_model = ? ORDER BY distance LIMIT ?",
+        [blob, *params, *tag_params, model, k],
     ).fetchall()
 
 

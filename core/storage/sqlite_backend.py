@@ -151,11 +151,11 @@ class SqliteBackend:
         return await self._db.write(vectors.reset_vectors, dimension, model)
 
     async def pending_chunks(self, limit: int,
-                             after_rowid: int = 0) -> list[tuple[str, str, str, int]]:
+                             after_rowid: int = 0) -> list[tuple[str, str, str, int, str]]:
         """Chunks waiting for vectors, in insertion order after ``after_rowid``."""
         return await self._db.read(vectors.pending_chunks, limit, after_rowid)
 
-    async def save_vectors(self, rows: Sequence[tuple[str, str]], matrix: np.ndarray,
+    async def save_vectors(self, rows: Sequence[tuple[str, str, str]], matrix: np.ndarray,
                            model: str) -> int:
         """Store a batch of vectors and mark its chunks embedded."""
         return await self._db.write(vectors.save_vectors, rows, matrix, model)
@@ -178,16 +178,22 @@ class SqliteBackend:
         """Chunks waiting for a vector."""
         return await self._db.read(vectors.backlog_count)
 
-    async def knn(self, session_id: str, query: np.ndarray, k: int,
-                  model: str) -> list[tuple[str, float]]:
-        """Nearest chunks of a session."""
-        return await self._db.read(vectors.knn, session_id, query, k, model)
+    # -- retrieval legs --------------------------------------------------------------------
 
-    # -- full text -------------------------------------------------------------------------
+    async def vector_search(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
+                            tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """Nearest chunks in a scope, tags filtered in SQL."""
+        return await self._db.read(search.vector_search, scope, query, k, model, tags)
 
-    async def fts_search(self, session_id: str, match: str, k: int) -> list[tuple[str, float]]:
-        """bm25 top-k of a session."""
-        return await self._db.read(search.fts_search, session_id, match, k)
+    async def fts_search(self, scope: search.Scope, match: str, k: int,
+                         tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """bm25 top-k in a scope, tags filtered in SQL."""
+        return await self._db.read(search.fts_search, scope, match, k, tags)
+
+    async def like_search(self, scope: search.Scope, text: str, k: int,
+                          tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """Substring matches in a scope (seed 002's fallback)."""
+        return await self._db.read(search.like_search, scope, text, k, tags)
 
     async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Chunk rows by id."""

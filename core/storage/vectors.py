@@ -46,6 +46,7 @@ def _create_vector_table(conn: Any, dimension: int) -> None:
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0("
         " chunk_id TEXT PRIMARY KEY,"
+        " agent_identity TEXT PARTITION KEY,"
         " session_id TEXT PARTITION KEY,"
         f" embedding_blob FLOAT[{dimension}] distance_metric=cosine,"
         " embedding_model TEXT,"
@@ -87,18 +88,21 @@ def reset_vectors(conn: Any, dimension: int, model: str) -> int:
         return cursor.rowcount
 
 
-def pending_chunks(conn: Any, limit: int, after_rowid: int = 0) -> list[tuple[str, str, str, int]]:
-    """Up to ``limit`` chunks waiting for a vector: (chunk_id, session_id, text, fts_rowid)."""
+def pending_chunks(conn: Any, limit: int,
+                   after_rowid: int = 0) -> list[tuple[str, str, str, int, str]]:
+    """Chunks waiting for a vector: (chunk_id, session_id, text, fts_rowid, agent_identity)."""
     return conn.execute(
-        "SELECT chunk_id, session_id, chunk_text, fts_rowid FROM chunks"
-        " WHERE embedding_status = 'pending' AND fts_rowid > ? ORDER BY fts_rowid LIMIT ?",
+        "SELECT c.chunk_id, c.session_id, c.chunk_text, c.fts_rowid,"
+        " coalesce(s.agent_identity, '') FROM chunks c"
+        " JOIN sessions s ON s.session_id = c.session_id"
+        " WHERE c.embedding_status = 'pending' AND c.fts_rowid > ? ORDER BY c.fts_rowid LIMIT ?",
         (after_rowid, limit),
     ).fetchall()
 
 
-def save_vectors(conn: Any, rows: Sequence[tuple[str, str]], vectors: np.ndarray,
+def save_vectors(conn: Any, rows: Sequence[tuple[str, str, str]], vectors: np.ndarray,
                  model: str) -> int:
-    """Store vectors for (chunk_id, session_id) rows and mark them done, in one transaction.
+    """Store vectors for (chunk_id, session_id, agent) rows and mark them done, in one go.
 
     A chunk deleted while its batch was embedding is skipped, so no vector is orphaned.
     """
@@ -108,20 +112,20 @@ def save_vectors(conn: Any, rows: Sequence[tuple[str, str]], vectors: np.ndarray
     saved = 0
     with transaction(conn):
         status: dict[str, str] = {}
-        ids = [chunk_id for chunk_id, _ in rows]
+        ids = [row[0] for row in rows]
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             status.update(conn.execute(
                 "SELECT chunk_id, embedding_status FROM chunks WHERE chunk_id IN"
                 f" ({','.join('?' * len(part))})", part).fetchall())
         inserts = []
-        for index, (chunk_id, session_id) in enumerate(rows):
+        for index, (chunk_id, session_id, agent) in enumerate(rows):
             if chunk_id not in status:
                 continue
             if status[chunk_id] == "done":
                 conn.execute("DELETE FROM chunks_vec WHERE chunk_id = ?", (chunk_id,))
-            inserts.append((chunk_id, session_id, vectors[index].tobytes(), model))
-        insert_vectors(conn, [(row[0], row[1], row[2]) for row in inserts], model)
+            inserts.append((chunk_id, session_id, agent, vectors[index].tobytes()))
+        insert_vectors(conn, inserts, model)
         conn.executemany(
             "UPDATE chunks SET embedding_status = 'done', embedding_error = NULL"
             " WHERE chunk_id = ?", [(row[0],) for row in inserts])
@@ -170,14 +174,3 @@ def backlog_count(conn: Any) -> int:
     """Chunks still waiting for a vector."""
     return int(conn.execute(
         "SELECT count(*) FROM chunks WHERE embedding_status = 'pending'").fetchone()[0])
-
-
-def knn(conn: Any, session_id: str, query: np.ndarray, k: int,
-        model: str) -> list[tuple[str, float]]:
-    """The ``k`` nearest chunks of one session by cosine distance, inside its partition."""
-    blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
-    return conn.execute(
-        "SELECT chunk_id, distance FROM chunks_vec WHERE embedding_blob MATCH ? AND k = ?"
-        " AND session_id = ? AND embedding_model = ? ORDER BY distance",
-        (blob, k, session_id, model),
-    ).fetchall()

@@ -1,0 +1,98 @@
+"""Fusing the vector and full-text legs into one ranking (seed 001 "Weighted Merge" and more).
+
+Each leg returns candidates with raw scores (higher is better) and ranks. A fusion turns
+each leg's raw scores into normalised ones and combines them with the leg weights:
+
+- ``minmax`` (seed 001): scale each leg to [0, 1] over the candidates it returned, then
+  ``vector_weight * v + fts_weight * f``. A leg whose scores are all equal scales to 1.
+- ``dbsf`` (distribution-based score fusion): scale each leg by its mean ± 3 standard
+  deviations, clipped to [0, 1], so one outlier does not squash the rest and a lone weak
+  hit is not lifted to 1.
+- ``rrf`` (reciprocal-rank fusion): a leg contributes ``1 / (rrf_k + rank)``; raw scores
+  are ignored, only the order counts.
+
+A chunk a leg did not return scores 0 on that leg. Ties go to the more recent chunk (higher
+``sequence_end``), then to the smaller chunk id, so the ranking is total and repeatable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+FUSIONS = ("minmax", "rrf", "dbsf")
+
+
+@dataclass(frozen=True)
+class LegHit:
+    """One candidate from one leg: its raw score (higher is better) and 1-based rank."""
+
+    chunk_id: str
+    raw: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One fused candidate: final score and the normalised leg scores that made it."""
+
+    chunk_id: str
+    score: float
+    vector: float
+    fts: float
+
+
+def min_max(hits: Sequence[LegHit]) -> dict[str, float]:
+    """Scale a leg's raw scores to [0, 1]; a leg whose scores are all equal scales to 1."""
+    if not hits:
+        return {}
+    low = min(hit.raw for hit in hits)
+    high = max(hit.raw for hit in hits)
+    if high - low <= 1e-12:
+        return {hit.chunk_id: 1.0 for hit in hits}
+    return {hit.chunk_id: (hit.raw - low) / (high - low) for hit in hits}
+
+
+def distribution(hits: Sequence[LegHit]) -> dict[str, float]:
+    """Scale by mean ± 3σ, clipped to [0, 1]; a single candidate or no spread scales to 1."""
+    if not hits:
+        return {}
+    mean = sum(hit.raw for hit in hits) / len(hits)
+    sigma = math.sqrt(sum((hit.raw - mean) ** 2 for hit in hits) / len(hits))
+    if sigma <= 1e-12:
+        return {hit.chunk_id: 1.0 for hit in hits}
+    low, span = mean - 3 * sigma, 6 * sigma
+    return {hit.chunk_id: min(1.0, max(0.0, (hit.raw - low) / span)) for hit in hits}
+
+
+def reciprocal_rank(rrf_k: int) -> Callable[[Sequence[LegHit]], dict[str, float]]:
+    """A leg's contribution under RRF: ``1 / (rrf_k + rank)``."""
+    def normalise(hits: Sequence[LegHit]) -> dict[str, float]:
+        return {hit.chunk_id: 1.0 / (rrf_k + hit.rank) for hit in hits}
+    return normalise
+
+
+def fuse(vector_hits: Sequence[LegHit], fts_hits: Sequence[LegHit], *, vector_weight: float,
+         fts_weight: float, method: str = "minmax", rrf_k: int = 60,
+         recency: Mapping[str, int] | None = None) -> list[Fused]:
+    """The fused ranking, best first, ties by recency then chunk id."""
+    if method == "minmax":
+        normalise: Callable[[Sequence[LegHit]], dict[str, float]] = min_max
+    elif method == "dbsf":
+        normalise = distribution
+    elif method == "rrf":
+        normalise = reciprocal_rank(rrf_k)
+    else:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {method!r}")
+    recency = recency or {}
+    vector_norm = normalise(vector_hits)
+    fts_norm = normalise(fts_hits)
+    fused = [
+        Fused(chunk_id, vector_weight * vector_norm.get(chunk_id, 0.0)
+              + fts_weight * fts_norm.get(chunk_id, 0.0),
+              vector_norm.get(chunk_id, 0.0), fts_norm.get(chunk_id, 0.0))
+        for chunk_id in set(vector_norm) | set(fts_norm)
+    ]
+    fused.sort(key=lambda item: (-item.score, -recency.get(item.chunk_id, 0), item.chunk_id))
+    return fused

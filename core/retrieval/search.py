@@ -1,0 +1,156 @@
+"""One query's legs, kept, and every ranking and explanation made from them.
+
+The legs (vector KNN, FTS5 bm25 or its LIKE fallback) are fetched once per query, deep
+enough for any ``top_k`` the caller may ask next. :meth:`SearchResult.rerank` fuses the kept
+legs again under other weights, fusion, ``top_k`` or threshold without touching the
+database: that is what lets the playground move a slider and re-rank at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
+from core.types import HybridQueryResult
+
+MODES = ("keyword", "vector", "hybrid")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How to turn kept legs into a ranking: the knobs that need no database."""
+
+    vector_weight: float
+    fts_weight: float
+    fusion: str = "minmax"
+    rrf_k: int = 60
+    top_k: int = 10
+    min_score: float | None = None
+
+
+@dataclass
+class KeptLegs:
+    """What the database answered for one query, kept for re-ranking and explaining."""
+
+    query: str
+    scope: str
+    mode: str
+    terms: list[str]
+    fts_expression: str | None
+    tags: list[str]
+    vector: list[LegHit] = field(default_factory=list)
+    fts: list[LegHit] = field(default_factory=list)
+    fts_fallback: str | None = None  # "like" when FTS found nothing and LIKE answered
+    vector_note: str | None = None  # why the vector leg did not run, when it did not
+    chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    depth: int = 0
+
+
+def matched_terms(terms: list[str], text: str) -> list[str]:
+    """The query terms a chunk contains (a term also matches words it is a prefix of)."""
+    words = set(_WORD.findall(text.lower()))
+    return [t for t in terms if t in words or (len(t) >= 4 and any(w.startswith(t[:-1])
+                                                                  for w in words))]
+
+
+@dataclass
+class SearchResult:
+    """A ranking of kept legs, with what it cut and why."""
+
+    legs: KeptLegs
+    ranking: Ranking
+    results: list[HybridQueryResult]
+    cut: list[dict[str, Any]]
+
+    def rerank(self, **changes: Any) -> SearchResult:
+        """The same legs ranked under other weights, fusion, top_k or min_score; no I/O."""
+        return rank(self.legs, dataclasses.replace(self.ranking, **changes))
+
+    def explain(self) -> dict[str, Any]:
+        """The whole query's explanation, JSON-ready (``workbench search --explain``)."""
+        legs, ranking = self.legs, self.ranking
+        vector_only_max = ranking.vector_weight * _leg_ceiling(ranking, "vector")
+        fts_only_max = ranking.fts_weight * _leg_ceiling(ranking, "fts")
+        notes = []
+        if ranking.min_score is not None:
+            for leg, ceiling in (("vector", vector_only_max), ("full-text", fts_only_max)):
+                if ceiling < ranking.min_score:
+                    notes.append(
+                        f"a chunk found by the {leg} leg alone scores at most {ceiling:.3f} "
+                        f"under these weights, below min_score {ranking.min_score}: it can "
+                        "never be returned")
+        if legs.fts_fallback == "like":
+            notes.append("full-text search matched nothing; the LIKE substring fallback "
+                         "answered (seed 002)")
+        if legs.vector_note:
+            notes.append(legs.vector_note)
+        return {
+            "query": legs.query, "scope": legs.scope, "mode": legs.mode,
+            "parsed_terms": legs.terms, "fts_expression": legs.fts_expression,
+            "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
+            "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
+                     "fts_fallback": legs.fts_fallback},
+            "timings_ms": legs.timings_ms, "notes": notes,
+            "results": [self.explain_result(r) for r in self.results],
+            "cut": self.cut,
+        }
+
+    def explain_result(self, result: HybridQueryResult) -> dict[str, Any]:
+        """One result's explanation: per leg raw, normalised, rank; matched terms; score."""
+        return {
+            "chunk_id": result.chunk_id, "score": result.score,
+            "vector": {"raw": result.vector_raw, "normalised": result.vector_score,
+                       "rank": result.vector_rank},
+            "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
+                    "rank": result.fts_rank},
+            "matched_terms": matched_terms(self.legs.terms, result.text),
+            "sequence_start": result.sequence_start, "sequence_end": result.sequence_end,
+            "session_id": result.session_id, "text": result.text,
+        }
+
+
+def _leg_ceiling(ranking: Ranking, leg: str) -> float:
+    """The most one leg's normalised score can be under this fusion."""
+    return 1.0 / (ranking.rrf_k + 1) if ranking.fusion == "rrf" else 1.0
+
+
+def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
+    """Fuse kept legs under ``ranking``: results, best first, and the candidates cut."""
+    if ranking.fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {ranking.fusion!r}")
+    vector_weight = 0.0 if legs.mode == "keyword" else ranking.vector_weight
+    fts_weight = 0.0 if legs.mode == "vector" else ranking.fts_weight
+    recency = {cid: chunk["sequence_end"] for cid, chunk in legs.chunks.items()}
+    fused = fuse(legs.vector, legs.fts, vector_weight=vector_weight, fts_weight=fts_weight,
+                 method=ranking.fusion, rrf_k=ranking.rrf_k, recency=recency)
+    vector_by_id = {hit.chunk_id: hit for hit in legs.vector}
+    fts_by_id = {hit.chunk_id: hit for hit in legs.fts}
+    results: list[HybridQueryResult] = []
+    cut: list[dict[str, Any]] = []
+    for item in fused:
+        chunk = legs.chunks.get(item.chunk_id)
+        if chunk is None:
+            cut.append(_cut(item, "deleted after the legs ran"))
+        elif ranking.min_score is not None and item.score < ranking.min_score:
+            cut.append(_cut(item, f"score {item.score:.3f} below min_score {ranking.min_score}"))
+        elif len(results) >= ranking.top_k:
+            cut.append(_cut(item, f"ranked below top_k {ranking.top_k}"))
+        else:
+            vh, fh = vector_by_id.get(item.chunk_id), fts_by_id.get(item.chunk_id)
+            results.append(HybridQueryResult(
+                chunk_id=item.chunk_id, session_id=chunk["session_id"], text=chunk["text"],
+                score=item.score, vector_score=item.vector, fts_score=item.fts,
+                sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
+                metadata=chunk["metadata"], vector_raw=vh.raw if vh else None,
+                fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
+                fts_rank=fh.rank if fh else None))
+    return SearchResult(legs, ranking, results, cut)
+
+
+def _cut(item: Fused, reason: str) -> dict[str, Any]:
+    return {"chunk_id": item.chunk_id, "score": item.score, "reason": reason}
