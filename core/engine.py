@@ -33,6 +33,8 @@ from core.storage.sqlite_backend import SqliteBackend
 from core.tokens import TokenCounter
 from core.types import (
     BulkStoreResult,
+    ContextItem,
+    ContextResult,
     EmbeddingStatus,
     HybridQueryResult,
     MemoryRecord,
@@ -89,6 +91,7 @@ class Engine:
             max_sessions=short.max_sessions)
         self.worker: EmbeddingWorker | None = None
         self.bulk = BulkIngest(self)
+        self._pending_logs: set[asyncio.Task[int]] = set()
         self.vectors_usable = False
         self._closed = False
 
@@ -147,6 +150,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        await self._flush_logs()
         if self.worker is not None:
             await self.worker.stop()
         await self.bulk.close()
@@ -387,7 +391,124 @@ class Engine:
             legs.timings_ms["vector"] = (time.perf_counter() - started) * 1000
         ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
         legs.chunks = await self.backend.fetch_chunks(sorted(ids))
-        return rank(legs, ranking)
+        found = rank(legs, ranking)
+        self._log_query(found, scope, caller)
+        return found
+
+    def _log_query(self, found: SearchResult, scope: Scope, caller: str) -> None:
+        """Record the query in the retrieval log without making the caller wait for it."""
+        if not self.config.retrieval.log_enabled or self.read_only:
+            return
+        ranking = found.ranking
+        entry = {
+            "created_at": utc_now(), "caller": caller,
+            "scope_kind": "session" if scope.session_id is not None else "namespace",
+            "scope_value": scope.session_id if scope.session_id is not None else scope.namespace,
+            "query": found.legs.query,
+            "params": {"session_id": scope.session_id, "namespace": scope.namespace,
+                       "top_k": ranking.top_k, "vector_weight": ranking.vector_weight,
+                       "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
+                       "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
+                       "min_score": ranking.min_score, "tags": found.legs.tags},
+            "results": [{"chunk_id": r.chunk_id, "score": r.score,
+                         "vector_score": r.vector_score, "fts_score": r.fts_score}
+                        for r in found.results],
+            "timings_ms": found.legs.timings_ms,
+        }
+        task = asyncio.create_task(self.backend.append_log(entry))
+        self._pending_logs.add(task)
+        task.add_done_callback(self._log_written)
+
+    def _log_written(self, task: asyncio.Task[int]) -> None:
+        self._pending_logs.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("could not write the retrieval log: %s", task.exception())
+
+    async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
+                            session_id: str | None = None,
+                            namespace: str | None = None) -> list[dict[str, Any]]:
+        """Logged queries, newest first, by caller and scope when given."""
+        await self._flush_logs()
+        kind = "session" if session_id is not None else "namespace" if namespace else None
+        return await self.backend.read_log(limit, caller, kind, session_id or namespace)
+
+    async def replay(self, log_id: int, **changes: Any) -> SearchResult:
+        """Run a logged query again, exactly as it was asked (``changes`` override a knob)."""
+        await self._flush_logs()
+        entries = await self.backend.read_log(1, log_id=log_id)
+        if not entries:
+            raise NotFound(f"no retrieval log entry {log_id}")
+        params = {**entries[0]["params"], **changes}
+        return await self.search(query=entries[0]["query"], caller="replay", **params)
+
+    async def _flush_logs(self) -> None:
+        if self._pending_logs:
+            await asyncio.wait(set(self._pending_logs))
+
+    async def judge(self, query: str, chunk_id: str, grade: int, *,
+                    session_id: str | None = None, namespace: str | None = None) -> None:
+        """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
+            raise InvalidInput(f"grade must be an integer from 0 to 3, got {grade!r}")
+        kind, value = _scope_pair(session_id, namespace)
+        await self.backend.set_judgment(kind, value, query, chunk_id, grade, utc_now())
+
+    async def judgments(self, query: str, *, session_id: str | None = None,
+                        namespace: str | None = None) -> dict[str, int]:
+        """chunk_id -> grade recorded for a query in a scope."""
+        kind, value = _scope_pair(session_id, namespace)
+        return await self.backend.read_judgments(kind, value, query)
+
+    async def get_context(self, session_id: str, query: str) -> ContextResult:
+        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
+
+        Recency: the last ``recency_limit`` (10) events. Salience: events whose importance
+        is at least ``salience_threshold`` (0.85). Relevance: events whose chunks' vector
+        similarity to the query exceeds ``relevance_threshold`` (0.655), at most
+        ``relevance_limit`` (5). Each event appears once, in sequence order, with the
+        strategies that chose it.
+        """
+        rcfg = self.config.retrieval
+        chosen: dict[int, tuple[MemoryRecord, list[str], float | None]] = {}
+
+        def add(record: MemoryRecord, reason: str, similarity: float | None = None) -> None:
+            _, reasons, best = chosen.setdefault(record.sequence, (record, [], None))
+            if reason not in reasons:
+                reasons.append(reason)
+            if similarity is not None:
+                chosen[record.sequence] = (record, reasons, max(similarity, best or similarity))
+
+        for record in await self.recall(session_id, rcfg.recency_limit):
+            add(record, "recency")
+        for row in await self.backend.salient_events(session_id, rcfg.salience_threshold):
+            add(MemoryRecord(**row), "salience")
+        relevant = 0
+        if query.strip():
+            found = await self.search(session_id=session_id, query=query, mode="vector",
+                                      top_k=max(rcfg.relevance_limit * 4, 20),
+                                      caller="get_context")
+            wanted: dict[int, float] = {}
+            for result in found.results:
+                similarity = result.vector_raw
+                if similarity is None or similarity <= rcfg.relevance_threshold:
+                    continue
+                if result.sequence_start not in wanted and len(wanted) >= rcfg.relevance_limit:
+                    continue
+                wanted[result.sequence_start] = max(similarity,
+                                                    wanted.get(result.sequence_start, -1.0))
+            if wanted:
+                events_by_sequence = {r["sequence"]: r for r in await self.backend.read_events(
+                    session_id, None, min(wanted) - 1) if r["sequence"] in wanted}
+                for sequence, similarity in wanted.items():
+                    if sequence in events_by_sequence:
+                        add(MemoryRecord(**events_by_sequence[sequence]), "relevance",
+                            similarity)
+                        relevant += 1
+        items = [ContextItem(record, reasons, similarity)
+                 for _, (record, reasons, similarity) in sorted(chosen.items())]
+        counts = {reason: sum(reason in item.reasons for item in items)
+                  for reason in ("recency", "salience", "relevance")}
+        return ContextResult(session_id, items, counts)
 
     def _validate_query(self, query: object, session_id: str | None, namespace: str | None,
                         top_k: object, vector_weight: float | None, fts_weight: float | None,
@@ -496,3 +617,9 @@ class Engine:
     async def counts(self) -> dict[str, int]:
         """Row counts per table (for doctor and for checking cascades)."""
         return await self.backend.table_counts()
+
+
+def _scope_pair(session_id: str | None, namespace: str | None) -> tuple[str, str]:
+    if (session_id is None) == (namespace is None):
+        raise InvalidInput("give a session_id or a namespace, not both or neither")
+    return ("session", session_id) if session_id is not None else ("namespace", namespace or "")

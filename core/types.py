@@ -116,3 +116,21 @@ class EmbeddingStatus(_AsDict):
     other_models: dict[str, int]
     fell_back: bool
     warning: str | None
+
+
+@dataclass(frozen=True)
+class ContextItem(_AsDict):
+    """One event in a tri-hybrid context, and which strategies chose it (seed 000)."""
+
+    record: MemoryRecord
+    reasons: list[str]
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class ContextResult(_AsDict):
+    """Seed 000's ``get_context``: recency + salience + relevance, deduplicated, in order."""
+
+    session_id: str
+    items: list[ContextItem]
+    counts: dict[str, int]

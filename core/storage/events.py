@@ -344,3 +344,13 @@ def session_row_counts(conn: Any, session_id: str) -> dict[str, int]:
         "SELECT count(*) FROM chunks_vec WHERE session_id = ?", (session_id,)
     ).fetchone()[0] if has_vec else 0
     return counts
+
+
+def salient_events(conn: Any, session_id: str, threshold: float) -> list[dict[str, Any]]:
+    """Events of a session with importance at or above ``threshold`` (seed 000 salience)."""
+    rows = conn.execute(
+        "SELECT session_id, sequence, payload_json, created_at, importance FROM"
+        " conversation_events WHERE session_id = ? AND importance >= ? ORDER BY sequence",
+        (session_id, threshold)).fetchall()
+    return [{"session_id": r[0], "sequence": int(r[1]), "payload": json.loads(r[2]),
+             "created_at": r[3], "importance": float(r[4])} for r in rows]

@@ -17,7 +17,7 @@ import numpy as np
 
 from core.config import StorageConfig
 from core.errors import ReadOnlyDatabase, SchemaTooNew
-from core.storage import events, search, vectors
+from core.storage import events, logbook, search, vectors
 from core.storage.connection import Database
 from core.storage.migrations import (
     current_version,
@@ -198,6 +198,35 @@ class SqliteBackend:
     async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Chunk rows by id."""
         return await self._db.read(search.fetch_chunks, chunk_ids)
+
+    # -- retrieval log and judgments -------------------------------------------------------
+
+    async def append_log(self, entry: dict[str, Any]) -> int:
+        """Record one query in the retrieval log."""
+        return await self._db.write(logbook.append_log, entry)
+
+    async def read_log(self, limit: int = 50, caller: str | None = None,
+                       scope_kind: str | None = None, scope_value: str | None = None,
+                       log_id: int | None = None) -> list[dict[str, Any]]:
+        """Retrieval log entries, newest first."""
+        return await self._db.read(logbook.read_log, limit, caller, scope_kind, scope_value,
+                                   log_id)
+
+    async def set_judgment(self, scope_kind: str, scope_value: str, query: str, chunk_id: str,
+                           grade: int, now: str) -> None:
+        """Record how relevant a chunk is to a query."""
+        self._require_writable()
+        await self._db.write(logbook.set_judgment, scope_kind, scope_value, query, chunk_id,
+                             grade, now)
+
+    async def read_judgments(self, scope_kind: str, scope_value: str,
+                             query: str) -> dict[str, int]:
+        """chunk_id -> grade for a query."""
+        return await self._db.read(logbook.read_judgments, scope_kind, scope_value, query)
+
+    async def salient_events(self, session_id: str, threshold: float) -> list[dict[str, Any]]:
+        """A session's events at or above an importance."""
+        return await self._db.read(events.salient_events, session_id, threshold)
 
     # -- diagnostics -----------------------------------------------------------------------
 

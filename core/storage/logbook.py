@@ -1,0 +1,62 @@
+"""SQL for the retrieval log and the relevance judgments (migration 0002)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.storage.connection import transaction
+
+
+def append_log(conn: Any, entry: dict[str, Any]) -> int:
+    """Record one query; returns its log id."""
+    with transaction(conn):
+        cursor = conn.execute(
+            "INSERT INTO retrieval_log(created_at, caller, scope_kind, scope_value, query,"
+            " params_json, results_json, timings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (entry["created_at"], entry["caller"], entry["scope_kind"], entry["scope_value"],
+             entry["query"], json.dumps(entry["params"]), json.dumps(entry["results"]),
+             json.dumps(entry["timings_ms"])))
+        return int(cursor.lastrowid)
+
+
+def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,
+             scope_value: str | None, log_id: int | None = None) -> list[dict[str, Any]]:
+    """Log entries, newest first, optionally by caller, scope or id."""
+    clauses, params = [], []
+    if log_id is not None:
+        clauses.append("log_id = ?")
+        params.append(log_id)
+    if caller is not None:
+        clauses.append("caller = ?")
+        params.append(caller)
+    if scope_kind is not None:
+        clauses.append("scope_kind = ? AND scope_value = ?")
+        params += [scope_kind, scope_value]
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = conn.execute(
+        "SELECT log_id, created_at, caller, scope_kind, scope_value, query, params_json,"
+        f" results_json, timings_json FROM retrieval_log {where}"
+        " ORDER BY log_id DESC LIMIT ?", [*params, limit]).fetchall()
+    return [{"log_id": r[0], "created_at": r[1], "caller": r[2], "scope_kind": r[3],
+             "scope_value": r[4], "query": r[5], "params": json.loads(r[6]),
+             "results": json.loads(r[7]), "timings_ms": json.loads(r[8])} for r in rows]
+
+
+def set_judgment(conn: Any, scope_kind: str, scope_value: str, query: str, chunk_id: str,
+                 grade: int, now: str) -> None:
+    """Record (or change) how relevant a chunk is to a query in a scope; grade 0 to 3."""
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO relevance_judgments(scope_kind, scope_value, query, chunk_id, grade,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(scope_kind, scope_value, query, chunk_id) DO UPDATE SET"
+            " grade = excluded.grade, updated_at = excluded.updated_at",
+            (scope_kind, scope_value, query, chunk_id, grade, now, now))
+
+
+def read_judgments(conn: Any, scope_kind: str, scope_value: str, query: str) -> dict[str, int]:
+    """chunk_id -> grade for one query in one scope."""
+    return dict(conn.execute(
+        "SELECT chunk_id, grade FROM relevance_judgments WHERE scope_kind = ? AND"
+        " scope_value = ? AND query = ?", (scope_kind, scope_value, query)).fetchall())

@@ -1,0 +1,76 @@
+"""The retrieval log, replay, relevance judgments and seed 000's tri-hybrid get_context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core import Engine
+from core.errors import InvalidInput, NotFound
+from tests.conftest import DETERMINISTIC
+
+
+async def test_every_query_is_logged_and_replays_exactly(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        for seq, text in enumerate(["the red kite", "a blue whale", "red shoes on sale"], 1):
+            await engine.store("s", seq, {"role": "user", "content": text})
+        await engine.drain()
+        asked = await engine.hybrid_query(session_id="s", query="red things", top_k=2,
+                                          vector_weight=0.2, fts_weight=0.8, fusion="rrf",
+                                          caller="agent")
+        await engine.hybrid_query(session_id="s", query="whale", caller="app")
+        log = await engine.retrieval_log()
+        assert [entry["caller"] for entry in log] == ["app", "agent"]
+        agent_entry = (await engine.retrieval_log(caller="agent"))[0]
+        assert agent_entry["params"]["fusion"] == "rrf" and agent_entry["params"]["top_k"] == 2
+        assert [r["chunk_id"] for r in agent_entry["results"]] == [r.chunk_id for r in asked]
+        assert "fts" in agent_entry["timings_ms"]
+        replayed = await engine.replay(agent_entry["log_id"])
+        assert [r.chunk_id for r in replayed.results] == [r.chunk_id for r in asked]
+        assert [r.score for r in replayed.results] == [r.score for r in asked]
+        changed = await engine.replay(agent_entry["log_id"], top_k=1)
+        assert len(changed.results) == 1
+        with pytest.raises(NotFound):
+            await engine.replay(99999)
+
+
+async def test_the_log_can_be_switched_off(db_path: Path) -> None:
+    config = {**DETERMINISTIC, "retrieval": {"log_enabled": False}}
+    async with Engine.open(db_path, config=config) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "quiet"})
+        await engine.hybrid_query(session_id="s", query="quiet")
+        assert await engine.retrieval_log() == []
+
+
+async def test_judgments_are_stored_and_changed(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "find me"})
+        (hit,) = await engine.hybrid_query(session_id="s", query="find")
+        await engine.judge("find", hit.chunk_id, 3, session_id="s")
+        await engine.judge("find", "chk-other", 0, session_id="s")
+        await engine.judge("find", hit.chunk_id, 2, session_id="s")
+        assert await engine.judgments("find", session_id="s") == {hit.chunk_id: 2,
+                                                                  "chk-other": 0}
+        assert await engine.judgments("find", namespace="default") == {}
+        with pytest.raises(InvalidInput, match="grade"):
+            await engine.judge("find", hit.chunk_id, 7, session_id="s")
+
+
+async def test_get_context_combines_recency_salience_and_relevance(db_path: Path) -> None:
+    config = {**DETERMINISTIC, "retrieval": {"recency_limit": 3, "relevance_limit": 2,
+                                             "relevance_threshold": 0.3}}
+    async with Engine.open(db_path, config=config) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "my passport number is X123",
+                                    "importance": 0.9})
+        await engine.store("s", 2, {"role": "user", "content": "the violin recital is friday"})
+        for seq in range(3, 20):
+            await engine.store("s", seq, {"role": "user", "content": f"small talk {seq}"})
+        await engine.drain()
+        context = await engine.get_context("s", "when is the violin recital?")
+        by_sequence = {item.record.sequence: item for item in context.items}
+        assert by_sequence[1].reasons == ["salience"]
+        assert "relevance" in by_sequence[2].reasons and by_sequence[2].similarity > 0.3
+        assert [s for s, i in by_sequence.items() if "recency" in i.reasons] == [17, 18, 19]
+        assert [item.record.sequence for item in context.items] == sorted(by_sequence)
+        assert context.counts["recency"] == 3 and context.counts["salience"] == 1
