@@ -159,5 +159,189 @@ def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions:
         click.echo(line)
 
 
+_FUSIONS = ("minmax", "rrf", "dbsf")  # core.retrieval.FUSIONS, without importing the engine
+
+
+async def _drain_with_progress(engine: Any) -> Any:
+    """Wait for the embedding backlog to empty, with a progress line on stderr."""
+    status = await engine.embedding_status()
+    if status.backlog and engine.worker is not None:
+        draining = asyncio.ensure_future(engine.drain())
+        while not draining.done():
+            status = await engine.embedding_status()
+            click.echo(f"\rembedding   {status.backlog:,} chunks waiting   ", err=True, nl=False)
+            await asyncio.wait({draining}, timeout=0.5)
+        click.echo("", err=True)
+        await draining
+        status = await engine.embedding_status()
+    return status
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 string``, ``2 strings``."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _echo_warnings(engine: Any) -> None:
+    for warning in engine.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@main.group("import")
+def import_group() -> None:
+    """Import public conversation datasets into a memory file, with their questions."""
+
+
+@import_group.command("locomo")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The memory file to import into (created when missing).")
+@click.option("--dataset", "dataset_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Where to write the evaluation dataset (JSONL); default: <db stem>.locomo.jsonl"
+                   " next to the memory file.")
+@click.option("--model", default=None,
+              help="model2vec folder or hub id ('deterministic' for the hash backend);"
+                   " default: the configured model.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@click.pass_context
+def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
+                  dataset_path: Path | None, model: str | None, as_json: bool) -> None:
+    """Import LoCoMo conversations (their turns only) and write their questions as a dataset.
+
+    Each conversation becomes one session; importing a file again adds nothing.
+    """
+    config = _with_model(_load_config(ctx), model)
+    if dataset_path is None:
+        dataset_path = db_path.with_name(f"{db_path.stem}.locomo.jsonl")
+    summary = _run(_import_locomo(files, db_path, dataset_path, config))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    for conversion, stored in zip(summary["conversations"], summary["stored"], strict=True):
+        categories = ", ".join(f"{c}: {n}" for c, n in conversion["queries_by_category"].items())
+        unknown = conversion["unknown_evidence"]
+        click.echo(f"{conversion['session_id']}  ({conversion['source']})")
+        click.echo(f"  turns     {conversion['turns']:,} in {conversion['sessions']} LoCoMo "
+                   f"sessions; {conversion['images']} with an image caption")
+        click.echo(f"  queries   {conversion['queries']} by category ({categories})")
+        click.echo(f"  evidence  {_count(conversion['split_evidence'], 'string')} held several "
+                   f"ids (split); {_count(len(unknown), 'id')} named no turn"
+                   + (f" ({', '.join(unknown)})" if unknown else "")
+                   + f"; {_count(conversion['without_evidence'], 'question')} without "
+                     "evidence left out")
+        if stored["stored"]:
+            click.echo(f"  stored    {stored['stored']:,} messages"
+                       + (f" ({stored['already']:,} were there)" if stored["already"] else ""))
+        else:
+            click.echo(f"  stored    nothing: already imported ({stored['already']:,} messages)")
+    embedding = summary["embedding"]
+    click.echo(f"embedding   {embedding['model']}: backlog {embedding['backlog']:,}, "
+               f"{embedding['embedded']:,} chunks embedded, {embedding['failed']:,} failed")
+    click.echo(f"dataset     {summary['dataset']}: {_count(summary['sessions'], 'session')}, "
+               f"{summary['messages']:,} messages, {summary['queries']:,} queries")
+
+
+async def _import_locomo(files: tuple[Path, ...], db_path: Path, dataset_path: Path,
+                         config: Any) -> dict[str, Any]:
+    from core import Engine
+    from core.evaluation import convert_locomo_file, store_dataset
+    from core.evaluation.dataset import Dataset, write_dataset
+
+    # Every file is converted (and refused if malformed) before the memory file is touched.
+    conversions = [c for path in files for c in convert_locomo_file(path)]
+    dataset = Dataset()
+    for conversion in conversions:
+        dataset.extend(conversion.dataset)
+    async with Engine.open(db_path, config=config) as engine:
+        _echo_warnings(engine)
+        stored = await store_dataset(engine, dataset)
+        status = await _drain_with_progress(engine)
+    write_dataset(dataset, dataset_path)
+    return {
+        "db": str(db_path), "dataset": str(dataset_path),
+        "conversations": [c.to_dict() for c in conversions],
+        "stored": [{"session_id": s.session_id, "stored": s.stored, "already": s.already}
+                   for s in stored.sessions],
+        "sessions": len(dataset.messages), "messages": dataset.message_count,
+        "queries": len(dataset.queries),
+        "embedding": {"model": status.model, "backlog": status.backlog,
+                      "embedded": status.embedded, "failed": status.failed},
+    }
+
+
+@main.command("eval")
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The memory file the dataset was imported into.")
+@click.option("--dataset", "dataset_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The dataset JSONL (as `workbench import locomo` writes it).")
+@click.option("--sweep", "run_sweep", is_flag=True,
+              help="Run each fusion at vector weights 0.0, 0.1, ..., 1.0 (fts weight 1 - vector)"
+                   " and mark the best by recall@10.")
+@click.option("--vector-weight", type=click.FloatRange(0.0, 1.0), default=None,
+              help="Vector leg weight; the fts weight is 1 minus it (default: the configured"
+                   " weights).")
+@click.option("--fusion", type=click.Choice(_FUSIONS), default=None,
+              help="Fusion method (default: the configured one); with --sweep, sweep only it.")
+@click.option("--model", default=None,
+              help="model2vec folder or hub id ('deterministic' for the hash backend);"
+                   " default: the configured model.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as JSON (with each query's ranked turns and scores).")
+@click.pass_context
+def eval_command(ctx: click.Context, db_path: Path, dataset_path: Path, run_sweep: bool,
+                 vector_weight: float | None, fusion: str | None, model: str | None,
+                 as_json: bool) -> None:
+    """Score retrieval on a dataset: recall@k, hit@k, MRR and nDCG@k, overall and per category."""
+    if run_sweep and vector_weight is not None:
+        raise click.UsageError("--sweep tries every vector weight; leave out --vector-weight")
+    import dataclasses
+
+    config = _with_model(_load_config(ctx), model)
+    # A sweep runs some ten thousand queries; they are measurements, not an agent's recalls,
+    # so they stay out of the file's retrieval log.
+    config = dataclasses.replace(
+        config, retrieval=dataclasses.replace(config.retrieval, log_enabled=False))
+    if not db_path.exists():
+        click.echo(f"error: {db_path} does not exist", err=True)
+        sys.exit(1)
+    result, category_names = _run(_evaluate(db_path, dataset_path, config, run_sweep,
+                                            vector_weight, fusion))
+    from core.evaluation.report import report_lines, sweep_lines
+
+    if as_json:
+        click.echo(json.dumps({"dataset": str(dataset_path), **result.to_dict()}, indent=2))
+        return
+    lines = sweep_lines(result) if run_sweep else report_lines(result, category_names)
+    for line in lines:
+        click.echo(line)
+
+
+async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: bool,
+                    vector_weight: float | None, fusion: str | None) -> tuple[Any, Any]:
+    from core import Engine
+    from core.evaluation import evaluate, read_dataset, sweep
+    from core.evaluation.locomo import CATEGORY_NAMES
+
+    dataset = read_dataset(dataset_path)
+    is_locomo = bool(dataset.messages) and all(s.startswith("locomo-") for s in dataset.messages)
+    async with Engine.open(db_path, config=config) as engine:
+        _echo_warnings(engine)
+        await _drain_with_progress(engine)
+        if run_sweep:
+            def progress(done: int, total: int) -> None:
+                click.echo(f"\rsweep       {done}/{total}", err=True, nl=done == total)
+
+            result = await sweep(engine, dataset, fusions=(fusion,) if fusion else _FUSIONS,
+                                 progress=progress)
+        else:
+            result = await evaluate(
+                engine, dataset, vector_weight=vector_weight, fusion=fusion,
+                fts_weight=None if vector_weight is None else round(1.0 - vector_weight, 6))
+    return result, CATEGORY_NAMES if is_locomo else None
+
+
 if __name__ == "__main__":
     main()
