@@ -139,3 +139,38 @@ def test_reindex_to_a_model_that_cannot_load_changes_nothing(
     report = json.loads(CliRunner().invoke(
         main, ["--config", str(config), "doctor", "--db", str(db), "--json"]).output)
     assert report["database"]["embedding"]["embedded"] == 1
+
+
+def test_search_explains_and_the_log_replays(runner: CliRunner, tmp_path: Path) -> None:
+    import asyncio
+
+    from core import Engine
+
+    db = tmp_path / "m.db"
+
+    async def fill() -> None:
+        config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 32}}
+        async with Engine.open(db, config=config) as engine:
+            for seq, text in enumerate(["the violin recital is on friday",
+                                        "dinner with Sam on saturday"], 1):
+                await engine.store("s", seq, {"role": "user", "content": text})
+            await engine.drain()
+
+    asyncio.run(fill())
+    plain = runner.invoke(main, ["search", "violin recital", "--db", str(db), "--session", "s"])
+    assert plain.exit_code == 0, plain.output
+    assert "violin recital is on friday" in plain.output
+    explained = json.loads(runner.invoke(main, [
+        "search", "When is the violin? NEAR(", "--db", str(db), "--session", "s",
+        "--explain", "--json", "--min-score", "0.5"]).output)
+    assert explained["parsed_terms"] == ["violin", "near"]
+    assert {"results", "cut", "notes", "filters", "legs"} <= set(explained)
+    log = json.loads(runner.invoke(main, ["log", "--db", str(db), "--json"]).output)
+    assert [entry["caller"] for entry in log] == ["cli", "cli"]
+    replay = runner.invoke(main, ["log", "--db", str(db), "--replay",
+                                  str(log[-1]["log_id"]), "--json"])
+    assert replay.exit_code == 0 and "violin" in replay.output
+    missing = runner.invoke(main, ["log", "--db", str(db), "--replay", "999"])
+    assert missing.exit_code == 1 and "no retrieval log entry 999" in missing.output
+    usage = runner.invoke(main, ["search", "x", "--db", str(db)])
+    assert usage.exit_code == 2

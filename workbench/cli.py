@@ -9,55 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-DEFAULT_DB = Path("data") / "memory.db"
-T = TypeVar("T")
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine, turning the engine's refusals into one line on stderr and exit 1."""
-    from core.errors import WorkbenchError
-
-    try:
-        return asyncio.run(coro)
-    except WorkbenchError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except FileNotFoundError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-
-
-def _load_config(ctx: click.Context) -> Any:
-    from core.config import load_config
-    from core.errors import ConfigError
-
-    try:
-        return load_config(ctx.obj.get("config_path"))
-    except ConfigError as exc:
-        click.echo(f"error: config: {exc}", err=True)
-        sys.exit(1)
-
-
-def _with_model(config: Any, model: str | None) -> Any:
-    """The config with ``--model`` applied: a folder or hub id for model2vec."""
-    if model is None:
-        return config
-    import dataclasses
-
-    if model == "deterministic":
-        embedding = dataclasses.replace(config.embedding, backend="deterministic")
-    else:
-        embedding = dataclasses.replace(config.embedding, backend="model2vec", model=model)
-    return dataclasses.replace(config, embedding=embedding)
+from workbench.cli_support import DEFAULT_DB, _load_config, _run, _with_model
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -342,6 +300,17 @@ async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: b
                 fts_weight=None if vector_weight is None else round(1.0 - vector_weight, 6))
     return result, CATEGORY_NAMES if is_locomo else None
 
+
+
+def _register_commands() -> None:
+    """Commands kept in their own modules, added to the group here."""
+    from workbench.search_cli import log_command, search_command
+
+    main.add_command(search_command)
+    main.add_command(log_command)
+
+
+_register_commands()
 
 if __name__ == "__main__":
     main()

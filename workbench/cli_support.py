@@ -1,0 +1,55 @@
+"""What every ``workbench`` command shares: running the engine, loading the config."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+DEFAULT_DB = Path("data") / "memory.db"
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine, turning the engine's refusals into one line on stderr and exit 1."""
+    from core.errors import WorkbenchError
+
+    try:
+        return asyncio.run(coro)
+    except WorkbenchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except FileNotFoundError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+def _load_config(ctx: click.Context) -> Any:
+    from core.config import load_config
+    from core.errors import ConfigError
+
+    try:
+        return load_config(ctx.obj.get("config_path"))
+    except ConfigError as exc:
+        click.echo(f"error: config: {exc}", err=True)
+        sys.exit(1)
+
+
+def _with_model(config: Any, model: str | None) -> Any:
+    """The config with ``--model`` applied: a folder or hub id for model2vec."""
+    if model is None:
+        return config
+    import dataclasses
+
+    if model == "deterministic":
+        embedding = dataclasses.replace(config.embedding, backend="deterministic")
+    else:
+        embedding = dataclasses.replace(config.embedding, backend="model2vec", model=model)
+    return dataclasses.replace(config, embedding=embedding)
