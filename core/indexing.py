@@ -259,6 +259,11 @@ def extract_indexable_text(message: dict[str, Any]) -> str:
     by older versions can still be indexed.
     """
     pieces: list[str] = []
+    # The participant's name (OpenAI's ``name``) is part of what was said: "what did Ann
+    # say about X" must find Ann's turns, not the turns that mention her.
+    name = message.get("name")
+    speaker = (name.strip() if isinstance(name, str) and message.get("role") in
+               ("user", "assistant") else "")
     content = message.get("content")
     if isinstance(content, str):
         pieces.append(content)
@@ -283,7 +288,8 @@ def extract_indexable_text(message: dict[str, Any]) -> str:
                 pieces.append(arguments)
                 continue
         pieces.extend(_string_values(arguments))
-    return "\n".join(piece for piece in pieces if piece.strip())
+    text = "\n".join(piece for piece in pieces if piece.strip())
+    return f"{speaker}: {text}" if speaker and text else text
 
 
 # Line separators other than \n become \n, so removing controls never glues two lines together.

@@ -43,7 +43,9 @@ async def _exercise_contract(path: Path, config: dict) -> None:
                      "sequence_start", "sequence_end", "metadata"):
             assert hasattr(top, name), name
         assert 0.0 <= top.vector_score <= 1.0 and 0.0 <= top.fts_score <= 1.0
-        assert top.score == pytest.approx(0.7 * top.vector_score + 0.3 * top.fts_score)
+        weights = engine.config.retrieval  # None -> the configured defaults (DESIGN.md)
+        assert top.score == pytest.approx(weights.vector_weight * top.vector_score
+                                          + weights.fts_weight * top.fts_score)
         first_turn = next(r for r in results if r.sequence_start == 1)
         assert first_turn.metadata["dia_id"] == "D1:1"  # event metadata rides with its chunks
         assert all(r.session_id == "alice" for r in results)  # never another session's chunk

@@ -99,7 +99,7 @@ def test_turns_become_one_session_in_order(locomo_file: Path) -> None:
                                                 "D2:1", "D2:2", "D2:3", "D2:4"]
     assert [m.message["role"] for m in messages[:2]] == ["user", "assistant"]
     assert messages[4].message == {
-        "role": "assistant", "content": "I fired my first bowl in the kiln.",
+        "role": "assistant", "name": "Ben", "content": "I fired my first bowl in the kiln.",
         "metadata": {"message_id": "D2:1", "dia_id": "D2:1", "speaker": "Ben", "session": 2,
                      "session_date": "9:00 am on 20 May, 2023"}}
     assert messages[2].message["content"] == (

@@ -373,3 +373,13 @@ def test_default_importance():
     assert default_importance("tool", ImportanceConfig(tool=0.9)) == 0.9
     with pytest.raises(InvalidMessage):
         default_importance("bot", defaults)
+
+
+def test_a_participant_name_is_part_of_the_indexed_text() -> None:
+    from core.indexing import extract_indexable_text
+
+    said = {"role": "user", "name": "Caroline", "content": "I went to the support group"}
+    assert extract_indexable_text(said) == "Caroline: I went to the support group"
+    tool = {"role": "tool", "name": "weather", "content": "sunny"}
+    assert extract_indexable_text(tool) == "sunny"
+    assert extract_indexable_text({"role": "user", "name": "Ann", "content": ""}) == ""

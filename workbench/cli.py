@@ -302,6 +302,29 @@ async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: b
 
 
 
+@bench.command("query")
+@click.option("--model", default=None,
+              help="model2vec folder or hub id ('deterministic' for the hash backend);"
+                   " default: the configured model.")
+@click.option("--chunks", default=100_000, show_default=True, type=click.IntRange(min=100),
+              help="Chunks to build the database with.")
+@click.option("--sessions", default=1_000, show_default=True, type=click.IntRange(min=1),
+              help="Sessions to spread them over (all under one agent).")
+@click.option("--queries", default=300, show_default=True, type=click.IntRange(min=10),
+              help="Queries to time on each path.")
+@click.pass_context
+def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: int,
+                queries: int) -> None:
+    """Query latency p50/p95: session, namespace, re-fusion, and numpy brute force."""
+    from workbench.bench_query import run_query_bench
+
+    config = _with_model(_load_config(ctx), model)
+    say: Callable[[str], None] = lambda line: click.echo(line, err=True)  # noqa: E731
+    figures = _run(run_query_bench(config, chunks, sessions, queries=queries, say=say))
+    for line in figures.lines():
+        click.echo(line)
+
+
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
     from workbench.search_cli import log_command, search_command

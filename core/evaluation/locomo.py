@@ -173,7 +173,8 @@ def _turn_message(turn: Any, session_id: str, sequence: int, session: int, date:
     if isinstance(date, str):
         metadata["session_date"] = date
     return DatasetMessage(session_id, dia_id, sequence,
-                          {"role": role, "content": content, "metadata": metadata})
+                          {"role": role, "name": str(turn["speaker"]), "content": content,
+                           "metadata": metadata})
 
 
 def _evidence_strings(evidence: Any) -> list[str]:

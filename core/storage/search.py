@@ -92,7 +92,10 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
 
     Without tags, a vec0 KNN inside the scope's partitions. With tags, the tagged chunks of
     the scope are ranked exactly in SQL (``vec_distance_cosine``), so the filter applies
-    before the cut, never after.
+    before the cut, never after. ``model`` is not filtered on in the KNN: a file's vectors
+    all come from one model (the engine writes vectors only when the file's model is its
+    own, and reindex replaces them all), and the filter cost ~170 ms at 100k chunks because
+    sqlite-vec keeps metadata text over 12 bytes out of line.
     """
     blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
     if not tags:
@@ -100,8 +103,8 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
                          else ("agent_identity", scope.namespace or ""))
         return conn.execute(
             "SELECT chunk_id, distance FROM chunks_vec WHERE embedding_blob MATCH ? AND k = ?"
-            f" AND {column} = ? AND embedding_model = ? ORDER BY distance",
-            (blob, k, value, model),
+            f" AND {column} = ? ORDER BY distance",
+            (blob, k, value),
         ).fetchall()
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)

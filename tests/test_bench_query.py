@@ -1,0 +1,58 @@
+"""``bench query``: a small run builds its file, times every query path and prints figures."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from core import Engine
+from tests.conftest import DETERMINISTIC
+from workbench.bench_query import QueryFigures, run_query_bench
+
+
+def test_bench_query_measures_every_path(tmp_path: Path) -> None:
+    said: list[str] = []
+    keep = tmp_path / "bench.db"
+    figures = asyncio.run(run_query_bench(DETERMINISTIC, 1500, 30, queries=40, keep=keep,
+                                          say=said.append))
+    assert isinstance(figures, QueryFigures)
+    assert 1500 <= figures.chunks < 1600
+    assert figures.sessions == 30 and figures.queries == 40
+    assert figures.dimension == 64
+    for name in ("embed_p50_ms", "session_p50_ms", "session_p95_ms", "namespace_p50_ms",
+                 "namespace_p95_ms", "refusion_p50_ms", "refusion_p95_ms", "numpy_p50_ms",
+                 "numpy_p95_ms", "session_fts_p50_ms", "session_vector_p50_ms",
+                 "namespace_fts_p50_ms", "namespace_vector_p50_ms", "peak_rss_mb",
+                 "file_mb", "build_seconds", "matrix_mb", "rss_before_matrix_mb"):
+        assert getattr(figures, name) > 0, name
+    assert figures.session_p95_ms >= figures.session_p50_ms
+    assert figures.namespace_p95_ms >= figures.namespace_p50_ms
+    assert any("chunks from" in line for line in said)  # progress while building
+
+    text = "\n".join(figures.lines())
+    for label in ("model", "database", "queries", "query embedding", "session hybrid",
+                  "namespace hybrid", "numpy brute force", "namespace / numpy",
+                  "re-fusion (rerank)", "peak RSS", "legs p50"):
+        assert label in text, label
+    assert text.count("goal met") + text.count("goal missed") == 3
+    assert "1,5" in text and "30 sessions" in text
+
+    # Kept on request: every chunk is embedded, all under the one agent identity.
+    async def check() -> None:
+        async with Engine.open(keep, config=DETERMINISTIC) as engine:
+            status = await engine.embedding_status()
+            assert status.backlog == 0 and status.embedded == figures.chunks
+            listed = await engine.list_sessions()
+            assert len(listed) == 30
+            assert {s.agent_identity for s in listed} == {"bench-agent"}
+    asyncio.run(check())
+
+
+def test_bench_query_refuses_an_existing_keep_path(tmp_path: Path) -> None:
+    keep = tmp_path / "bench.db"
+    keep.write_bytes(b"")
+    with pytest.raises(FileExistsError):
+        asyncio.run(run_query_bench(DETERMINISTIC, 100, 2, queries=5, keep=keep,
+                                    say=lambda _: None))
