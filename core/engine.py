@@ -329,7 +329,7 @@ class Engine:
                            query_embedding: Sequence[float] | None = None,
                            fusion: str | None = None, rrf_k: int | None = None,
                            namespace: str | None = None, mode: str | None = None,
-                           min_score: float | None = None,
+                           min_score: float | None = None, raw_fts: bool = False,
                            caller: str = "api") -> list[HybridQueryResult]:
         """Seed 001's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency.
 
@@ -342,7 +342,7 @@ class Engine:
             session_id=session_id, namespace=namespace, query=query, top_k=top_k,
             vector_weight=vector_weight, fts_weight=fts_weight, tags=tags,
             query_embedding=query_embedding, fusion=fusion, rrf_k=rrf_k, mode=mode,
-            min_score=min_score, caller=caller)
+            min_score=min_score, raw_fts=raw_fts, caller=caller)
         return found.results
 
     async def search(self, *, query: str, session_id: str | None = None,
@@ -352,13 +352,15 @@ class Engine:
                      query_embedding: Sequence[float] | None = None,
                      fusion: str | None = None, rrf_k: int | None = None,
                      mode: str | None = None, min_score: float | None = None,
-                     caller: str = "api") -> SearchResult:
+                     raw_fts: bool = False, caller: str = "api") -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
         Any text is a valid query: only its words reach FTS5 (see
         :mod:`core.retrieval.fts_query`). When full-text search matches nothing, seed 002's
         LIKE substring fallback answers. A failing embedder leaves the full-text leg to
-        answer alone, and the explanation says so.
+        answer alone, and the explanation says so. With ``raw_fts`` the query is FTS5 syntax
+        passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax error is
+        refused as ``InvalidInput`` carrying SQLite's message.
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
@@ -366,15 +368,17 @@ class Engine:
         depth = max(50, top_k * 5)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
-                        fts_expression=retrieval.fts_match_expression(query),
+                        fts_expression=query if raw_fts else retrieval.fts_match_expression(query),
                         tags=wanted_tags, depth=depth)
         if mode_used != "vector":
             started = time.perf_counter()
             rows: list[tuple[str, float]] = []
-            if legs.fts_expression is not None:
+            if raw_fts:
+                rows = await self._raw_fts(scope, query, depth, wanted_tags)
+            elif legs.fts_expression is not None:
                 rows = await self.backend.fts_search(scope, legs.fts_expression, depth,
                                                      wanted_tags)
-            if not rows and query.strip():
+            if not rows and query.strip() and not raw_fts:
                 rows = await self.backend.like_search(scope, query.strip(), depth, wanted_tags)
                 legs.fts_fallback = "like" if rows else None
             legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(rows, 1)]
@@ -392,10 +396,22 @@ class Engine:
         ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
         legs.chunks = await self.backend.fetch_chunks(sorted(ids))
         found = rank(legs, ranking)
-        self._log_query(found, scope, caller)
+        self._log_query(found, scope, caller, raw_fts)
         return found
 
-    def _log_query(self, found: SearchResult, scope: Scope, caller: str) -> None:
+    async def _raw_fts(self, scope: Scope, expression: str, depth: int,
+                       tags: list[str]) -> list[tuple[str, float]]:
+        if not expression.strip():
+            raise InvalidInput("raw FTS mode needs an expression; an empty one matches nothing")
+        try:
+            return await self.backend.fts_search_raw(scope, expression, depth, tags)
+        except Exception as exc:  # the driver's OperationalError: the person's syntax
+            if "fts5" in str(exc) or "syntax" in str(exc) or "no such column" in str(exc):
+                raise InvalidInput(f"FTS syntax error in raw mode: {exc}") from None
+            raise
+
+    def _log_query(self, found: SearchResult, scope: Scope, caller: str,
+                   raw_fts: bool = False) -> None:
         """Record the query in the retrieval log without making the caller wait for it."""
         if not self.config.retrieval.log_enabled or self.read_only:
             return
@@ -409,7 +425,8 @@ class Engine:
                        "top_k": ranking.top_k, "vector_weight": ranking.vector_weight,
                        "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
                        "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
-                       "min_score": ranking.min_score, "tags": found.legs.tags},
+                       "min_score": ranking.min_score, "tags": found.legs.tags,
+                       "raw_fts": raw_fts},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],

@@ -166,3 +166,33 @@ async def test_a_threshold_that_one_leg_cannot_reach_is_explained(engine: Engine
     assert result["matched_terms"] == ["lisbon"]
     assert result["fts"]["rank"] == 1 and result["vector"]["rank"] is None
     assert explained["parsed_terms"] == ["lisbon"] and explained["filters"] == {"tags": []}
+
+
+async def test_raw_fts_mode_passes_syntax_and_reports_errors(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("mine", 1, {"role": "user", "content": "the quick brown fox jumps"})
+        await engine.store("mine", 2, {"role": "user", "content": "a brown dog sleeps"})
+        await engine.store("theirs", 1, {"role": "user", "content": "secret brown fox plans"})
+        await engine.drain()
+        phrase = await engine.hybrid_query(session_id="mine", query='"brown fox"',
+                                           raw_fts=True, mode="keyword")
+        assert [r.sequence_start for r in phrase] == [1]
+        near = await engine.hybrid_query(session_id="mine", query="NEAR(quick jumps, 3)",
+                                         raw_fts=True, mode="keyword")
+        assert [r.sequence_start for r in near] == [1]
+        with pytest.raises(InvalidInput, match="FTS syntax error in raw mode"):
+            await engine.hybrid_query(session_id="mine", query='brown AND (', raw_fts=True)
+        # Syntax that would break out of an ANDed scope token cannot reach another session.
+        for escape in ["x) OR (brown", "brown OR scope_token : s", "{scope_token}: brown OR fox"]:
+            try:
+                leaked = await engine.hybrid_query(session_id="mine", query=escape,
+                                                   raw_fts=True, mode="keyword")
+            except InvalidInput:
+                continue
+            assert all(r.session_id == "mine" for r in leaked), escape
+        logged = next(e for e in await engine.retrieval_log(20)
+                      if e["query"] == "NEAR(quick jumps, 3)")
+        assert logged["params"]["raw_fts"] is True
+        replayed = await engine.replay(logged["log_id"])
+        assert replayed.legs.fts_expression == "NEAR(quick jumps, 3)"  # still raw syntax
+        assert [r.chunk_id for r in replayed.results] == [r.chunk_id for r in near]

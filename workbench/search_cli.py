@@ -66,6 +66,8 @@ def _print_results(found: Any, explain: bool) -> None:
               help="Which legs run (default: configured).")
 @click.option("--tag", "tags", multiple=True, help="Only chunks with this tag (repeatable).")
 @click.option("--min-score", type=float, default=None, help="Drop results scoring below this.")
+@click.option("--raw-fts", is_flag=True,
+              help="Pass the query to FTS5 as written (phrases, NEAR, -term); errors are shown.")
 @click.option("--explain", is_flag=True, help="Show terms, filters, notes and what was cut.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the explanation with "
                                                       "--explain, else the results).")
@@ -73,8 +75,8 @@ def _print_results(found: Any, explain: bool) -> None:
 def search_command(ctx: click.Context, query: str, db_path: Path, session_id: str | None,
                    namespace: str | None, top_k: int, vector_weight: float | None,
                    fts_weight: float | None, fusion: str | None, mode: str | None,
-                   tags: tuple[str, ...], min_score: float | None, explain: bool,
-                   as_json: bool) -> None:
+                   tags: tuple[str, ...], min_score: float | None, raw_fts: bool,
+                   explain: bool, as_json: bool) -> None:
     """Run a query as the agent would, with per-leg scores; --explain says why."""
     if (session_id is None) == (namespace is None):
         raise click.UsageError("give --session or --namespace")
@@ -89,7 +91,7 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
             return await engine.search(
                 query=query, session_id=session_id, namespace=namespace, top_k=top_k,
                 vector_weight=vector_weight, fts_weight=fts_weight, fusion=fusion, mode=mode,
-                tags=list(tags) or None, min_score=min_score, caller="cli")
+                tags=list(tags) or None, min_score=min_score, raw_fts=raw_fts, caller="cli")
 
     found = _run(run())
     if as_json:

@@ -72,6 +72,24 @@ def fts_search(conn: Any, scope: Scope, match: str, k: int,
     ).fetchall()
 
 
+def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
+                   tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """Top ``k`` chunks for FTS5 syntax a person wrote: (chunk_id, -bm25).
+
+    The scope is enforced on the chunks table, never inside the expression: a person's
+    syntax (an unbalanced bracket, an OR) could otherwise escape an ANDed scope token. Raises
+    the driver's OperationalError for a syntax error; the engine turns it into a message.
+    """
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    return conn.execute(
+        "SELECT c.chunk_id, -bm25(chunks_fts) AS score FROM chunks_fts"
+        " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
+        f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
+        [expression, *params, *tag_params, k],
+    ).fetchall()
+
+
 def like_search(conn: Any, scope: Scope, text: str, k: int,
                 tags: Sequence[str] = ()) -> list[tuple[str, float]]:
     """Seed 002's fallback: chunks containing ``text`` as a substring, most recent first."""

@@ -190,6 +190,11 @@ class SqliteBackend:
         """bm25 top-k in a scope, tags filtered in SQL."""
         return await self._db.read(search.fts_search, scope, match, k, tags)
 
+    async def fts_search_raw(self, scope: search.Scope, expression: str, k: int,
+                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """bm25 top-k for a person's own FTS5 syntax, scoped in SQL."""
+        return await self._db.read(search.fts_search_raw, scope, expression, k, tags)
+
     async def like_search(self, scope: search.Scope, text: str, k: int,
                           tags: Sequence[str] = ()) -> list[tuple[str, float]]:
         """Substring matches in a scope (seed 002's fallback)."""
