@@ -370,7 +370,8 @@ class Engine:
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
                         fts_expression=query if raw_fts else retrieval.fts_match_expression(query),
                         tags=wanted_tags, depth=depth)
-        if mode_used != "vector":
+
+        async def fts_leg() -> None:
             started = time.perf_counter()
             rows: list[tuple[str, float]] = []
             if raw_fts:
@@ -383,7 +384,8 @@ class Engine:
                 legs.fts_fallback = "like" if rows else None
             legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(rows, 1)]
             legs.timings_ms["fts"] = (time.perf_counter() - started) * 1000
-        if mode_used != "keyword":
+
+        async def vector_leg() -> None:
             started = time.perf_counter()
             qvec = await self._query_vector(query, query_embedding, legs)
             if qvec is not None:
@@ -393,6 +395,12 @@ class Engine:
                                for n, (cid, dist) in enumerate(
                                    [r for r in rows if r[1] is not None], 1)]
             legs.timings_ms["vector"] = (time.perf_counter() - started) * 1000
+
+        # The legs run at once, each on its own reader connection: SQLite scores full text
+        # while the model embeds the query and sqlite-vec scans.
+        legs_to_run = ([fts_leg()] if mode_used != "vector" else []) + (
+            [vector_leg()] if mode_used != "keyword" else [])
+        await asyncio.gather(*legs_to_run)
         ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
         legs.chunks = await self.backend.fetch_chunks(sorted(ids))
         found = rank(legs, ranking)
