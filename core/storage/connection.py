@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -118,6 +118,23 @@ def transaction(conn: Any) -> Iterator[Any]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+# SQLite limits the number of ? in one statement; 500 stays far below every build's limit.
+_IN_BATCH = 500
+
+
+def select_in(conn: Any, sql: str, values: Sequence[Any]) -> list[Any]:
+    """Rows of ``sql`` (ending in ``IN``) for every value, asked in batches of at most 500.
+
+    ``sql`` is completed with ``(?, ?, …)``; e.g. ``"SELECT a, b FROM t WHERE a IN"``.
+    """
+    values = list(values)
+    rows: list[Any] = []
+    for start in range(0, len(values), _IN_BATCH):
+        part = values[start:start + _IN_BATCH]
+        rows.extend(conn.execute(f"{sql} ({','.join('?' * len(part))})", part).fetchall())
+    return rows
 
 
 _STOP = object()

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import SequenceError
-from core.storage.connection import transaction
+from core.storage.connection import select_in, transaction
 
 
 @dataclass(frozen=True)
@@ -73,14 +73,8 @@ def agent_token_for(agent_identity: str | None) -> str:
 
 def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
     """The agent identity ('' when none) each of these sessions was created under."""
-    found: dict[str, str] = {}
-    ids = list(session_ids)
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        found.update(conn.execute(
-            "SELECT session_id, coalesce(agent_identity, '') FROM sessions WHERE session_id IN"
-            f" ({','.join('?' * len(part))})", part).fetchall())
-    return found
+    return dict(select_in(conn, "SELECT session_id, coalesce(agent_identity, '') FROM sessions"
+                                " WHERE session_id IN", session_ids))
 
 
 def last_sequence(conn: Any, session_id: str) -> int | None:
@@ -119,13 +113,8 @@ def insert_vectors(conn: Any, rows: Sequence[tuple[str, str, str, bytes]], model
 
 def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
     """sequence_end of the chunks among ``chunk_ids`` that are already stored."""
-    found: dict[str, int] = {}
-    for start in range(0, len(chunk_ids), 500):
-        part = chunk_ids[start:start + 500]
-        found.update(conn.execute(
-            "SELECT chunk_id, sequence_end FROM chunks WHERE chunk_id IN"
-            f" ({','.join('?' * len(part))})", part).fetchall())
-    return found
+    return dict(select_in(conn, "SELECT chunk_id, sequence_end FROM chunks WHERE chunk_id IN",
+                          chunk_ids))
 
 
 def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothing: bool,

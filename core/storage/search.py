@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
 
 
@@ -137,15 +138,8 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
 
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Chunk rows by id: text, session, sequence range, metadata."""
-    found: dict[str, dict[str, Any]] = {}
-    ids = list(chunk_ids)
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        rows = conn.execute(
-            "SELECT chunk_id, session_id, chunk_text, sequence_start, sequence_end, metadata_json"
-            f" FROM chunks WHERE chunk_id IN ({','.join('?' * len(part))})", part).fetchall()
-        for row in rows:
-            found[row[0]] = {"chunk_id": row[0], "session_id": row[1], "text": row[2],
-                             "sequence_start": row[3], "sequence_end": row[4],
-                             "metadata": json.loads(row[5] or "{}")}
-    return found
+    rows = select_in(conn, "SELECT chunk_id, session_id, chunk_text, sequence_start,"
+                           " sequence_end, metadata_json FROM chunks WHERE chunk_id IN", chunk_ids)
+    return {row[0]: {"chunk_id": row[0], "session_id": row[1], "text": row[2],
+                     "sequence_start": row[3], "sequence_end": row[4],
+                     "metadata": json.loads(row[5] or "{}")} for row in rows}

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DimensionMismatch
-from core.storage.connection import transaction
+from core.storage.connection import select_in, transaction
 from core.storage.events import insert_vectors
 
 # vec0 reserves a block of chunk_size vectors per partition; the default (1024) bloats a file
@@ -111,13 +111,9 @@ def save_vectors(conn: Any, rows: Sequence[tuple[str, str, str]], vectors: np.nd
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     saved = 0
     with transaction(conn):
-        status: dict[str, str] = {}
-        ids = [row[0] for row in rows]
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            status.update(conn.execute(
-                "SELECT chunk_id, embedding_status FROM chunks WHERE chunk_id IN"
-                f" ({','.join('?' * len(part))})", part).fetchall())
+        status: dict[str, str] = dict(select_in(
+            conn, "SELECT chunk_id, embedding_status FROM chunks WHERE chunk_id IN",
+            [row[0] for row in rows]))
         inserts = []
         for index, (chunk_id, session_id, agent) in enumerate(rows):
             if chunk_id not in status:
