@@ -10,30 +10,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import os
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from core import indexing, retrieval
+from core import indexing
 from core.bulk import BulkIngest
 from core.clock import utc_now
 from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, load_embedder
 from core.errors import EmbeddingError, InvalidInput, NotFound
-from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
+from core.retrieval.search import SearchResult
+from core.retrieval.service import Retrieval
 from core.storage.events import PreparedChunk, PreparedMessage
-from core.storage.search import Scope
 from core.storage.sqlite_backend import SqliteBackend
 from core.tokens import TokenCounter
 from core.types import (
     BulkStoreResult,
-    ContextItem,
     ContextResult,
     EmbeddingStatus,
     HybridQueryResult,
@@ -91,7 +88,7 @@ class Engine:
             max_sessions=short.max_sessions)
         self.worker: EmbeddingWorker | None = None
         self.bulk = BulkIngest(self)
-        self._pending_logs: set[asyncio.Task[int]] = set()
+        self.retrieval = Retrieval(self)
         self.vectors_usable = False
         self._closed = False
 
@@ -150,7 +147,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        await self._flush_logs()
+        await self.retrieval.flush_logs()
         if self.worker is not None:
             await self.worker.stop()
         await self.bulk.close()
@@ -338,269 +335,39 @@ class Engine:
         001), "rrf" or "dbsf"; ``None`` takes the configured value. See :meth:`search` for
         the kept legs and the explanation behind the same results.
         """
-        found = await self.search(
+        found = await self.retrieval.search(
             session_id=session_id, namespace=namespace, query=query, top_k=top_k,
             vector_weight=vector_weight, fts_weight=fts_weight, tags=tags,
             query_embedding=query_embedding, fusion=fusion, rrf_k=rrf_k, mode=mode,
             min_score=min_score, raw_fts=raw_fts, caller=caller)
         return found.results
 
-    async def search(self, *, query: str, session_id: str | None = None,
-                     namespace: str | None = None, top_k: int = 10,
-                     vector_weight: float | None = None, fts_weight: float | None = None,
-                     tags: Sequence[str] | None = None,
-                     query_embedding: Sequence[float] | None = None,
-                     fusion: str | None = None, rrf_k: int | None = None,
-                     mode: str | None = None, min_score: float | None = None,
-                     raw_fts: bool = False, caller: str = "api") -> SearchResult:
+    async def search(self, **request: Any) -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
-        Any text is a valid query: only its words reach FTS5 (see
-        :mod:`core.retrieval.fts_query`). When full-text search matches nothing, seed 002's
-        LIKE substring fallback answers. A failing embedder leaves the full-text leg to
-        answer alone, and the explanation says so. With ``raw_fts`` the query is FTS5 syntax
-        passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax error is
-        refused as ``InvalidInput`` carrying SQLite's message.
+        Takes :meth:`hybrid_query`'s keywords; see :meth:`core.retrieval.service.Retrieval.search`.
         """
-        ranking, scope, mode_used, wanted_tags = self._validate_query(
-            query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
-            rrf_k, mode, min_score)
-        depth = max(50, top_k * 5)
-        terms = retrieval.query_terms(query)
-        legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
-                        fts_expression=query if raw_fts else retrieval.fts_match_expression(query),
-                        tags=wanted_tags, depth=depth)
+        return await self.retrieval.search(**request)
 
-        async def fts_leg() -> None:
-            started = time.perf_counter()
-            rows: list[tuple[str, float]] = []
-            if raw_fts:
-                rows = await self._raw_fts(scope, query, depth, wanted_tags)
-            elif legs.fts_expression is not None:
-                rows = await self.backend.fts_search(scope, legs.fts_expression, depth,
-                                                     wanted_tags)
-            if not rows and query.strip() and not raw_fts:
-                rows = await self.backend.like_search(scope, query.strip(), depth, wanted_tags)
-                legs.fts_fallback = "like" if rows else None
-            legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(rows, 1)]
-            legs.timings_ms["fts"] = (time.perf_counter() - started) * 1000
-
-        async def vector_leg() -> None:
-            started = time.perf_counter()
-            qvec = await self._query_vector(query, query_embedding, legs)
-            if qvec is not None:
-                rows = await self.backend.vector_search(scope, qvec, depth, self.embedder.name,
-                                                        wanted_tags)
-                legs.vector = [retrieval.LegHit(cid, 1.0 - dist, n)
-                               for n, (cid, dist) in enumerate(
-                                   [r for r in rows if r[1] is not None], 1)]
-            legs.timings_ms["vector"] = (time.perf_counter() - started) * 1000
-
-        # The legs run at once, each on its own reader connection: SQLite scores full text
-        # while the model embeds the query and sqlite-vec scans.
-        legs_to_run = ([fts_leg()] if mode_used != "vector" else []) + (
-            [vector_leg()] if mode_used != "keyword" else [])
-        await asyncio.gather(*legs_to_run)
-        ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
-        legs.chunks = await self.backend.fetch_chunks(sorted(ids))
-        found = rank(legs, ranking)
-        self._log_query(found, scope, caller, raw_fts)
-        return found
-
-    async def _raw_fts(self, scope: Scope, expression: str, depth: int,
-                       tags: list[str]) -> list[tuple[str, float]]:
-        if not expression.strip():
-            raise InvalidInput("raw FTS mode needs an expression; an empty one matches nothing")
-        try:
-            return await self.backend.fts_search_raw(scope, expression, depth, tags)
-        except Exception as exc:  # the driver's OperationalError: the person's syntax
-            if "fts5" in str(exc) or "syntax" in str(exc) or "no such column" in str(exc):
-                raise InvalidInput(f"FTS syntax error in raw mode: {exc}") from None
-            raise
-
-    def _log_query(self, found: SearchResult, scope: Scope, caller: str,
-                   raw_fts: bool = False) -> None:
-        """Record the query in the retrieval log without making the caller wait for it."""
-        if not self.config.retrieval.log_enabled or self.read_only:
-            return
-        ranking = found.ranking
-        entry = {
-            "created_at": utc_now(), "caller": caller,
-            "scope_kind": "session" if scope.session_id is not None else "namespace",
-            "scope_value": scope.session_id if scope.session_id is not None else scope.namespace,
-            "query": found.legs.query,
-            "params": {"session_id": scope.session_id, "namespace": scope.namespace,
-                       "top_k": ranking.top_k, "vector_weight": ranking.vector_weight,
-                       "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
-                       "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
-                       "min_score": ranking.min_score, "tags": found.legs.tags,
-                       "raw_fts": raw_fts},
-            "results": [{"chunk_id": r.chunk_id, "score": r.score,
-                         "vector_score": r.vector_score, "fts_score": r.fts_score}
-                        for r in found.results],
-            "timings_ms": found.legs.timings_ms,
-        }
-        task = asyncio.create_task(self.backend.append_log(entry))
-        self._pending_logs.add(task)
-        task.add_done_callback(self._log_written)
-
-    def _log_written(self, task: asyncio.Task[int]) -> None:
-        self._pending_logs.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("could not write the retrieval log: %s", task.exception())
-
-    async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
-                            session_id: str | None = None,
-                            namespace: str | None = None) -> list[dict[str, Any]]:
-        """Logged queries, newest first, by caller and scope when given."""
-        await self._flush_logs()
-        kind = "session" if session_id is not None else "namespace" if namespace else None
-        return await self.backend.read_log(limit, caller, kind, session_id or namespace)
+    async def retrieval_log(self, limit: int = 50, **filters: Any) -> list[dict[str, Any]]:
+        """Logged queries, newest first (``caller=``, ``session_id=``, ``namespace=``)."""
+        return await self.retrieval.retrieval_log(limit, **filters)
 
     async def replay(self, log_id: int, **changes: Any) -> SearchResult:
         """Run a logged query again, exactly as it was asked (``changes`` override a knob)."""
-        await self._flush_logs()
-        entries = await self.backend.read_log(1, log_id=log_id)
-        if not entries:
-            raise NotFound(f"no retrieval log entry {log_id}")
-        params = {**entries[0]["params"], **changes}
-        return await self.search(query=entries[0]["query"], caller="replay", **params)
+        return await self.retrieval.replay(log_id, **changes)
 
-    async def _flush_logs(self) -> None:
-        if self._pending_logs:
-            await asyncio.wait(set(self._pending_logs))
-
-    async def judge(self, query: str, chunk_id: str, grade: int, *,
-                    session_id: str | None = None, namespace: str | None = None) -> None:
+    async def judge(self, query: str, chunk_id: str, grade: int, **scope: Any) -> None:
         """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
-        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
-            raise InvalidInput(f"grade must be an integer from 0 to 3, got {grade!r}")
-        kind, value = _scope_pair(session_id, namespace)
-        await self.backend.set_judgment(kind, value, query, chunk_id, grade, utc_now())
+        await self.retrieval.judge(query, chunk_id, grade, **scope)
 
-    async def judgments(self, query: str, *, session_id: str | None = None,
-                        namespace: str | None = None) -> dict[str, int]:
+    async def judgments(self, query: str, **scope: Any) -> dict[str, int]:
         """chunk_id -> grade recorded for a query in a scope."""
-        kind, value = _scope_pair(session_id, namespace)
-        return await self.backend.read_judgments(kind, value, query)
+        return await self.retrieval.judgments(query, **scope)
 
     async def get_context(self, session_id: str, query: str) -> ContextResult:
-        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
-
-        Recency: the last ``recency_limit`` (10) events. Salience: events whose importance
-        is at least ``salience_threshold`` (0.85). Relevance: events whose chunks' vector
-        similarity to the query exceeds ``relevance_threshold`` (0.655), at most
-        ``relevance_limit`` (5). Each event appears once, in sequence order, with the
-        strategies that chose it.
-        """
-        rcfg = self.config.retrieval
-        chosen: dict[int, tuple[MemoryRecord, list[str], float | None]] = {}
-
-        def add(record: MemoryRecord, reason: str, similarity: float | None = None) -> None:
-            _, reasons, best = chosen.setdefault(record.sequence, (record, [], None))
-            if reason not in reasons:
-                reasons.append(reason)
-            if similarity is not None:
-                chosen[record.sequence] = (record, reasons, max(similarity, best or similarity))
-
-        for record in await self.recall(session_id, rcfg.recency_limit):
-            add(record, "recency")
-        for row in await self.backend.salient_events(session_id, rcfg.salience_threshold):
-            add(MemoryRecord(**row), "salience")
-        relevant = 0
-        if query.strip():
-            found = await self.search(session_id=session_id, query=query, mode="vector",
-                                      top_k=max(rcfg.relevance_limit * 4, 20),
-                                      caller="get_context")
-            wanted: dict[int, float] = {}
-            for result in found.results:
-                similarity = result.vector_raw
-                if similarity is None or similarity <= rcfg.relevance_threshold:
-                    continue
-                if result.sequence_start not in wanted and len(wanted) >= rcfg.relevance_limit:
-                    continue
-                wanted[result.sequence_start] = max(similarity,
-                                                    wanted.get(result.sequence_start, -1.0))
-            if wanted:
-                events_by_sequence = {r["sequence"]: r for r in await self.backend.read_events(
-                    session_id, None, min(wanted) - 1) if r["sequence"] in wanted}
-                for sequence, similarity in wanted.items():
-                    if sequence in events_by_sequence:
-                        add(MemoryRecord(**events_by_sequence[sequence]), "relevance",
-                            similarity)
-                        relevant += 1
-        items = [ContextItem(record, reasons, similarity)
-                 for _, (record, reasons, similarity) in sorted(chosen.items())]
-        counts = {reason: sum(reason in item.reasons for item in items)
-                  for reason in ("recency", "salience", "relevance")}
-        return ContextResult(session_id, items, counts)
-
-    def _validate_query(self, query: object, session_id: str | None, namespace: str | None,
-                        top_k: object, vector_weight: float | None, fts_weight: float | None,
-                        tags: Sequence[str] | None, fusion: str | None, rrf_k: int | None,
-                        mode: str | None, min_score: float | None,
-                        ) -> tuple[Ranking, Scope, str, list[str]]:
-        if not isinstance(query, str):
-            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInput(f"top_k must be a positive integer, got {top_k!r}")
-        try:
-            scope = Scope(session_id=session_id, namespace=namespace)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-        rcfg = self.config.retrieval
-        vw = rcfg.vector_weight if vector_weight is None else vector_weight
-        fw = rcfg.fts_weight if fts_weight is None else fts_weight
-        for name, value in (("vector_weight", vw), ("fts_weight", fw)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or \
-                    not math.isfinite(value) or value < 0:
-                raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
-        method = rcfg.fusion if fusion is None else fusion
-        if method not in retrieval.FUSIONS:
-            raise InvalidInput(f"fusion must be one of {', '.join(retrieval.FUSIONS)}; "
-                               f"got {method!r}")
-        mode_used = rcfg.default_recall_mode if mode is None else mode
-        if mode_used not in MODES:
-            raise InvalidInput(f"mode must be one of {', '.join(MODES)}; got {mode_used!r}")
-        k = rcfg.rrf_k if rrf_k is None else rrf_k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInput(f"rrf_k must be a positive integer, got {k!r}")
-        if min_score is not None and (isinstance(min_score, bool) or not isinstance(
-                min_score, int | float) or not math.isfinite(min_score)):
-            raise InvalidInput(f"min_score must be a number, got {min_score!r}")
-        wanted_tags = indexing.normalize_tags(tags, self.config.notes.max_tags,
-                                              self.config.notes.max_tag_chars) if tags else []
-        ranking = Ranking(float(vw), float(fw), method, k, top_k,
-                          None if min_score is None else float(min_score))
-        return ranking, scope, mode_used, wanted_tags
-
-    async def _query_vector(self, query: str, query_embedding: Sequence[float] | None,
-                            legs: KeptLegs) -> np.ndarray | None:
-        """The query's vector, or None with the reason in ``legs.vector_note``."""
-        if not self.vectors_usable:
-            legs.vector_note = ("the vector leg is off: " + (self.embedding_warning or
-                                                            "this file's vectors are unusable"))
-            return None
-        if query_embedding is not None:
-            qvec = np.asarray(query_embedding, dtype=np.float32)
-            if qvec.shape != (self.embedder.dimension,):
-                raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
-                                   f"makes {self.embedder.dimension}")
-        elif not query.strip():
-            legs.vector_note = "the query is empty: the vector leg has nothing to embed"
-            return None
-        else:
-            try:
-                qvec = await self.embed_query(query)
-            except EmbeddingError as exc:
-                # The keyword leg still answers: a query never fails because the model did.
-                log.warning("query embedding failed; answering from full text only: %s", exc)
-                legs.vector_note = f"embedding the query failed ({exc}); full text only"
-                return None
-        if not np.all(np.isfinite(qvec)) or float(np.linalg.norm(qvec)) == 0:
-            legs.vector_note = "the query has no words the model knows: no vector to compare"
-            return None
-        return qvec
+        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated."""
+        return await self.retrieval.get_context(session_id, query)
 
     # -- embeddings ------------------------------------------------------------------------
 
@@ -642,9 +409,3 @@ class Engine:
     async def counts(self) -> dict[str, int]:
         """Row counts per table (for doctor and for checking cascades)."""
         return await self.backend.table_counts()
-
-
-def _scope_pair(session_id: str | None, namespace: str | None) -> tuple[str, str]:
-    if (session_id is None) == (namespace is None):
-        raise InvalidInput("give a session_id or a namespace, not both or neither")
-    return ("session", session_id) if session_id is not None else ("namespace", namespace or "")
