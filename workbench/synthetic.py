@@ -1,7 +1,8 @@
 """Synthetic agent conversations with realistic shapes, for benchmarks and the demo.
 
 Seeded and deterministic: the same seed gives the same messages on every machine, so
-benchmark figures from two runs measure the code, not the data. Lengths follow what agent
+benchmark figures from two runs measure the code, not the data. Beside a topic's words the
+text draws on a long tail of pseudo-words with Zipf frequencies, as real vocabulary does. Lengths follow what agent
 transcripts look like: short user turns, longer assistant answers, tool calls whose
 arguments are JSON, tool results of a few hundred characters, the odd long paste.
 """
@@ -48,12 +49,41 @@ TOOLS = {
 }
 
 
+def _long_tail(size: int = 20_000, seed: int = 3) -> tuple[list[str], list[float]]:
+    """Pseudo-words with Zipf frequencies (the n-th most common ~ 1/n), and their cumulative
+    weights. Real conversation draws on thousands of words, most of them rare; without this
+    tail every content word would sit in half the chunks, which no real memory looks like
+    and which makes full-text search look far slower than it is.
+    """
+    rng = random.Random(seed)
+    onsets = "b c d f g h j k l m n p r s t v w z br cr dr fl gr pl st tr sh ch th".split()
+    vowels = "a e i o u ai ea ou io".split()
+    codas = ["", "", "n", "r", "l", "s", "t", "nd", "st", "rk"]
+    seen: dict[str, None] = {}
+    while len(seen) < size:
+        word = "".join(rng.choice(onsets) + rng.choice(vowels)
+                       for _ in range(rng.choice([1, 2, 2, 3]))) + rng.choice(codas)
+        seen.setdefault(word, None)
+    words = list(seen)
+    total, cumulative = 0.0, []
+    # Ranks start at 100: function words (FILLER) already play the head of the curve.
+    for rank in range(100, size + 100):
+        total += 1.0 / rank ** 1.05
+        cumulative.append(total)
+    return words, cumulative
+
+
+LONG_TAIL, _LONG_TAIL_WEIGHTS = _long_tail()
+
+
 def _sentence(rng: random.Random, words: list[str], length: int) -> str:
     parts = []
     for _ in range(length):
         roll = rng.random()
-        parts.append(rng.choice(words) if roll < 0.3 else
-                     rng.choice(VERBS) if roll < 0.5 else rng.choice(FILLER))
+        parts.append(rng.choice(words) if roll < 0.2 else
+                     rng.choice(VERBS) if roll < 0.35 else
+                     rng.choices(LONG_TAIL, cum_weights=_LONG_TAIL_WEIGHTS)[0] if roll < 0.6
+                     else rng.choice(FILLER))
     text = " ".join(parts)
     return text[0].upper() + text[1:] + rng.choice([".", ".", ".", "?", "!"])
 
