@@ -17,6 +17,7 @@ import numpy as np
 
 from core.clock import utc_now
 from core.embed_process import EmbeddingProcess, worth_a_process
+from core.embeddings import embed_checked
 from core.errors import InvalidInput
 from core.storage.events import PreparedMessage
 from core.types import BulkStoreResult, Rejected
@@ -74,14 +75,11 @@ class BulkIngest:
 
         def embed_here(texts: list[str]) -> np.ndarray | None:
             try:
-                matrix = np.ascontiguousarray(engine.embedder.embed(texts), dtype=np.float32)
-                if matrix.shape != (len(texts), engine.embedder.dimension):
-                    raise ValueError(f"embedder returned shape {matrix.shape}")
+                return embed_checked(engine.embedder, texts)
             except Exception as exc:  # the worker will retry these chunks and record errors
                 log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
                             len(texts), exc)
                 return None
-            return matrix
 
         async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
                         previous: asyncio.Task[None] | None) -> None:

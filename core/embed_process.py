@@ -134,7 +134,7 @@ class EmbeddingProcess:
 
 def _serve() -> None:
     """The helper's loop: load the model named by the first line, then embed on request."""
-    from core.embeddings import load_embedder
+    from core.embeddings import embed_checked, load_embedder
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     embedder = load_embedder(EmbeddingConfig(**json.loads(stdin.readline()))).embedder
@@ -143,7 +143,7 @@ def _serve() -> None:
     for line in stdin:
         try:
             texts: list[str] = json.loads(line)["texts"]
-            matrix = np.ascontiguousarray(embedder.embed(texts), dtype="<f4")
+            matrix = embed_checked(embedder, texts)
             reply: dict[str, Any] = {"n": matrix.shape[0], "dim": matrix.shape[1]}
         except Exception as exc:  # reported to the parent, which falls back in-process
             stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode() + b"\n")

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
+from core.embeddings import embed_checked
 
 if TYPE_CHECKING:
     from core.embeddings import Embedder
@@ -103,12 +103,7 @@ class EmbeddingWorker:
                 cursor = batch[-1][3]
                 texts = [row[2] for row in batch]
                 try:
-                    matrix = await asyncio.to_thread(self._embedder.embed, texts)
-                    matrix = np.asarray(matrix, dtype=np.float32)
-                    if matrix.shape != (len(texts), self._embedder.dimension):
-                        raise ValueError(f"embedder returned shape {matrix.shape} for "
-                                         f"{len(texts)} texts of dimension "
-                                         f"{self._embedder.dimension}")
+                    matrix = await asyncio.to_thread(embed_checked, self._embedder, texts)
                 except Exception as exc:  # any backend failure is recorded, never fatal
                     if saving is not None:
                         await saving

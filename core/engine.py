@@ -22,7 +22,7 @@ from core.bulk import BulkIngest
 from core.clock import utc_now
 from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
-from core.embeddings import Embedder, LoadedEmbedder, load_embedder
+from core.embeddings import Embedder, LoadedEmbedder, embed_checked, load_embedder
 from core.errors import EmbeddingError, InvalidInput, NotFound
 from core.retrieval.search import SearchResult
 from core.retrieval.service import Retrieval
@@ -317,8 +317,7 @@ class Engine:
 
     async def embed_query(self, text: str) -> np.ndarray:
         """The query's vector from the engine's embedder."""
-        matrix = await asyncio.to_thread(self.embedder.embed, [text])
-        return np.asarray(matrix, dtype=np.float32)[0]
+        return (await asyncio.to_thread(embed_checked, self.embedder, [text]))[0]
 
     async def hybrid_query(self, *, session_id: str | None = None, query: str, top_k: int = 10,
                            vector_weight: float | None = None, fts_weight: float | None = None,

@@ -47,6 +47,22 @@ class LoadedEmbedder:
     fell_back: bool
 
 
+def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """The embedder's vectors as one contiguous float32 matrix, one row per text.
+
+    Every caller that stores vectors goes through here: a backend that answers with the
+    wrong number of rows or the wrong width raises ``EmbeddingError`` instead of having its
+    vectors written against the wrong chunks.
+    """
+    import numpy as np
+
+    matrix = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
+    if matrix.shape != (len(texts), embedder.dimension):
+        raise EmbeddingError(f"{embedder.name} returned vectors of shape {matrix.shape} for "
+                             f"{len(texts)} texts of dimension {embedder.dimension}")
+    return matrix
+
+
 def l2_normalise(matrix: object) -> np.ndarray:
     """``matrix`` as float32 with unit-length rows; all-zero rows stay zero."""
     import numpy as np
