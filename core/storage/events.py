@@ -173,15 +173,15 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         # Step 4, last_sequence in session_state.
         conn.executemany(
             "INSERT INTO session_state(session_id, state_json, updated_at)"
-            " VALUES (?, json_object('last_sequence', ?), ?)"
+            " VALUES (?1, json_object('last_sequence', ?2), ?3)"
             " ON CONFLICT(session_id) DO UPDATE SET"
-            "  state_json = json_set(state_json, '$.last_sequence',"
-            "  json_extract(excluded.state_json, '$.last_sequence')),"
-            " updated_at = excluded.updated_at",
+            "  state_json = json_set(state_json, '$.last_sequence', ?2), updated_at = ?3",
             [(sid, last_by_session[sid], m.created_at) for sid, m in touched.items()])
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
         agents = session_agents(conn, list(touched))
+        scope_tokens = {sid: f"{scope_token_for(sid)} {agent_token_for(agent)}"
+                        for sid, agent in agents.items()}
         # Each chunk's row in ``vectors``: chunks are numbered across all messages given.
         first_row: dict[int, int] = {}
         row = 0
@@ -197,24 +197,23 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         vector_rows: list[tuple[str, str, str, bytes]] = []
         embedded = vectors is not None and vector_model is not None
         extended: dict[str, int] = {}
-        per_sequence: dict[tuple[str, int], list[int]] = {}
-        metadata_cache: dict[tuple[int, int], str] = {}
+        # Per message (each has one sequence): [chunks inserted, chunks deduplicated].
+        counts_by_message: dict[int, list[int]] = {}
+        metadata_by_message: dict[int, str] = {}
         for message, sequence, chunk_id, chunk, vector_row in planned:
-            counts = per_sequence.setdefault((message.session_id, sequence), [0, 0])
+            counts = counts_by_message.setdefault(id(message), [0, 0])
             if chunk_id in existing:
                 existing[chunk_id] = max(existing[chunk_id], sequence)
                 extended[chunk_id] = existing[chunk_id]
                 counts[1] += 1
                 continue
-            key = (id(message), sequence)
-            if key not in metadata_cache:
+            if id(message) not in metadata_by_message:
                 metadata = dict(message.chunk_metadata)
                 metadata["sequence"] = sequence
-                metadata_cache[key] = json.dumps(metadata, ensure_ascii=False)
+                metadata_by_message[id(message)] = json.dumps(metadata, ensure_ascii=False)
             inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
-                            sequence, sequence, metadata_cache[key], fts_rowid,
-                            f"{scope_token_for(message.session_id)} "
-                            f"{agent_token_for(agents[message.session_id])}", message.created_at,
+                            sequence, sequence, metadata_by_message[id(message)], fts_rowid,
+                            scope_tokens[message.session_id], message.created_at,
                             "done" if embedded else "pending"))
             if embedded:
                 assert vectors is not None
@@ -233,7 +232,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             [(end, chunk_id) for chunk_id, end in extended.items()])
     return [
         outcome if outcome.error is not None else WriteOutcome(
-            outcome.sequence, *per_sequence.get((message.session_id, outcome.sequence), (0, 0)))
+            outcome.sequence, *counts_by_message.get(id(message), (0, 0)))
         for message, outcome in zip(messages, outcomes, strict=True)
     ]
 
