@@ -223,7 +223,7 @@ def test_score_query_and_summaries() -> None:
 
 
 class StubEngine:
-    """Answers hybrid_query from a table, recording the arguments it was called with."""
+    """Answers search from a table, recording the arguments it was called with."""
 
     def __init__(self, dataset: Any, answers: dict[str, list[tuple[int, int]]]) -> None:
         self.dataset, self.answers, self.calls = dataset, answers, []
@@ -236,13 +236,34 @@ class StubEngine:
         return [MemoryRecord(session_id, m.sequence, m.message, "now")
                 for m in self.dataset.messages.get(session_id, [])]
 
-    async def hybrid_query(self, **kwargs: Any) -> list[HybridQueryResult]:
+    async def search(self, **kwargs: Any) -> StubFound:
         self.calls.append(kwargs)
+        return StubFound(self, kwargs)
+
+    def answer(self, kwargs: dict[str, Any]) -> list[HybridQueryResult]:
         spans = self.answers.get(kwargs["query"], [])
         if kwargs["fusion"] == "rrf" and kwargs["vector_weight"] == 0.3:
             spans = [(1, 8)]  # this grid point finds everything first
         return [HybridQueryResult(f"c{i}", kwargs["session_id"], "", 1.0, 0.0, 0.0, start, end,
                                   {}) for i, (start, end) in enumerate(spans)]
+
+
+class StubFound:
+    """A search result whose re-ranking asks the stub's table again, as kept legs would."""
+
+    def __init__(self, engine: StubEngine, kwargs: dict[str, Any]) -> None:
+        self.engine, self.kwargs = engine, kwargs
+        retrieval = engine.config.retrieval
+        self.ranking = SimpleNamespace(
+            fusion=kwargs["fusion"] or retrieval.fusion,
+            vector_weight=retrieval.vector_weight if kwargs["vector_weight"] is None
+            else kwargs["vector_weight"],
+            fts_weight=retrieval.fts_weight if kwargs["fts_weight"] is None
+            else kwargs["fts_weight"])
+        self.results = engine.answer({**kwargs, **vars(self.ranking)})
+
+    def rerank(self, **changes: Any) -> StubFound:
+        return StubFound(self.engine, {**self.kwargs, **changes})
 
 
 async def test_evaluate_scores_queries_and_keeps_category_5_apart(locomo_file: Path) -> None:

@@ -1,7 +1,8 @@
 """Running a dataset through an Engine: storing its messages, querying, scoring, sweeping.
 
 Everything goes through the engine's public methods (``recall``, ``store_many``,
-``hybrid_query``), so an evaluation measures exactly what an agent gets.
+``search``), so an evaluation measures exactly what an agent gets. A sweep searches each
+query once and re-ranks the kept legs at every grid point, as the playground does.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 from core.errors import InvalidInput
 from core.evaluation.dataset import Dataset
 from core.evaluation.metrics import QueryScore, Summary, expand_turns, score_query, summarize
+from core.retrieval.fusion import FUSIONS
 
 if TYPE_CHECKING:
     from core.engine import Engine
+    from core.retrieval.search import SearchResult
 
 # LoCoMo's adversarial questions ask about things never said; their "evidence" is a
 # decoy, so they are scored and shown on their own but kept out of the overall figures.
 EXCLUDED_CATEGORIES = ("5",)
 DEFAULT_TOP_K_CHUNKS = 50  # twice the deepest cut (25 turns), for turns split over chunks
-FUSIONS = ("minmax", "rrf", "dbsf")
 SWEEP_WEIGHTS = tuple(i / 10 for i in range(11))
 
 
@@ -147,7 +149,7 @@ async def evaluate(engine: Engine, dataset: Dataset, *,
                    fusion: str | None = None,
                    excluded: Sequence[str] = EXCLUDED_CATEGORIES,
                    check: bool = True) -> EvalReport:
-    """Run every query through ``engine.hybrid_query`` and score it against its turns.
+    """Run every query through ``engine.search`` and score it against its turns.
 
     ``None`` settings take the engine's configured ones. The overall figures leave out the
     ``excluded`` categories, which still get their own rows. Queries are logged (when the
@@ -155,24 +157,40 @@ async def evaluate(engine: Engine, dataset: Dataset, *,
     """
     if check:
         await check_engine_holds(engine, dataset)
+    found = await _search_all(engine, dataset, top_k_chunks, vector_weight, fts_weight, fusion)
+    return _report(engine, dataset, found, top_k_chunks, excluded)
+
+
+async def _search_all(engine: Engine, dataset: Dataset, top_k_chunks: int,
+                      vector_weight: float | None = None, fts_weight: float | None = None,
+                      fusion: str | None = None) -> list[SearchResult]:
+    """Every query's search, legs kept: other weights and fusions re-rank them without I/O."""
+    return [await engine.search(session_id=query.session_id, query=query.query,
+                                top_k=top_k_chunks, vector_weight=vector_weight,
+                                fts_weight=fts_weight, fusion=fusion, caller="eval")
+            for query in dataset.queries]
+
+
+def _report(engine: Engine, dataset: Dataset, found: Sequence[SearchResult],
+            top_k_chunks: int, excluded: Sequence[str]) -> EvalReport:
+    """Score each query's ranking against its evidence turns; means overall and by category."""
     turn_ids = {session_id: dataset.turn_ids(session_id) for session_id in dataset.messages}
     scores = []
-    for query in dataset.queries:
-        results = await engine.hybrid_query(
-            session_id=query.session_id, query=query.query, top_k=top_k_chunks,
-            vector_weight=vector_weight, fts_weight=fts_weight, fusion=fusion, caller="eval")
-        ranked = expand_turns(((r.sequence_start, r.sequence_end) for r in results),
+    for query, result in zip(dataset.queries, found, strict=True):
+        ranked = expand_turns(((r.sequence_start, r.sequence_end) for r in result.results),
                               turn_ids.get(query.session_id, {}))
         scores.append(score_query(query.query_id, query.category, ranked, query.relevant))
     by_category: dict[str, list[QueryScore]] = {}
     for score in scores:
         if score.category is not None:
             by_category.setdefault(score.category, []).append(score)
+    ranking = found[0].ranking if found else None
     retrieval = engine.config.retrieval
     return EvalReport(
-        model=engine.embedder.name, fusion=fusion or retrieval.fusion,
-        vector_weight=retrieval.vector_weight if vector_weight is None else vector_weight,
-        fts_weight=retrieval.fts_weight if fts_weight is None else fts_weight,
+        model=engine.embedder.name,
+        fusion=ranking.fusion if ranking else retrieval.fusion,
+        vector_weight=ranking.vector_weight if ranking else retrieval.vector_weight,
+        fts_weight=ranking.fts_weight if ranking else retrieval.fts_weight,
         top_k_chunks=top_k_chunks, excluded=tuple(excluded), scores=scores,
         overall=summarize([s for s in scores if s.category not in excluded]),
         categories={c: summarize(by_category[c])
@@ -220,14 +238,15 @@ async def sweep(engine: Engine, dataset: Dataset, *, fusions: Sequence[str] = FU
                 progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """Evaluate every fusion at every vector weight (full-text weight 1 - vector weight)."""
     await check_engine_holds(engine, dataset)
+    searched = await _search_all(engine, dataset, top_k_chunks)  # the only database work
     runs: list[SweepRun] = []
     total = len(fusions) * len(weights)
     for fusion in fusions:
         for vector_weight in weights:
             fts_weight = round(1.0 - vector_weight, 6)
-            report = await evaluate(engine, dataset, top_k_chunks=top_k_chunks,
-                                    vector_weight=vector_weight, fts_weight=fts_weight,
-                                    fusion=fusion, excluded=excluded, check=False)
+            reranked = [found.rerank(fusion=fusion, vector_weight=vector_weight,
+                                     fts_weight=fts_weight) for found in searched]
+            report = _report(engine, dataset, reranked, top_k_chunks, excluded)
             runs.append(SweepRun(fusion, vector_weight, fts_weight, report.overall))
             if progress is not None:
                 progress(len(runs), total)
