@@ -9,13 +9,22 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from workbench.cli_support import DEFAULT_DB, _load_config, _run, _with_model
+from core.retrieval.fusion import FUSIONS
+from workbench.cli_support import (
+    DEFAULT_DB,
+    _echo_figures,
+    _echo_warnings,
+    _load_config,
+    _require_db,
+    _run,
+    _with_model,
+    model_option,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,16 +61,12 @@ def doctor(ctx: click.Context, db_path: Path | None, as_json: bool) -> None:
 @main.command()
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               default=DEFAULT_DB, show_default=True, help="The memory file to re-embed.")
-@click.option("--model", default=None,
-              help="model2vec hub id or folder ('deterministic' for the zero-download backend);"
-                   " default: the configured model.")
+@model_option
 @click.pass_context
 def reindex(ctx: click.Context, db_path: Path, model: str | None) -> None:
     """Re-embed every chunk with a model (moving the file to it), with a progress bar."""
     config = _with_model(_load_config(ctx), model)
-    if not db_path.exists():
-        click.echo(f"error: {db_path} does not exist", err=True)
-        sys.exit(1)
+    _require_db(db_path)
     total = _run(_reindex(db_path, config))
     click.echo(f"re-embedded {total:,} chunks")
 
@@ -74,8 +79,7 @@ async def _reindex(db_path: Path, config: Any) -> int:
     async with Engine.open(db_path, config=config, reindex=True) as engine:
         if engine.embedding_fell_back:
             await engine.reindex()  # refuses, saying why, before anything is drawn or changed
-        for warning in engine.warnings:
-            click.echo(f"warning: {warning}", err=True)
+        _echo_warnings(engine)
         with Progress("[progress.description]{task.description}", BarColumn(),
                       MofNCompleteColumn(), TimeRemainingColumn(), transient=False) as bar:
             task = bar.add_task(f"embedding with {engine.embedder.name}", total=None)
@@ -98,9 +102,7 @@ def bench() -> None:
 
 
 @bench.command("ingest")
-@click.option("--model", default=None,
-              help="model2vec folder or hub id ('deterministic' for the hash backend);"
-                   " default: the configured model.")
+@model_option
 @click.option("--messages", default=20_000, show_default=True, type=click.IntRange(min=1),
               help="Messages to ingest.")
 @click.option("--sessions", default=200, show_default=True, type=click.IntRange(min=1),
@@ -111,13 +113,9 @@ def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions:
     from workbench.bench import run_ingest
 
     config = _with_model(_load_config(ctx), model)
-    say: Callable[[str], None] = lambda line: click.echo(line, err=True)  # noqa: E731
-    figures = _run(run_ingest(config, messages, sessions, say=say))
-    for line in figures.lines():
-        click.echo(line)
+    _echo_figures(lambda say: run_ingest(config, messages, sessions, say=say))
 
 
-_FUSIONS = ("minmax", "rrf", "dbsf")  # core.retrieval.FUSIONS, without importing the engine
 
 
 async def _drain_with_progress(engine: Any) -> Any:
@@ -140,11 +138,6 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
-def _echo_warnings(engine: Any) -> None:
-    for warning in engine.warnings:
-        click.echo(f"warning: {warning}", err=True)
-
-
 @main.group("import")
 def import_group() -> None:
     """Import public conversation datasets into a memory file, with their questions."""
@@ -159,9 +152,7 @@ def import_group() -> None:
               default=None,
               help="Where to write the evaluation dataset (JSONL); default: <db stem>.locomo.jsonl"
                    " next to the memory file.")
-@click.option("--model", default=None,
-              help="model2vec folder or hub id ('deterministic' for the hash backend);"
-                   " default: the configured model.")
+@model_option
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
 def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
@@ -241,11 +232,9 @@ async def _import_locomo(files: tuple[Path, ...], db_path: Path, dataset_path: P
 @click.option("--vector-weight", type=click.FloatRange(0.0, 1.0), default=None,
               help="Vector leg weight; the fts weight is 1 minus it (default: the configured"
                    " weights).")
-@click.option("--fusion", type=click.Choice(_FUSIONS), default=None,
+@click.option("--fusion", type=click.Choice(FUSIONS), default=None,
               help="Fusion method (default: the configured one); with --sweep, sweep only it.")
-@click.option("--model", default=None,
-              help="model2vec folder or hub id ('deterministic' for the hash backend);"
-                   " default: the configured model.")
+@model_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report as JSON (with each query's ranked turns and scores).")
 @click.pass_context
@@ -258,13 +247,11 @@ def eval_command(ctx: click.Context, db_path: Path, dataset_path: Path, run_swee
     import dataclasses
 
     config = _with_model(_load_config(ctx), model)
-    # A sweep runs some ten thousand queries; they are measurements, not an agent's recalls,
-    # so they stay out of the file's retrieval log.
+    # Evaluation queries are measurements, not an agent's recalls: they stay out of the
+    # file's retrieval log.
     config = dataclasses.replace(
         config, retrieval=dataclasses.replace(config.retrieval, log_enabled=False))
-    if not db_path.exists():
-        click.echo(f"error: {db_path} does not exist", err=True)
-        sys.exit(1)
+    _require_db(db_path)
     result, category_names = _run(_evaluate(db_path, dataset_path, config, run_sweep,
                                             vector_weight, fusion))
     from core.evaluation.report import report_lines, sweep_lines
@@ -292,7 +279,7 @@ async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: b
             def progress(done: int, total: int) -> None:
                 click.echo(f"\rsweep       {done}/{total}", err=True, nl=done == total)
 
-            result = await sweep(engine, dataset, fusions=(fusion,) if fusion else _FUSIONS,
+            result = await sweep(engine, dataset, fusions=(fusion,) if fusion else FUSIONS,
                                  progress=progress)
         else:
             result = await evaluate(
@@ -303,9 +290,7 @@ async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: b
 
 
 @bench.command("query")
-@click.option("--model", default=None,
-              help="model2vec folder or hub id ('deterministic' for the hash backend);"
-                   " default: the configured model.")
+@model_option
 @click.option("--chunks", default=100_000, show_default=True, type=click.IntRange(min=100),
               help="Chunks to build the database with.")
 @click.option("--sessions", default=1_000, show_default=True, type=click.IntRange(min=1),
@@ -319,10 +304,8 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
     from workbench.bench_query import run_query_bench
 
     config = _with_model(_load_config(ctx), model)
-    say: Callable[[str], None] = lambda line: click.echo(line, err=True)  # noqa: E731
-    figures = _run(run_query_bench(config, chunks, sessions, queries=queries, say=say))
-    for line in figures.lines():
-        click.echo(line)
+    _echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
+                                              say=say))
 
 
 def _register_commands() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,10 +20,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
     try:
         return asyncio.run(coro)
-    except WorkbenchError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except FileNotFoundError as exc:
+    except (WorkbenchError, FileNotFoundError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
@@ -53,3 +50,28 @@ def _with_model(config: Any, model: str | None) -> Any:
     else:
         embedding = dataclasses.replace(config.embedding, backend="model2vec", model=model)
     return dataclasses.replace(config, embedding=embedding)
+
+
+model_option = click.option(
+    "--model", default=None,
+    help="model2vec hub id or folder ('deterministic' for the zero-download backend);"
+         " default: the configured model.")
+
+
+def _require_db(db_path: Path) -> None:
+    """Exit 1 with one line when the memory file a command reads does not exist."""
+    if not db_path.exists():
+        click.echo(f"error: {db_path} does not exist", err=True)
+        sys.exit(1)
+
+
+def _echo_warnings(engine: Any) -> None:
+    for warning in engine.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, Any]]) -> None:
+    """Run a benchmark with its progress on stderr, then print its figures on stdout."""
+    figures = _run(bench(lambda line: click.echo(line, err=True)))
+    for line in figures.lines():
+        click.echo(line)

@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
-from workbench.cli_support import DEFAULT_DB, _load_config, _run
+from core.retrieval.fusion import FUSIONS
+from core.retrieval.search import MODES
+from workbench.cli_support import DEFAULT_DB, _load_config, _require_db, _run
 
 _DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
                    default=DEFAULT_DB, show_default=True, help="The memory file.")
@@ -60,9 +62,9 @@ def _print_results(found: Any, explain: bool) -> None:
               help="Weight of the vector leg (default: configured).")
 @click.option("--fts-weight", type=click.FloatRange(min=0), default=None,
               help="Weight of the full-text leg (default: configured).")
-@click.option("--fusion", type=click.Choice(["minmax", "rrf", "dbsf"]), default=None,
+@click.option("--fusion", type=click.Choice(FUSIONS), default=None,
               help="How the legs are fused (default: configured).")
-@click.option("--mode", type=click.Choice(["keyword", "vector", "hybrid"]), default=None,
+@click.option("--mode", type=click.Choice(MODES), default=None,
               help="Which legs run (default: configured).")
 @click.option("--tag", "tags", multiple=True, help="Only chunks with this tag (repeatable).")
 @click.option("--min-score", type=float, default=None, help="Drop results scoring below this.")
@@ -80,8 +82,7 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
     """Run a query as the agent would, with per-leg scores; --explain says why."""
     if (session_id is None) == (namespace is None):
         raise click.UsageError("give --session or --namespace")
-    if not db_path.exists():
-        raise click.UsageError(f"{db_path} does not exist")
+    _require_db(db_path)
     config = _load_config(ctx)
 
     async def run() -> Any:
@@ -113,8 +114,7 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
 def log_command(ctx: click.Context, db_path: Path, limit: int, caller: str | None,
                 replay_id: int | None, as_json: bool) -> None:
     """List the retrieval log (every query, from any front end), or replay one entry."""
-    if not db_path.exists():
-        raise click.UsageError(f"{db_path} does not exist")
+    _require_db(db_path)
     config = _load_config(ctx)
 
     async def run() -> Any:

@@ -2,9 +2,10 @@
 
 Seeded and deterministic: the same seed gives the same messages on every machine, so
 benchmark figures from two runs measure the code, not the data. Beside a topic's words the
-text draws on a long tail of pseudo-words with Zipf frequencies, as real vocabulary does. Lengths follow what agent
-transcripts look like: short user turns, longer assistant answers, tool calls whose
-arguments are JSON, tool results of a few hundred characters, the odd long paste.
+text draws on a long tail of pseudo-words with Zipf frequencies, as real vocabulary does.
+Lengths follow what agent transcripts look like: short user turns, longer assistant
+answers, tool calls whose arguments are JSON, tool results of a few hundred characters,
+the odd long paste.
 """
 
 from __future__ import annotations
