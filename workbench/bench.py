@@ -69,7 +69,7 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-async def run_ingest(config: dict[str, Any], messages: int, sessions: int,
+async def run_ingest(config: Any, messages: int, sessions: int,
                      say: Callable[[str], None] = print) -> IngestFigures:
     """Measure encode-only and end-to-end ingest throughput over the same messages."""
     from core import Engine

@@ -22,7 +22,7 @@ import random
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,6 +199,17 @@ def _numpy_top_k(matrix: Any, query: Any, k: int) -> Any:
     return top[np.argsort(-scores[top])]
 
 
+async def _time_each(asked: list[tuple[str, str]],
+                     call: Callable[[str, str], Awaitable[Any]]) -> list[float]:
+    """Milliseconds each (session, text) query took, one at a time."""
+    timings = []
+    for session_id, text in asked:
+        began = time.perf_counter()
+        await call(session_id, text)
+        timings.append((time.perf_counter() - began) * 1000)
+    return timings
+
+
 async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: int = 300,
                           keep: Path | None = None, seed: int = 11,
                           say: Callable[[str], None] = print) -> QueryFigures:
@@ -207,10 +218,9 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
     The file goes in a temporary directory, or at ``keep`` (which must not exist yet) to be
     kept for a closer look afterwards.
     """
-    import numpy as np
-
     from core import Engine
     from core.config import load_config
+    from core.embeddings import embed_checked
     from workbench import synthetic
 
     if chunks < 1 or sessions < 1 or queries < 1:
@@ -253,8 +263,6 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                     f"({time.perf_counter() - started:,.1f} s)")
             await engine.drain()
             build_seconds = time.perf_counter() - started
-            counts = await engine.counts()
-            have = counts["chunks"]
             stored_data = data[:stored]
             session_count = len({sid for sid, _, _ in stored_data})
             say(f"built {have:,} chunks in {session_count:,} sessions in "
@@ -264,11 +272,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             asked = _query_texts(stored_data, queries, rng)
             warm = asked[:min(20, len(asked))]
             say(f"embedding {len(asked):,} query texts …")
-            vectors = np.asarray(engine.embedder.embed([text for _, text in asked]),
-                                 dtype=np.float32)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            vectors = np.ascontiguousarray(vectors / norms)
+            vectors = embed_checked(engine.embedder, [text for _, text in asked])  # unit rows
 
             for session_id, text in warm:
                 await engine.embed_query(text)
@@ -276,37 +280,24 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                 await engine.hybrid_query(namespace=AGENT, query=text, top_k=TOP_K)
 
             say("timing the query embedding alone …")
-            embed_ms = []
-            for _, text in asked:
-                began = time.perf_counter()
-                await engine.embed_query(text)
-                embed_ms.append((time.perf_counter() - began) * 1000)
-
+            embed_ms = await _time_each(asked, lambda sid, text: engine.embed_query(text))
             say("timing session-scoped hybrid queries …")
-            session_ms = []
-            for session_id, text in asked:
-                began = time.perf_counter()
-                await engine.hybrid_query(session_id=session_id, query=text, top_k=TOP_K)
-                session_ms.append((time.perf_counter() - began) * 1000)
-
+            session_ms = await _time_each(asked, lambda sid, text: engine.hybrid_query(
+                session_id=sid, query=text, top_k=TOP_K))
             say("timing namespace-wide hybrid queries …")
-            namespace_ms = []
-            for _, text in asked:
-                began = time.perf_counter()
-                await engine.hybrid_query(namespace=AGENT, query=text, top_k=TOP_K)
-                namespace_ms.append((time.perf_counter() - began) * 1000)
+            namespace_ms = await _time_each(asked, lambda sid, text: engine.hybrid_query(
+                namespace=AGENT, query=text, top_k=TOP_K))
 
             say("timing re-fusion of kept legs, and each leg's share …")
             refusion_ms: list[float] = []
             legs: dict[str, list[float]] = {"session fts": [], "session vector": [],
                                             "namespace fts": [], "namespace vector": []}
             for session_id, text in asked:
-                here = await engine.search(session_id=session_id, query=text, top_k=TOP_K)
-                legs["session fts"].append(here.legs.timings_ms.get("fts", 0.0))
-                legs["session vector"].append(here.legs.timings_ms.get("vector", 0.0))
-                found = await engine.search(namespace=AGENT, query=text, top_k=TOP_K)
-                legs["namespace fts"].append(found.legs.timings_ms.get("fts", 0.0))
-                legs["namespace vector"].append(found.legs.timings_ms.get("vector", 0.0))
+                for scope, where in (("session", {"session_id": session_id}),
+                                     ("namespace", {"namespace": AGENT})):
+                    found = await engine.search(query=text, top_k=TOP_K, **where)
+                    for leg in ("fts", "vector"):
+                        legs[f"{scope} {leg}"].append(found.legs.timings_ms.get(leg, 0.0))
                 found.rerank(vector_weight=0.5, fts_weight=0.5)  # warm this result's path
                 for weight in WEIGHTS:
                     began = time.perf_counter()
@@ -329,21 +320,22 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
 
         file_mb = _file_mb(path)
 
-    def p(values: list[float], fraction: float) -> float:
-        return _percentile(values, fraction)
-
     return QueryFigures(
         model=model, dimension=dimension, chunks=have, sessions=session_count,
         messages=stored, queries=len(asked), build_seconds=build_seconds,
-        embed_p50_ms=p(embed_ms, 0.5),
-        session_p50_ms=p(session_ms, 0.5), session_p95_ms=p(session_ms, 0.95),
-        namespace_p50_ms=p(namespace_ms, 0.5), namespace_p95_ms=p(namespace_ms, 0.95),
-        refusion_p50_ms=p(refusion_ms, 0.5), refusion_p95_ms=p(refusion_ms, 0.95),
-        numpy_p50_ms=p(numpy_ms, 0.5), numpy_p95_ms=p(numpy_ms, 0.95),
-        session_fts_p50_ms=p(legs["session fts"], 0.5),
-        session_vector_p50_ms=p(legs["session vector"], 0.5),
-        namespace_fts_p50_ms=p(legs["namespace fts"], 0.5),
-        namespace_vector_p50_ms=p(legs["namespace vector"], 0.5),
+        embed_p50_ms=_percentile(embed_ms, 0.5),
+        session_p50_ms=_percentile(session_ms, 0.5),
+        session_p95_ms=_percentile(session_ms, 0.95),
+        namespace_p50_ms=_percentile(namespace_ms, 0.5),
+        namespace_p95_ms=_percentile(namespace_ms, 0.95),
+        refusion_p50_ms=_percentile(refusion_ms, 0.5),
+        refusion_p95_ms=_percentile(refusion_ms, 0.95),
+        numpy_p50_ms=_percentile(numpy_ms, 0.5),
+        numpy_p95_ms=_percentile(numpy_ms, 0.95),
+        session_fts_p50_ms=_percentile(legs["session fts"], 0.5),
+        session_vector_p50_ms=_percentile(legs["session vector"], 0.5),
+        namespace_fts_p50_ms=_percentile(legs["namespace fts"], 0.5),
+        namespace_vector_p50_ms=_percentile(legs["namespace vector"], 0.5),
         matrix_mb=matrix_mb, rss_before_matrix_mb=rss_before_matrix,
         peak_rss_mb=peak_rss_mb(), file_mb=file_mb)
 
