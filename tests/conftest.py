@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tests.tiny_model import build_tiny_model
 
@@ -31,3 +32,12 @@ def shared_model() -> Path:
     if not (SHARED_MODEL / "model.safetensors").exists():
         pytest.skip("../shared/models/m2v-minilm-256 is not present")
     return SHARED_MODEL
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """A CLI runner whose config ($WORKBENCH_CONFIG) uses the deterministic backend."""
+    config = tmp_path / "workbench.toml"
+    config.write_text('[embedding]\nbackend = "deterministic"\nfallback_dimensions = 32\n')
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    return CliRunner()

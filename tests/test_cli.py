@@ -24,14 +24,6 @@ def all_commands(group: click.Group, prefix: str = "workbench") -> list[tuple[st
     return found
 
 
-@pytest.fixture
-def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    config = tmp_path / "workbench.toml"
-    config.write_text('[embedding]\nbackend = "deterministic"\nfallback_dimensions = 32\n')
-    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
-    return CliRunner()
-
-
 def test_every_command_has_help_text_and_is_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text()
     for path, command in all_commands(main):

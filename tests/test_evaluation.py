@@ -347,14 +347,6 @@ async def test_a_session_holding_other_messages_is_refused(locomo_file: Path,
 # -- the command line -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    config = tmp_path / "workbench.toml"
-    config.write_text('[embedding]\nbackend = "deterministic"\nfallback_dimensions = 32\n')
-    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
-    return CliRunner()
-
-
 def test_import_and_eval_from_the_command_line(runner: CliRunner, locomo_file: Path,
                                                tmp_path: Path) -> None:
     db = tmp_path / "mem.db"
