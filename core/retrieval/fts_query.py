@@ -40,7 +40,11 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
 
 def fts_match_expression(query: str, *, drop_stop_words: bool = True) -> str | None:
     """A safe FTS5 expression for the query's words, ORed (None when it has no words)."""
-    terms = query_terms(query, drop_stop_words=drop_stop_words)
+    return terms_expression(query_terms(query, drop_stop_words=drop_stop_words))
+
+
+def terms_expression(terms: list[str]) -> str | None:
+    """Words (as :func:`query_terms` gives them) quoted, ORed, on ``chunk_text``."""
     if not terms:
         return None
     quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)

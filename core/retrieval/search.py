@@ -49,6 +49,7 @@ class KeptLegs:
     chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
+    raw_fts: bool = False  # the query went to FTS5 as written
 
 
 def matched_terms(terms: list[str], text: str) -> list[str]:
@@ -92,6 +93,7 @@ class SearchResult:
         return {
             "query": legs.query, "scope": legs.scope, "mode": legs.mode,
             "parsed_terms": legs.terms, "fts_expression": legs.fts_expression,
+            "raw_fts": legs.raw_fts,
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
                      "fts_fallback": legs.fts_fallback},

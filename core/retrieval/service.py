@@ -62,8 +62,8 @@ class Retrieval:
         depth = max(50, top_k * 5)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
-                        fts_expression=query if raw_fts else retrieval.fts_match_expression(query),
-                        tags=wanted_tags, depth=depth)
+                        fts_expression=query if raw_fts else retrieval.terms_expression(terms),
+                        tags=wanted_tags, depth=depth, raw_fts=raw_fts)
 
         async def fts_leg() -> None:
             started = time.perf_counter()
@@ -98,7 +98,7 @@ class Retrieval:
         ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
         legs.chunks = await self._backend.fetch_chunks(sorted(ids))
         found = rank(legs, ranking)
-        self._log_query(found, scope, caller, raw_fts)
+        self._log_query(found, scope, caller)
         return found
 
     async def _raw_fts(self, scope: Scope, expression: str, depth: int,
@@ -112,23 +112,21 @@ class Retrieval:
                 raise InvalidInput(f"FTS syntax error in raw mode: {exc}") from None
             raise
 
-    def _log_query(self, found: SearchResult, scope: Scope, caller: str,
-                   raw_fts: bool = False) -> None:
+    def _log_query(self, found: SearchResult, scope: Scope, caller: str) -> None:
         """Record the query in the retrieval log without making the caller wait for it."""
         if not self._config.retrieval.log_enabled or self._engine.read_only:
             return
         ranking = found.ranking
         entry = {
             "created_at": utc_now(), "caller": caller,
-            "scope_kind": "session" if scope.session_id is not None else "namespace",
-            "scope_value": scope.session_id if scope.session_id is not None else scope.namespace,
+            "scope_kind": scope.kind, "scope_value": scope.value,
             "query": found.legs.query,
             "params": {"session_id": scope.session_id, "namespace": scope.namespace,
                        "top_k": ranking.top_k, "vector_weight": ranking.vector_weight,
                        "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
                        "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
                        "min_score": ranking.min_score, "tags": found.legs.tags,
-                       "raw_fts": raw_fts},
+                       "raw_fts": found.legs.raw_fts},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],
@@ -148,8 +146,10 @@ class Retrieval:
                             namespace: str | None = None) -> list[dict[str, Any]]:
         """Logged queries, newest first, by caller and scope when given."""
         await self.flush_logs()
-        kind = "session" if session_id is not None else "namespace" if namespace else None
-        return await self._backend.read_log(limit, caller, kind, session_id or namespace)
+        if session_id is None and namespace is None:
+            return await self._backend.read_log(limit, caller)
+        scope = _scope(session_id, namespace)
+        return await self._backend.read_log(limit, caller, scope.kind, scope.value)
 
     async def replay(self, log_id: int, **changes: Any) -> SearchResult:
         """Run a logged query again, exactly as it was asked (``changes`` override a knob)."""
@@ -169,14 +169,15 @@ class Retrieval:
         """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
             raise InvalidInput(f"grade must be an integer from 0 to 3, got {grade!r}")
-        kind, value = _scope_pair(session_id, namespace)
-        await self._backend.set_judgment(kind, value, query, chunk_id, grade, utc_now())
+        scope = _scope(session_id, namespace)
+        await self._backend.set_judgment(scope.kind, scope.value, query, chunk_id, grade,
+                                         utc_now())
 
     async def judgments(self, query: str, *, session_id: str | None = None,
                         namespace: str | None = None) -> dict[str, int]:
         """chunk_id -> grade recorded for a query in a scope."""
-        kind, value = _scope_pair(session_id, namespace)
-        return await self._backend.read_judgments(kind, value, query)
+        scope = _scope(session_id, namespace)
+        return await self._backend.read_judgments(scope.kind, scope.value, query)
 
     async def get_context(self, session_id: str, query: str) -> ContextResult:
         """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
@@ -238,10 +239,7 @@ class Retrieval:
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise InvalidInput(f"top_k must be a positive integer, got {top_k!r}")
-        try:
-            scope = Scope(session_id=session_id, namespace=namespace)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
+        scope = _scope(session_id, namespace)
         rcfg = self._config.retrieval
         vw = rcfg.vector_weight if vector_weight is None else vector_weight
         fw = rcfg.fts_weight if fts_weight is None else fts_weight
@@ -297,7 +295,9 @@ class Retrieval:
         return qvec
 
 
-def _scope_pair(session_id: str | None, namespace: str | None) -> tuple[str, str]:
-    if (session_id is None) == (namespace is None):
-        raise InvalidInput("give a session_id or a namespace, not both or neither")
-    return ("session", session_id) if session_id is not None else ("namespace", namespace or "")
+def _scope(session_id: str | None, namespace: str | None) -> Scope:
+    """The scope a caller named, or InvalidInput when it named both or neither."""
+    try:
+        return Scope(session_id=session_id, namespace=namespace)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None

@@ -32,6 +32,16 @@ class Scope:
             raise ValueError("a scope is a session_id or a namespace, not both or neither")
 
     @property
+    def kind(self) -> str:
+        """"session" or "namespace", as the retrieval log and judgments record it."""
+        return "session" if self.session_id is not None else "namespace"
+
+    @property
+    def value(self) -> str:
+        """The session id or the namespace."""
+        return self.session_id if self.session_id is not None else self.namespace or ""
+
+    @property
     def token(self) -> str:
         """The FTS token that marks this scope's chunks."""
         if self.session_id is not None:
@@ -118,12 +128,11 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
     """
     blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
     if not tags:
-        column, value = (("session_id", scope.session_id) if scope.session_id is not None
-                         else ("agent_identity", scope.namespace or ""))
+        column = "session_id" if scope.kind == "session" else "agent_identity"
         return conn.execute(
             "SELECT chunk_id, distance FROM chunks_vec WHERE embedding_blob MATCH ? AND k = ?"
             f" AND {column} = ? ORDER BY distance",
-            (blob, k, value),
+            (blob, k, scope.value),
         ).fetchall()
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
