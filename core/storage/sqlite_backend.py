@@ -165,11 +165,6 @@ class SqliteBackend:
         """Record a failed embedding attempt on each chunk."""
         return await self._db.write(vectors.record_failure, chunk_ids, error, max_attempts)
 
-    async def retry_failed_embeddings(self) -> int:
-        """Queue failed chunks again."""
-        self._require_writable()
-        return await self._db.write(vectors.retry_failed)
-
     async def embedding_counts(self) -> dict[str, Any]:
         """Backlog, failures, embedded chunks, vectors per model."""
         return await self._db.read(vectors.embedding_counts)

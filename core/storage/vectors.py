@@ -145,14 +145,6 @@ def record_failure(conn: Any, chunk_ids: Sequence[str], error: str, max_attempts
         return int(row[0])
 
 
-def retry_failed(conn: Any) -> int:
-    """Queue every chunk whose embedding failed for another round of attempts."""
-    with transaction(conn):
-        return conn.execute(
-            "UPDATE chunks SET embedding_status = 'pending', embedding_attempts = 0"
-            " WHERE embedding_status = 'failed'").rowcount
-
-
 def embedding_counts(conn: Any) -> dict[str, Any]:
     """Backlog, failures, embedded count and vectors per model."""
     by_status = dict(conn.execute(
