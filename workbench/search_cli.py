@@ -42,8 +42,9 @@ def _print_results(found: Any, explain: bool) -> None:
                    f"(depth {explained['legs']['depth']})")
         for note in explained["notes"]:
             click.echo(f"note: {note}")
-        for item in explained["results"]:
-            click.echo(f"  {item['chunk_id']}: matched {item['matched_terms'] or 'no terms'}")
+        for number, item in enumerate(explained["results"], 1):
+            click.echo(f"{number:>3} {item['chunk_id']}: matched "
+                       f"{', '.join(item['matched_terms']) or 'no query term'}")
         for cut in explained["cut"][:10]:
             click.echo(f"cut: {cut['chunk_id']} ({cut['score']:.3f}): {cut['reason']}")
         if len(explained["cut"]) > 10:
