@@ -9,6 +9,7 @@ order, because sequences are checked in order.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,9 @@ from core.clock import utc_now
 from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
 from core.errors import InvalidInput
+from core.indexing import embedding_text
 from core.storage.events import PreparedMessage
+from core.storage.fts_rows import context_text
 from core.types import BulkStoreResult, Rejected
 
 if TYPE_CHECKING:
@@ -81,11 +84,47 @@ class BulkIngest:
                             len(texts), exc)
                 return None
 
+        chunking = engine.config.chunking
+        tails: dict[str, list[str]] = {}  # per session, its messages so far, for contexts
+
+        async def with_contexts(batch: list[tuple[int, PreparedMessage]],
+                                ) -> list[tuple[int, PreparedMessage]]:
+            """The batch with each message's context, worked out in input order.
+
+            Contexts are known before writing, so chunks are embedded with them; sessions
+            met for the first time start from what the file holds.
+            """
+            count = chunking.context_messages
+            if count <= 0:
+                return batch
+            unseen = list(dict.fromkeys(p.session_id for _, p in batch
+                                        if p.session_id not in tails))
+            if unseen:
+                tails.update(await engine.backend.session_tails(unseen, count))
+            out = []
+            for index, prepared in batch:
+                tail = tails[prepared.session_id]
+                out.append((index, dataclasses.replace(
+                    prepared, context=context_text(tail[-count:], chunking.context_chars))))
+                if prepared.chunks:
+                    tail.append(prepared.chunks[0].text)
+                    del tail[:-count]
+            return out
+
         async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
-                        previous: asyncio.Task[None] | None) -> None:
+                        previous: asyncio.Task[None] | None,
+                        turn: tuple[asyncio.Event | None, asyncio.Event]) -> None:
             nonlocal stored, inserted, deduplicated
             batch, refused = await asyncio.to_thread(prepare, chunk_of_items)
-            texts = [chunk.text for _, p in batch for chunk in p.chunks]
+            before, mine = turn
+            if before is not None:
+                await before.wait()  # contexts follow input order across batches
+            try:
+                batch = await with_contexts(batch)
+            finally:
+                mine.set()
+            texts = [embedding_text(p.context or "", chunk.text)
+                     for _, p in batch for chunk in p.chunks]
             matrix = None
             if embed_inline and texts:
                 if self.process is not None:
@@ -99,7 +138,8 @@ class BulkIngest:
                 return
             outcomes = await engine.backend.write_messages(
                 [p for _, p in batch], all_or_nothing=False, vectors=matrix,
-                vector_model=engine.embedder.name)
+                vector_model=engine.embedder.name, context_messages=chunking.context_messages,
+                context_chars=chunking.context_chars)
             for (index, prepared), outcome in zip(batch, outcomes, strict=True):
                 if outcome.error is not None:
                     rejected.append(Rejected(index, prepared.session_id, prepared.sequence,
@@ -116,9 +156,10 @@ class BulkIngest:
         # on the writer's thread; at most two batches are in flight.
         in_flight: list[asyncio.Task[None]] = []
         pending_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]] = []
+        last_turn: asyncio.Event | None = None
 
         def launch() -> None:
-            nonlocal pending_items
+            nonlocal pending_items, last_turn
             previous = in_flight[-1] if in_flight else None
             if previous is not None and embed_inline and self.process is None and \
                     worth_a_process(engine.config.embedding):
@@ -126,7 +167,10 @@ class BulkIngest:
                 self.process = EmbeddingProcess(
                     engine.config.embedding, engine.embedder.name, engine.embedder.dimension)
                 self.process.start()
-            in_flight.append(asyncio.create_task(stage(pending_items, previous)))
+            turn = asyncio.Event()
+            in_flight.append(asyncio.create_task(stage(pending_items, previous,
+                                                       (last_turn, turn))))
+            last_turn = turn
             pending_items = []
 
         try:

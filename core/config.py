@@ -68,6 +68,11 @@ class ChunkingConfig:
 
     max_chars: int = doc("Longest chunk, in characters.", 640)
     overlap_chars: int = doc("Characters shared by neighbouring chunks.", 96)
+    context_messages: int = doc(
+        "Earlier messages of the conversation indexed (and embedded) with each chunk as its "
+        "context; 0 turns it off.", 2)
+    context_chars: int = doc("Characters of each earlier message kept in a chunk's context.",
+                             400)
 
 
 @dataclass
@@ -103,6 +108,8 @@ class RetrievalConfig:
     top_k: int = doc("Results returned when a query does not say.", 10)
     fusion: str = doc('"minmax", "rrf" or "dbsf".', "minmax")
     rrf_k: int = doc("Reciprocal-rank fusion constant.", 60)
+    context_weight: float = doc(
+        "bm25 weight of a chunk's conversational context against its own text (1.0).", 0.5)
     recency_limit: int = doc("Tri-hybrid: most recent messages included.", 10)
     salience_threshold: float = doc(
         "Tri-hybrid: importance at or above which a message is salient.", 0.85)
@@ -321,6 +328,12 @@ def _validate(config: Config) -> None:
         problems.append("chunking.max_chars: must be at least 16")
     if not 0 <= config.chunking.overlap_chars < config.chunking.max_chars // 2:
         problems.append("chunking.overlap_chars: must be at least 0 and under half of max_chars")
+    if not 0 <= config.chunking.context_messages <= 16:
+        problems.append("chunking.context_messages: must be from 0 to 16")
+    if config.chunking.context_chars < 1:
+        problems.append("chunking.context_chars: must be at least 1")
+    if not 0 <= config.retrieval.context_weight <= 10:
+        problems.append("retrieval.context_weight: must be from 0 to 10")
     if config.storage.synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
         problems.append("storage.synchronous: must be NORMAL, FULL or EXTRA")
     if config.short_term.session_ttl <= 0:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.embeddings import embed_checked
+from core.indexing import embedding_text
 
 if TYPE_CHECKING:
     from core.embeddings import Embedder
@@ -101,7 +102,7 @@ class EmbeddingWorker:
                             await self._wake.wait()
                     continue
                 cursor = batch[-1][3]
-                texts = [row[2] for row in batch]
+                texts = [embedding_text(row[5], row[2]) for row in batch]
                 try:
                     matrix = await asyncio.to_thread(embed_checked, self._embedder, texts)
                 except Exception as exc:  # any backend failure is recorded, never fatal

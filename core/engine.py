@@ -216,7 +216,10 @@ class Engine:
     async def _store_one(self, session_id: str, sequence: int | None, payload: Any,
                          agent: str | None) -> StoreResult:
         prepared = self.prepare_message(session_id, sequence, payload, agent, utc_now())
-        (outcome,) = await self.backend.write_messages([prepared], all_or_nothing=True)
+        chunking = self.config.chunking
+        (outcome,) = await self.backend.write_messages(
+            [prepared], all_or_nothing=True, context_messages=chunking.context_messages,
+            context_chars=chunking.context_chars)
         assert outcome.sequence is not None
         self._remember(prepared, outcome.sequence)
         if outcome.inserted and self.worker is not None:

@@ -422,6 +422,11 @@ def chunk_text(text: str, max_chars: int = 640, overlap: int = 96) -> list[str]:
     return [text[start:end] for start, end in chunk_spans(text, max_chars, overlap)]
 
 
+def embedding_text(context: str, text: str) -> str:
+    """What a chunk's vector is made from: its conversational context, then its own text."""
+    return f"{context}\n{text}" if context else text
+
+
 def content_hash(text: str) -> str:
     """The sha256 hex digest of the UTF-8 text, the key chunks are deduplicated by."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -102,6 +102,7 @@ class HybridQueryResult(_AsDict):
     fts_raw: float | None = None
     vector_rank: int | None = None
     fts_rank: int | None = None
+    context: str = ""  # the earlier messages it was indexed with (chunking.context_messages)
 
 
 @dataclass(frozen=True)

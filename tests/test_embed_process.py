@@ -11,6 +11,7 @@ from core import Engine
 from core.config import EmbeddingConfig
 from core.embed_process import EmbeddingProcess
 from core.embeddings import load_embedder
+from core.indexing import embedding_text
 from core.storage.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
@@ -57,12 +58,12 @@ async def test_every_stored_vector_is_its_own_chunks(db_path: Path, batch_size: 
         embedder = engine.embedder
         conn = open_connection(db_path, read_only=True, busy_timeout_ms=5000)
         rows = conn.execute(
-            "SELECT c.chunk_text, v.embedding_blob FROM chunks c"
+            "SELECT c.context_text, c.chunk_text, v.embedding_blob FROM chunks c"
             " JOIN chunks_vec v ON v.chunk_id = c.chunk_id").fetchall()
         conn.close()
         assert len(rows) == (await engine.counts())["chunks"]
-        stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
-        expected = embedder.embed([text for text, _ in rows])
+        stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
+        expected = embedder.embed([embedding_text(context, text) for context, text, _ in rows])
         np.testing.assert_allclose(stored, expected, rtol=0, atol=1e-6)
 
 
@@ -91,8 +92,9 @@ async def test_vectors_from_the_helper_land_on_their_own_chunks(db_path: Path) -
         await engine.drain()
         conn = open_connection(db_path, read_only=True, busy_timeout_ms=5000)
         rows = conn.execute(
-            "SELECT c.chunk_text, v.embedding_blob FROM chunks c"
+            "SELECT c.context_text, c.chunk_text, v.embedding_blob FROM chunks c"
             " JOIN chunks_vec v ON v.chunk_id = c.chunk_id").fetchall()
         conn.close()
-        stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
-        np.testing.assert_allclose(stored, real_embed([t for t, _ in rows]), rtol=0, atol=1e-6)
+        stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
+        np.testing.assert_allclose(stored, real_embed([embedding_text(c, t) for c, t, _ in rows]),
+                                   rtol=0, atol=1e-6)

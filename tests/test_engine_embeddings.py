@@ -13,7 +13,6 @@ import pytest
 
 from core import Engine
 from core.errors import DimensionMismatch, EmbeddingError, WorkbenchError
-from core.retrieval import fts_match_expression
 from core.storage.connection import open_connection
 from core.storage.search import Scope
 from tests.embedding_server import EmbeddingServer, isolate_hub_cache, serve
@@ -121,10 +120,9 @@ async def test_failing_endpoint_keeps_stores_and_hides_the_key(
         chunks = await store_all(engine)
 
         # FTS sees the text at once, whatever the embedder is doing.
-        match = fts_match_expression("quarterly")
-        assert match is not None
-        fts = await engine.backend.fts_search(Scope(session_id="s"), match, 10)
-        assert len(fts) == 1
+        fts = await engine.backend.fts_search(Scope(session_id="s"), ["quarterly"], 10)
+        texts = await engine.backend.fetch_chunks([chunk_id for chunk_id, _ in fts])
+        assert "quarterly" in texts[fts[0][0]]["text"]  # then the replies it is context of
 
         await engine.drain(timeout=60)
         status = await engine.embedding_status()
@@ -244,7 +242,8 @@ async def test_reindex_moves_a_file_to_another_dimension(tmp_path: Path, explici
         assert status.model == "deterministic-hash-v1-48"
         results = await engine.hybrid_query(session_id="t", query="quarterly tax deadline",
                                             vector_weight=1, fts_weight=0)
-        assert results and "quarterly" in results[0].text
+        # The message itself, or the reply that carries it as context, comes first.
+        assert results and "quarterly" in results[0].text + results[0].context
     assert rows(path, "SELECT DISTINCT embedding_model FROM chunks_vec") == [
         ("deterministic-hash-v1-48",)]
 

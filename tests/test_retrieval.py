@@ -61,7 +61,7 @@ def test_only_words_reach_match_and_stop_words_go() -> None:
         "flight", "lisbon", "near"]
     assert query_terms("to be or not to be") == ["to", "be", "or", "not"]
     assert fts_match_expression("") is None and fts_match_expression("?!* ()") is None
-    assert fts_match_expression('say "hi"') == 'chunk_text : ("say" OR "hi")'
+    assert fts_match_expression('say "hi"') == '{chunk_text context} : ("say" OR "hi")'
 
 
 @pytest.fixture
@@ -176,10 +176,14 @@ async def test_raw_fts_mode_passes_syntax_and_reports_errors(db_path: Path) -> N
         await engine.drain()
         phrase = await engine.hybrid_query(session_id="mine", query='"brown fox"',
                                            raw_fts=True, mode="keyword")
-        assert [r.sequence_start for r in phrase] == [1]
+        # Message 2 holds the phrase only in its context (message 1, before it).
+        assert [r.sequence_start for r in phrase] == [1, 2]
+        own_text = await engine.hybrid_query(session_id="mine", query='chunk_text : "brown fox"',
+                                             raw_fts=True, mode="keyword")
+        assert [r.sequence_start for r in own_text] == [1]
         near = await engine.hybrid_query(session_id="mine", query="NEAR(quick jumps, 3)",
                                          raw_fts=True, mode="keyword")
-        assert [r.sequence_start for r in near] == [1]
+        assert [r.sequence_start for r in near] == [1, 2]
         with pytest.raises(InvalidInput, match="FTS syntax error in raw mode"):
             await engine.hybrid_query(session_id="mine", query='brown AND (', raw_fts=True)
         # Syntax that would break out of an ANDed scope token cannot reach another session.

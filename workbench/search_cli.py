@@ -43,8 +43,10 @@ def _print_results(found: Any, explain: bool) -> None:
         for note in explained["notes"]:
             click.echo(f"note: {note}")
         for number, item in enumerate(explained["results"], 1):
+            in_context = (f"; in its context: {', '.join(item['context_terms'])}"
+                          if item["context_terms"] else "")
             click.echo(f"{number:>3} {item['chunk_id']}: matched "
-                       f"{', '.join(item['matched_terms']) or 'no query term'}")
+                       f"{', '.join(item['matched_terms']) or 'no query term'}{in_context}")
         for cut in explained["cut"][:10]:
             click.echo(f"cut: {cut['chunk_id']} ({cut['score']:.3f}): {cut['reason']}")
         if len(explained["cut"]) > 10:

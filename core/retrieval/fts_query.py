@@ -2,7 +2,8 @@
 
 Anything typed is a valid query: quotes, AND/OR/NOT/NEAR, ``*``, ``-``, ``:``, brackets,
 emoji or nothing at all. Only words reach MATCH, each quoted as a string (so an operator
-word is just a word), ORed together and restricted to the ``chunk_text`` column. Common
+word is just a word), ORed together and restricted to a chunk's text and its conversational
+context (the storage layer prefixes them for a session, see ``core.storage.fts_rows``). Common
 English function words are dropped when the query has other words (a question's "when is
 my" matches everything and ranks by noise); a query made only of them keeps them all.
 """
@@ -44,8 +45,8 @@ def fts_match_expression(query: str, *, drop_stop_words: bool = True) -> str | N
 
 
 def terms_expression(terms: list[str]) -> str | None:
-    """Words (as :func:`query_terms` gives them) quoted, ORed, on ``chunk_text``."""
+    """Words (as :func:`query_terms` gives them) quoted, ORed, on a chunk's text and context."""
     if not terms:
         return None
     quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return f"chunk_text : ({quoted})"
+    return f"{{chunk_text context}} : ({quoted})"

@@ -111,8 +111,10 @@ class SearchResult:
             "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
                     "rank": result.fts_rank},
             "matched_terms": matched_terms(self.legs.terms, result.text),
+            "context_terms": [term for term in matched_terms(self.legs.terms, result.context)
+                              if term not in matched_terms(self.legs.terms, result.text)],
             "sequence_start": result.sequence_start, "sequence_end": result.sequence_end,
-            "session_id": result.session_id, "text": result.text,
+            "session_id": result.session_id, "text": result.text, "context": result.context,
         }
 
 
@@ -150,7 +152,7 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
                 metadata=chunk["metadata"], vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
-                fts_rank=fh.rank if fh else None))
+                fts_rank=fh.rank if fh else None, context=chunk.get("context", "")))
     return SearchResult(legs, ranking, results, cut)
 
 

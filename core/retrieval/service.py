@@ -71,8 +71,8 @@ class Retrieval:
             if raw_fts:
                 rows = await self._raw_fts(scope, query, depth, wanted_tags)
             elif legs.fts_expression is not None:
-                rows = await self._backend.fts_search(scope, legs.fts_expression, depth,
-                                                     wanted_tags)
+                rows = await self._backend.fts_search(
+                    scope, terms, depth, wanted_tags, self._config.retrieval.context_weight)
             if not rows and query.strip() and not raw_fts:
                 rows = await self._backend.like_search(scope, query.strip(), depth, wanted_tags)
                 legs.fts_fallback = "like" if rows else None
@@ -106,7 +106,8 @@ class Retrieval:
         if not expression.strip():
             raise InvalidInput("raw FTS mode needs an expression; an empty one matches nothing")
         try:
-            return await self._backend.fts_search_raw(scope, expression, depth, tags)
+            return await self._backend.fts_search_raw(scope, expression, depth, tags,
+                                                      self._config.retrieval.context_weight)
         except Exception as exc:  # the driver's OperationalError: the person's syntax
             if "fts5" in str(exc) or "syntax" in str(exc) or "no such column" in str(exc):
                 raise InvalidInput(f"FTS syntax error in raw mode: {exc}") from None

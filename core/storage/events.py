@@ -19,6 +19,7 @@ import numpy as np
 
 from core.errors import SequenceError
 from core.storage.connection import select_in, transaction
+from core.storage.fts_rows import FTS_COLUMNS, context_text, fts_row
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class PreparedMessage:
     chunk_metadata: dict[str, Any]
     agent_identity: str | None
     created_at: str
+    # The conversational context its chunks are indexed with, when the caller worked it out
+    # already (the bulk path, which embeds before writing); None: the write path reads it.
+    context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,24 @@ def last_sequence(conn: Any, session_id: str) -> int | None:
     return None if row[0] is None else int(row[0])
 
 
+def previous_texts(conn: Any, session_id: str, count: int) -> list[str]:
+    """The first chunk's text of each of the session's last ``count`` messages, oldest first.
+
+    These are what :func:`core.storage.fts_rows.context_text` joins into the context of the
+    next message's chunks. A message whose chunks were all deduplicated has none of its own
+    and is passed over.
+    """
+    if count <= 0:
+        return []
+    rows = conn.execute(
+        "SELECT (SELECT chunk_text FROM chunks f WHERE f.session_id = ?1"
+        "        AND f.sequence_start = s.sequence_start ORDER BY f.fts_rowid LIMIT 1)"
+        " FROM (SELECT DISTINCT sequence_start FROM chunks WHERE session_id = ?1"
+        "       ORDER BY sequence_start DESC LIMIT ?2) s",
+        (session_id, count)).fetchall()
+    return [row[0] for row in reversed(rows)]
+
+
 def _next_fts_rowid(conn: Any) -> int:
     row = conn.execute("SELECT coalesce(max(fts_rowid), 0) FROM chunks").fetchone()
     return int(row[0]) + 1
@@ -92,7 +114,7 @@ def _next_fts_rowid(conn: Any) -> int:
 
 CHUNK_COLUMNS = ["chunk_id", "session_id", "chunk_text", "content_hash", "sequence_start",
                  "sequence_end", "metadata_json", "fts_rowid", "scope_token", "created_at",
-                 "embedding_status"]
+                 "embedding_status", "context_text"]
 
 
 def insert_rows(conn: Any, table: str, columns: Sequence[str],
@@ -119,7 +141,8 @@ def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
 
 def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothing: bool,
                    vectors: np.ndarray | None = None,
-                   vector_model: str | None = None) -> list[WriteOutcome]:
+                   vector_model: str | None = None, *, context_messages: int = 0,
+                   context_chars: int = 400) -> list[WriteOutcome]:
     """Store messages in one transaction (seed 001 steps 1-4, 8, 9, FTS rows included).
 
     With ``all_or_nothing`` any refusal raises and nothing is written (the single-message
@@ -129,6 +152,10 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
     (the bulk path embeds before writing) it holds one float32 row per chunk, in message
     and chunk order, and new chunks are stored embedded under ``vector_model``; otherwise
     they wait in the backlog for the embedding worker.
+
+    Each new chunk is indexed with its context: the first ``context_chars`` characters of
+    each of the ``context_messages`` messages before it in its session (a message's own
+    ``context`` when the caller computed it, as the bulk path does).
     """
     outcomes: list[WriteOutcome] = []
     with transaction(conn):
@@ -193,6 +220,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                    for m, seq in accepted for position, c in enumerate(m.chunks)]
         existing = _existing_chunks(conn, [p[2] for p in planned]) if planned else {}
         fts_rowid = _next_fts_rowid(conn) if planned else 0
+        contexts = _contexts(conn, accepted, context_messages, context_chars)
         inserts: list[tuple[Any, ...]] = []
         vector_rows: list[tuple[str, str, str, bytes]] = []
         embedded = vectors is not None and vector_model is not None
@@ -214,7 +242,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
                             sequence, sequence, metadata_by_message[id(message)], fts_rowid,
                             scope_tokens[message.session_id], message.created_at,
-                            "done" if embedded else "pending"))
+                            "done" if embedded else "pending", contexts[id(message)]))
             if embedded:
                 assert vectors is not None
                 vector_rows.append((chunk_id, message.session_id, agents[message.session_id],
@@ -223,8 +251,8 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             fts_rowid += 1
             counts[0] += 1
         insert_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
-        insert_rows(conn, "chunks_fts", ["rowid", "chunk_text", "scope_token"],
-                    [(row[7], row[2], row[8]) for row in inserts])
+        insert_rows(conn, "chunks_fts", FTS_COLUMNS,
+                    [fts_row(row[7], row[1], row[2], row[8], row[11]) for row in inserts])
         if vector_rows:
             insert_vectors(conn, vector_rows, vector_model or "")
         conn.executemany(
@@ -235,6 +263,29 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             outcome.sequence, *counts_by_message.get(id(message), (0, 0)))
         for message, outcome in zip(messages, outcomes, strict=True)
     ]
+
+
+def _contexts(conn: Any, accepted: Sequence[tuple[PreparedMessage, int]], count: int,
+              max_chars: int) -> dict[int, str]:
+    """Each accepted message's context (keyed by ``id``), in session order."""
+    contexts: dict[int, str] = {}
+    tails: dict[str, list[str]] = {}
+    for message, _ in accepted:
+        if message.context is not None or count <= 0:
+            contexts[id(message)] = message.context or ""
+            continue
+        tail = tails.get(message.session_id)
+        if tail is None:
+            tail = tails[message.session_id] = previous_texts(conn, message.session_id, count)
+        contexts[id(message)] = context_text(tail[-count:], max_chars)
+        if message.chunks:
+            tail.append(message.chunks[0].text)
+    return contexts
+
+
+def session_tails(conn: Any, session_ids: Sequence[str], count: int) -> dict[str, list[str]]:
+    """:func:`previous_texts` for several sessions in one hop (the bulk path's contexts)."""
+    return {sid: previous_texts(conn, sid, count) for sid in session_ids}
 
 
 def _record(row: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 from core.errors import SchemaTooNew
+from core.storage import fts_rows
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -66,6 +67,9 @@ def migrate(conn: Any, path: object = "database") -> list[int]:
     """Apply pending migrations; return the versions applied. Refuses a newer file."""
     known = available_migrations()
     applied: list[int] = []
+    # Functions the migration scripts call to build full-text rows the way the write path does.
+    conn.create_function("memory_session_prefix", 1, fts_rows.session_prefix, deterministic=True)
+    conn.create_function("memory_prefixed", 2, fts_rows.prefixed, deterministic=True)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_migrations ("
         " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"

@@ -1,8 +1,9 @@
 """SQL for retrieval's legs: FTS5 bm25, LIKE fallback and vector KNN, inside a scope.
 
-A scope is one session or one namespace (every session of an agent identity). Full-text
-queries AND the scope's token (indexed in each chunk's FTS row) into MATCH, so FTS5 only
-scores what the scope holds; vector queries constrain the vec0 partition keys. Tags are
+A scope is one session or one namespace (every session of an agent identity). A session's
+full-text query matches its own prefixed terms, a namespace's ANDs the agent's token into
+MATCH (see :mod:`core.storage.fts_rows`), so FTS5 only scores what the scope holds; vector
+queries constrain the vec0 partition keys. Tags are
 filtered here, in SQL, on every leg: a chunk qualifies when its ``metadata_json.tags``
 holds every requested tag.
 """
@@ -18,6 +19,7 @@ import numpy as np
 
 from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
+from core.storage.fts_rows import prefixed, session_prefix, words
 
 
 @dataclass(frozen=True)
@@ -70,34 +72,62 @@ def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
             " coalesce(agent_identity, '') = ?)", [scope.namespace or ""])
 
 
-def fts_search(conn: Any, scope: Scope, match: str, k: int,
-               tags: Sequence[str] = ()) -> list[tuple[str, float]]:
-    """Top ``k`` chunks for an FTS5 expression: (chunk_id, -bm25, higher is better)."""
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
+               tags: Sequence[str] = (), context_weight: float = 0.5,
+               ) -> list[tuple[str, float]]:
+    """Top ``k`` chunks holding any of ``terms``: (chunk_id, -bm25, higher is better).
+
+    A chunk's own words weigh 1 in bm25 and its conversational context ``context_weight``.
+    A session matches its prefixed copy of the words (see :mod:`core.storage.fts_rows`), so
+    only its own doclists are walked; a namespace matches the plain words ANDed with its
+    agent token.
+    """
+    if not terms:
+        return []
     tag_sql, tag_params = _tags_clause(tags)
-    scoped = f'({match}) AND scope_token : "{scope.token}"'
+    if scope.session_id is not None:
+        prefix = session_prefix(scope.session_id)
+        ors = " OR ".join(_quoted(prefixed(prefix, term)) for term in terms if words(term))
+        if not ors:
+            return []
+        match = f"{{session_text session_context}} : ({ors})"
+        weights = f"0, 0, 0, 1.0, {float(context_weight)!r}"
+        where, params = "c.session_id = ?", [scope.session_id]
+    else:
+        ors = " OR ".join(_quoted(term) for term in terms)
+        match = f'{{chunk_text context}} : ({ors}) AND scope_token : "{scope.token}"'
+        weights = f"1.0, 0, {float(context_weight)!r}, 0, 0"
+        where, params = _scope_clause(scope)
     return conn.execute(
-        "SELECT c.chunk_id, -bm25(chunks_fts) AS score FROM chunks_fts"
+        f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
-        f" WHERE chunks_fts MATCH ?{tag_sql} ORDER BY score DESC LIMIT ?",
-        [scoped, *tag_params, k],
+        f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
+        [match, *params, *tag_params, k],
     ).fetchall()
 
 
 def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
-                   tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+                   tags: Sequence[str] = (), context_weight: float = 0.5,
+                   ) -> list[tuple[str, float]]:
     """Top ``k`` chunks for FTS5 syntax a person wrote: (chunk_id, -bm25).
 
-    The scope is enforced on the chunks table, never inside the expression: a person's
-    syntax (an unbalanced bracket, an OR) could otherwise escape an ANDed scope token. Raises
-    the driver's OperationalError for a syntax error; the engine turns it into a message.
+    The expression searches a chunk's text and its context, as a typed query does; it may
+    name one of them (``chunk_text : x``, ``context : x``) to narrow it. The scope is
+    enforced on the chunks table, never inside the expression: a person's syntax (an
+    unbalanced bracket, an OR) could otherwise escape an ANDed scope token. Raises the
+    driver's OperationalError for a syntax error; the engine turns it into a message.
     """
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
     return conn.execute(
-        "SELECT c.chunk_id, -bm25(chunks_fts) AS score FROM chunks_fts"
-        " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
+        f"SELECT c.chunk_id, -bm25(chunks_fts, 1.0, 0, {float(context_weight)!r}, 0, 0)"
+        " AS score FROM chunks_fts JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
         f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
-        [expression, *params, *tag_params, k],
+        [f"{{chunk_text context}} : ({expression})", *params, *tag_params, k],
     ).fetchall()
 
 
@@ -146,9 +176,11 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
 
 
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Chunk rows by id: text, session, sequence range, metadata."""
+    """Chunk rows by id: text, session, sequence range, metadata, context."""
     rows = select_in(conn, "SELECT chunk_id, session_id, chunk_text, sequence_start,"
-                           " sequence_end, metadata_json FROM chunks WHERE chunk_id IN", chunk_ids)
+                           " sequence_end, metadata_json, context_text FROM chunks"
+                           " WHERE chunk_id IN", chunk_ids)
     return {row[0]: {"chunk_id": row[0], "session_id": row[1], "text": row[2],
                      "sequence_start": row[3], "sequence_end": row[4],
-                     "metadata": json.loads(row[5] or "{}")} for row in rows}
+                     "metadata": json.loads(row[5] or "{}"), "context": row[6]}
+            for row in rows}

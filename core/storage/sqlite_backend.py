@@ -7,6 +7,7 @@ behind the same methods later. Writes go to the single writer lane, reads to the
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -94,11 +95,18 @@ class SqliteBackend:
 
     async def write_messages(self, messages: Sequence[events.PreparedMessage], *,
                              all_or_nothing: bool, vectors: np.ndarray | None = None,
-                             vector_model: str | None = None) -> list[events.WriteOutcome]:
+                             vector_model: str | None = None, context_messages: int = 0,
+                             context_chars: int = 400) -> list[events.WriteOutcome]:
         """Store prepared messages (and their chunks' vectors, if given) in one transaction."""
         self._require_writable()
-        return await self._db.write(events.write_messages, messages, all_or_nothing,
-                                    vectors, vector_model)
+        return await self._db.write(functools.partial(
+            events.write_messages, context_messages=context_messages,
+            context_chars=context_chars), messages, all_or_nothing, vectors, vector_model)
+
+    async def session_tails(self, session_ids: Sequence[str],
+                            count: int) -> dict[str, list[str]]:
+        """Each session's last ``count`` messages' first-chunk text, oldest first."""
+        return await self._db.read(events.session_tails, session_ids, count)
 
     async def read_events(self, session_id: str, limit: int | None = None,
                           after_sequence: int | None = None) -> list[dict[str, Any]]:
@@ -151,7 +159,7 @@ class SqliteBackend:
         return await self._db.write(vectors.reset_vectors, dimension, model)
 
     async def pending_chunks(self, limit: int,
-                             after_rowid: int = 0) -> list[tuple[str, str, str, int, str]]:
+                             after_rowid: int = 0) -> list[tuple[str, str, str, int, str, str]]:
         """Chunks waiting for vectors, in insertion order after ``after_rowid``."""
         return await self._db.read(vectors.pending_chunks, limit, after_rowid)
 
@@ -180,15 +188,18 @@ class SqliteBackend:
         """Nearest chunks in a scope, tags filtered in SQL."""
         return await self._db.read(search.vector_search, scope, query, k, model, tags)
 
-    async def fts_search(self, scope: search.Scope, match: str, k: int,
-                         tags: Sequence[str] = ()) -> list[tuple[str, float]]:
-        """bm25 top-k in a scope, tags filtered in SQL."""
-        return await self._db.read(search.fts_search, scope, match, k, tags)
+    async def fts_search(self, scope: search.Scope, terms: Sequence[str], k: int,
+                         tags: Sequence[str] = (),
+                         context_weight: float = 0.5) -> list[tuple[str, float]]:
+        """Top chunks by bm25 holding any of the query's terms, inside the scope."""
+        return await self._db.read(search.fts_search, scope, terms, k, tags, context_weight)
 
     async def fts_search_raw(self, scope: search.Scope, expression: str, k: int,
-                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+                             tags: Sequence[str] = (),
+                             context_weight: float = 0.5) -> list[tuple[str, float]]:
         """bm25 top-k for a person's own FTS5 syntax, scoped in SQL."""
-        return await self._db.read(search.fts_search_raw, scope, expression, k, tags)
+        return await self._db.read(search.fts_search_raw, scope, expression, k, tags,
+                                   context_weight)
 
     async def like_search(self, scope: search.Scope, text: str, k: int,
                           tags: Sequence[str] = ()) -> list[tuple[str, float]]:

@@ -89,11 +89,12 @@ def reset_vectors(conn: Any, dimension: int, model: str) -> int:
 
 
 def pending_chunks(conn: Any, limit: int,
-                   after_rowid: int = 0) -> list[tuple[str, str, str, int, str]]:
-    """Chunks waiting for a vector: (chunk_id, session_id, text, fts_rowid, agent_identity)."""
+                   after_rowid: int = 0) -> list[tuple[str, str, str, int, str, str]]:
+    """Chunks waiting for a vector: (chunk_id, session_id, text, fts_rowid, agent_identity,
+    context)."""
     return conn.execute(
         "SELECT c.chunk_id, c.session_id, c.chunk_text, c.fts_rowid,"
-        " coalesce(s.agent_identity, '') FROM chunks c"
+        " coalesce(s.agent_identity, ''), c.context_text FROM chunks c"
         " JOIN sessions s ON s.session_id = c.session_id"
         " WHERE c.embedding_status = 'pending' AND c.fts_rowid > ? ORDER BY c.fts_rowid LIMIT ?",
         (after_rowid, limit),

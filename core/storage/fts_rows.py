@@ -1,0 +1,81 @@
+"""What a chunk's row in ``chunks_fts`` holds, so a session's full-text query costs the session.
+
+``chunks_fts`` has five columns:
+
+- ``chunk_text`` and ``context`` (the previous messages of the conversation, see
+  :func:`context_text`): plain words, for namespace-wide and raw-syntax queries;
+- ``scope_token``: the session and agent tokens, ANDed into a namespace query's MATCH;
+- ``session_text`` and ``session_context``: the same words, each glued to a prefix made from
+  the session id (:func:`session_prefix`), so every word is a term of that session alone.
+
+Why the prefixed copy: FTS5's bm25 counts, for every query term, the rows of the whole file
+that hold it, before it scores anything. A term common in the file made a one-session
+query cost what the file holds (3 ms p50 at 100k chunks, and growing with the file). With
+prefixed terms the doclists bm25 walks belong to the session, so its cost follows the
+session (0.6 ms at 100k). Term statistics become per-session too: a word is rare if it is
+rare in this conversation, which is what a session query asks.
+
+The prefix is twelve consonants (b-z without vowels and y). Porter stemming measures a word
+by its vowel-consonant runs; a consonant-only prefix adds none, so a prefixed word stems as
+the bare word does (``painting`` and ``prefix+painting`` both lose ``ing``), and a query is
+prefixed the same way it was indexed. Two sessions sharing a prefix (about one pair in
+10^15) would only see each other's words in ranking: queries also filter on the chunks'
+``session_id`` in SQL, so nothing crosses a scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+# Letters and digits, as FTS5's unicode61 tokenizer keeps them together; underscore and
+# everything else separate words (unicode61 treats "_" as a separator too).
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_CONSONANTS = "bcdfghjklmnpqrstvwxz"
+PREFIX_LENGTH = 12
+CONTEXT_SEPARATOR = "\n"
+
+
+def session_prefix(session_id: str) -> str:
+    """The consonant prefix that makes a word a term of this session alone."""
+    value = int.from_bytes(hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"),
+                                           digest_size=8).digest(), "big")
+    letters = []
+    for _ in range(PREFIX_LENGTH):
+        value, digit = divmod(value, len(_CONSONANTS))
+        letters.append(_CONSONANTS[digit])
+    return "".join(letters)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as the FTS tokenizer splits them."""
+    return _TOKEN.findall(text)
+
+
+def prefixed(prefix: str, text: str) -> str:
+    """``text``'s words, each glued to ``prefix``, space-separated."""
+    return " ".join(prefix + word for word in _TOKEN.findall(text))
+
+
+def context_text(previous: Iterable[str], max_chars: int) -> str:
+    """A chunk's conversational context: earlier messages' text, oldest first, each cut short.
+
+    A reply ("Yes, every Sunday!") says little on its own; the question before it says what
+    it answers. Measured on the LoCoMo dev conversations, indexing the two previous messages
+    beside each chunk (full text at half weight, and in the chunk's embedding) lifted
+    turn recall@10 from 0.66 to 0.76.
+    """
+    return CONTEXT_SEPARATOR.join(text[:max_chars] for text in previous if text)
+
+
+def fts_row(fts_rowid: int, session_id: str, text: str, scope_token: str,
+            context: str) -> tuple[int, str, str, str, str, str]:
+    """The ``chunks_fts`` row of a chunk, in :data:`FTS_COLUMNS` order."""
+    prefix = session_prefix(session_id)
+    return (fts_rowid, text, scope_token, context, prefixed(prefix, text),
+            prefixed(prefix, context))
+
+
+FTS_COLUMNS = ("rowid", "chunk_text", "scope_token", "context", "session_text",
+               "session_context")

@@ -1,0 +1,169 @@
+"""Conversational context in chunks, and session-prefixed full-text terms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core import Engine
+from core.storage import connection, fts_rows
+from core.storage.migrations import available_migrations, split_statements
+from core.storage.search import Scope
+from tests.conftest import DETERMINISTIC
+
+TURNS = [
+    ("user", "Caroline", "Did you paint anything over the summer?"),
+    ("assistant", "Melanie", "Yes! A sunset over the lake, I loved it."),
+    ("user", "Caroline", "That sounds lovely. Where was the lake?"),
+    ("assistant", "Melanie", "Up north, near my grandmother's cabin."),
+    ("user", "Caroline", "I went to a support group yesterday."),
+]
+
+
+def payload(role: str, name: str, content: str) -> dict:
+    return {"role": role, "name": name, "content": content}
+
+
+def contexts(path: Path, session_id: str) -> list[str]:
+    conn = connection.open_connection(path, read_only=True, busy_timeout_ms=5000)
+    try:
+        return [row[0] for row in conn.execute(
+            "SELECT context_text FROM chunks WHERE session_id = ? ORDER BY sequence_start",
+            (session_id,))]
+    finally:
+        conn.close()
+
+
+async def test_each_chunk_carries_the_two_messages_before_it(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        for role, name, text in TURNS:
+            await engine.append("s", payload(role, name, text))
+    found = contexts(db_path, "s")
+    assert found[0] == ""
+    assert found[1] == "Caroline: Did you paint anything over the summer?"
+    assert found[2] == ("Caroline: Did you paint anything over the summer?\n"
+                        "Melanie: Yes! A sunset over the lake, I loved it.")
+    assert found[4].startswith("Caroline: That sounds lovely.")
+
+
+async def test_context_is_cut_and_can_be_turned_off(tmp_path: Path) -> None:
+    short = {**DETERMINISTIC, "chunking": {"context_messages": 1, "context_chars": 9}}
+    async with Engine.open(tmp_path / "short.db", config=short) as engine:
+        for role, name, text in TURNS[:3]:
+            await engine.append("s", payload(role, name, text))
+    assert contexts(tmp_path / "short.db", "s") == ["", "Caroline:", "Melanie: "]
+    off = {**DETERMINISTIC, "chunking": {"context_messages": 0}}
+    async with Engine.open(tmp_path / "off.db", config=off) as engine:
+        for role, name, text in TURNS[:3]:
+            await engine.append("s", payload(role, name, text))
+    assert contexts(tmp_path / "off.db", "s") == ["", "", ""]
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 1000])
+async def test_the_bulk_path_gives_the_same_contexts_as_storing_one_by_one(
+        tmp_path: Path, batch_size: int) -> None:
+    items = [(sid, n, payload(role, name, f"{text} ({sid})"))
+             for n, (role, name, text) in enumerate(TURNS, 1) for sid in ("a", "b")]
+    async with Engine.open(tmp_path / "one.db", config=DETERMINISTIC) as engine:
+        for sid, n, message in items:
+            await engine.store(sid, n, message)
+    async with Engine.open(tmp_path / "bulk.db", config=DETERMINISTIC) as engine:
+        # The session's first message goes in alone, so the bulk path must read it back.
+        await engine.store("a", 1, items[0][2])
+        result = await engine.store_many(items[1:], batch_size=batch_size)
+        assert result.rejected == []
+    for sid in ("a", "b"):
+        assert contexts(tmp_path / "bulk.db", sid) == contexts(tmp_path / "one.db", sid)
+
+
+async def test_a_reply_is_found_by_the_words_of_the_question_it_answers(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        for role, name, text in TURNS:
+            await engine.append("s", payload(role, name, text))
+        found = await engine.search(session_id="s", query="what did Melanie paint?",
+                                    mode="keyword")
+        # The answer holds "Melanie" itself and "paint" in the question before it.
+        assert [r.text for r in found.results[:2]] == [
+            "Melanie: Yes! A sunset over the lake, I loved it.",
+            "Caroline: Did you paint anything over the summer?"]
+        reply = next(r for r in found.explain()["results"] if "sunset" in r["text"])
+        assert reply["matched_terms"] == ["melanie"] and reply["context_terms"] == ["paint"]
+        assert reply["context"].startswith("Caroline: Did you paint")
+
+
+async def test_session_terms_stem_like_plain_words(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("s", 1, payload("user", "", "she paints sunsets and feeds the cats"),
+                           agent="x")
+        for scope in ({"session_id": "s"}, {"namespace": "x"}):
+            for word in ("painting", "sunset", "feed", "cat"):
+                found = await engine.hybrid_query(query=word, mode="keyword", **scope)
+                assert [r.sequence_start for r in found] == [1], (scope, word)
+
+
+def test_prefixes_are_consonants_and_prefixing_follows_the_tokenizer() -> None:
+    prefix = fts_rows.session_prefix("locomo-26")
+    assert len(prefix) == fts_rows.PREFIX_LENGTH and not set(prefix) & set("aeiouy")
+    assert prefix != fts_rows.session_prefix("locomo-30")
+    assert fts_rows.prefixed("p", "search_web, café 2023!") == "psearch pweb pcafé p2023"
+
+
+async def test_sessions_sharing_a_prefix_still_never_see_each_other(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fts_rows, "session_prefix", lambda session_id: "bcdfghjklmnp")
+    monkeypatch.setattr("core.storage.search.session_prefix", lambda session_id: "bcdfghjklmnp")
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("mine", 1, payload("user", "", "my lisbon flight"))
+        await engine.store("theirs", 1, payload("user", "", "their lisbon secret"))
+        rows = await engine.backend.fts_search(Scope(session_id="mine"), ["lisbon"], 10)
+        assert len(rows) == 1
+        found = await engine.hybrid_query(session_id="mine", query="lisbon secret")
+        assert {r.session_id for r in found} == {"mine"}
+
+
+def _version_2_file(path: Path) -> None:
+    """A file as the code before migration 3 wrote it: two messages, FTS without context."""
+    conn = connection.open_connection(path, read_only=False, busy_timeout_ms=5000)
+    conn.execute("CREATE TABLE memory_migrations (version INTEGER PRIMARY KEY,"
+                 " name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    for migration in available_migrations()[:2]:
+        for statement in split_statements(migration.sql):
+            conn.execute(statement)
+        conn.execute("INSERT INTO memory_migrations VALUES (?, ?, 'then')",
+                     (migration.version, migration.name))
+    conn.execute("INSERT INTO sessions(session_id, agent_identity) VALUES ('s', 'x')")
+    texts = ["Caroline: Did you paint anything?", "Melanie: A sunset over the lake.",
+             "Caroline: Lovely."]
+    for n, text in enumerate(texts, 1):
+        conn.execute("INSERT INTO conversation_events(session_id, sequence, payload_json,"
+                     " created_at, role) VALUES ('s', ?, '{}', 'then', 'user')", (n,))
+        conn.execute("INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash,"
+                     " sequence_start, sequence_end, fts_rowid, scope_token)"
+                     " VALUES (?, 's', ?, ?, ?, ?, ?, 'tok')", (f"c{n}", text, f"h{n}", n, n, n))
+        conn.execute("INSERT INTO chunks_fts(rowid, chunk_text, scope_token)"
+                     " VALUES (?, ?, 'tok')", (n, text))
+    conn.close()
+
+
+async def test_migration_3_gives_old_chunks_context_and_session_terms(db_path: Path) -> None:
+    _version_2_file(db_path)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        assert engine.backend.schema_version == 3
+        rows = await engine.backend.fts_search(Scope(session_id="s"), ["paint"], 10)
+        assert [chunk_id for chunk_id, _ in rows] == ["c1", "c2", "c3"]
+        assert await engine.forget("s")
+        assert (await engine.counts())["chunks_fts"] == 0
+    assert contexts(db_path, "s") == []
+
+
+async def test_migration_3_context_matches_what_the_write_path_computes(db_path: Path) -> None:
+    _version_2_file(db_path)
+    conn = connection.open_connection(db_path, read_only=False, busy_timeout_ms=5000)
+    from core.storage.migrations import migrate
+
+    migrate(conn)
+    conn.close()
+    assert contexts(db_path, "s") == [
+        "", "Caroline: Did you paint anything?",
+        "Caroline: Did you paint anything?\nMelanie: A sunset over the lake."]
