@@ -28,6 +28,10 @@ class Embedder(Protocol):
     dimension: int
     tokenizer: tokenizers.Tokenizer | None
     """The model's tokenizer where there is one (for token counting), else None."""
+    quick: bool
+    """True when one short text embeds in well under a millisecond in this process (a
+    static model, hashing): a query's text is then embedded on the event loop, since a
+    thread hand-off would cost more than the work."""
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 array of shape (len(texts), dimension); raises ``EmbeddingError``."""

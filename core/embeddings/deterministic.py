@@ -59,6 +59,7 @@ class DeterministicEmbedder:
     """Hashes text features into a fixed-size, L2-normalised float32 vector."""
 
     tokenizer = None
+    quick = True
 
     def __init__(self, dimension: int) -> None:
         if dimension < 1:

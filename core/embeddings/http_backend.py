@@ -44,6 +44,7 @@ class HttpEmbedder:
     """Embeds by calling an OpenAI-compatible embeddings endpoint."""
 
     tokenizer = None
+    quick = False  # a network round trip: never on the event loop
 
     def __init__(self, *, base_url: str, model: str, api_key: str, timeout: float,
                  dimensions: int | None) -> None:

@@ -230,7 +230,10 @@ class Database:
         self._reader_pool_size = reader_pool_size
         self.writer: Lane | None = None
         self._readers: list[Lane] = []
-        self._idle: asyncio.Queue[Lane] | None = None
+        # Last in, first out: the reader used last is used next, so its page cache is warm;
+        # the others only wake when queries overlap. (Round-robin spread each page over five
+        # caches and cost a session query ~1 ms of page reads.)
+        self._idle: asyncio.LifoQueue[Lane] | None = None
 
     def _lane(self, name: str, read_only: bool) -> Lane:
         path, timeout, sync = self.path, self._busy_timeout_ms, self._synchronous
@@ -244,7 +247,7 @@ class Database:
 
     def open_readers(self) -> None:
         """Open the reader pool; call after migrations so readers see the final schema."""
-        self._idle = asyncio.Queue()
+        self._idle = asyncio.LifoQueue()
         for index in range(self._reader_pool_size):
             lane = self._lane(f"sqlite-reader-{index}", True)
             lane.start()

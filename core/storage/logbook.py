@@ -8,16 +8,15 @@ from typing import Any
 from core.storage.connection import transaction
 
 
-def append_log(conn: Any, entry: dict[str, Any]) -> int:
-    """Record one query; returns its log id."""
+def append_logs(conn: Any, entries: list[dict[str, Any]]) -> None:
+    """Record queries, in order, in one transaction."""
     with transaction(conn):
-        cursor = conn.execute(
+        conn.executemany(
             "INSERT INTO retrieval_log(created_at, caller, scope_kind, scope_value, query,"
             " params_json, results_json, timings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (entry["created_at"], entry["caller"], entry["scope_kind"], entry["scope_value"],
-             entry["query"], json.dumps(entry["params"]), json.dumps(entry["results"]),
-             json.dumps(entry["timings_ms"])))
-        return int(cursor.lastrowid)
+            [(entry["created_at"], entry["caller"], entry["scope_kind"], entry["scope_value"],
+              entry["query"], json.dumps(entry["params"]), json.dumps(entry["results"]),
+              json.dumps(entry["timings_ms"])) for entry in entries])
 
 
 def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,

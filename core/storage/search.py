@@ -11,6 +11,7 @@ holds every requested tag.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,8 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
             return []
         match = f"{{session_text session_context}} : ({ors})"
         weights = f"0, 0, 0, 1.0, {float(context_weight)!r}"
+        if not tags:
+            return _session_top(conn, scope.session_id, match, weights, k)
         where, params = "c.session_id = ?", [scope.session_id]
     else:
         ors = " OR ".join(_quoted(term) for term in terms)
@@ -108,6 +111,26 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
         f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
         [match, *params, *tag_params, k],
     ).fetchall()
+
+
+def _session_top(conn: Any, session_id: str, match: str, weights: str,
+                 k: int) -> list[tuple[str, float]]:
+    """A session's top ``k`` by bm25, ranked inside FTS5 before any chunk row is read.
+
+    The prefixed terms already confine the match to the session, so the chunk rows are
+    looked up for the top ``k`` only; the session check there drops the rows of a session
+    whose prefix collides (never seen; it can only shorten the list, never widen it).
+    """
+    top = conn.execute(
+        f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
+        " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
+    if not top:
+        return []
+    owners = {row[0]: (row[1], row[2]) for row in select_in(
+        conn, "SELECT fts_rowid, chunk_id, session_id FROM chunks WHERE fts_rowid IN",
+        [rowid for rowid, _ in top])}
+    return [(owners[rowid][0], score) for rowid, score in top
+            if rowid in owners and owners[rowid][1] == session_id]
 
 
 def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
@@ -173,6 +196,71 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
         " AND v.embedding_model = ? ORDER BY distance LIMIT ?",
         [blob, *params, *tag_params, model, k],
     ).fetchall()
+
+
+@dataclass(frozen=True)
+class LegRequest:
+    """What one query asks of the legs: which run, with what, how deep, in which scope."""
+
+    scope: Scope
+    depth: int
+    tags: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()  # typed query words, ORed (full-text leg)
+    raw_expression: str | None = None  # FTS5 syntax as written (raw mode), instead of terms
+    like_text: str | None = None  # the LIKE fallback's text when full text finds nothing
+    context_weight: float = 0.5
+    query_vector: np.ndarray | None = None  # None: no vector leg
+    model: str = ""
+
+
+@dataclass
+class LegRows:
+    """The legs' raw rows, the chunks they name, and what each step cost (ms)."""
+
+    fts: list[tuple[str, float]]
+    fts_fallback: str | None
+    vector: list[tuple[str, float]]
+    chunks: dict[str, dict[str, Any]]
+    timings_ms: dict[str, float]
+
+
+def full_text_leg(conn: Any, request: LegRequest) -> tuple[list[tuple[str, float]], str | None]:
+    """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback."""
+    scope, depth, tags = request.scope, request.depth, request.tags
+    if request.raw_expression is not None:
+        return fts_search_raw(conn, scope, request.raw_expression, depth, tags,
+                              request.context_weight), None
+    rows = fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
+    if not rows and request.like_text:
+        rows = like_search(conn, scope, request.like_text, depth, tags)
+        return rows, "like" if rows else None
+    return rows, None
+
+
+def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:
+    """Both legs and the chunks they found, one after the other on this connection.
+
+    A session's legs cost well under a millisecond each; running them in one hop saves the
+    thread hand-offs that would otherwise cost more than the SQL.
+    """
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    fts_rows: list[tuple[str, float]] = []
+    fallback = None
+    if full_text:
+        fts_rows, fallback = full_text_leg(conn, request)
+        timings["fts"] = (time.perf_counter() - started) * 1000
+    vector_rows: list[tuple[str, float]] = []
+    if request.query_vector is not None:
+        began = time.perf_counter()
+        vector_rows = vector_search(conn, request.scope, request.query_vector, request.depth,
+                                    request.model, request.tags)
+        timings["vector"] = (time.perf_counter() - began) * 1000
+    began = time.perf_counter()
+    ids = sorted({row[0] for row in fts_rows} | {row[0] for row in vector_rows})
+    chunks = fetch_chunks(conn, ids)
+    timings["fetch"] = (time.perf_counter() - began) * 1000
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
 
 
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

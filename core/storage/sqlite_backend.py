@@ -206,15 +206,25 @@ class SqliteBackend:
         """Substring matches in a scope (seed 002's fallback)."""
         return await self._db.read(search.like_search, scope, text, k, tags)
 
+    async def full_text_leg(self, request: search.LegRequest,
+                            ) -> tuple[list[tuple[str, float]], str | None]:
+        """bm25 (or raw syntax) rows, else the LIKE fallback's, and which answered."""
+        return await self._db.read(search.full_text_leg, request)
+
+    async def run_legs(self, request: search.LegRequest, *, full_text: bool) -> search.LegRows:
+        """Both legs and their chunks in one hop on one reader (a session's query)."""
+        return await self._db.read(functools.partial(search.run_legs, full_text=full_text),
+                                   request)
+
     async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Chunk rows by id."""
         return await self._db.read(search.fetch_chunks, chunk_ids)
 
     # -- retrieval log and judgments -------------------------------------------------------
 
-    async def append_log(self, entry: dict[str, Any]) -> int:
-        """Record one query in the retrieval log."""
-        return await self._db.write(logbook.append_log, entry)
+    async def append_logs(self, entries: list[dict[str, Any]]) -> None:
+        """Record queries in the retrieval log, in one transaction."""
+        await self._db.write(logbook.append_logs, entries)
 
     async def read_log(self, limit: int = 50, caller: str | None = None,
                        scope_kind: str | None = None, scope_value: str | None = None,
