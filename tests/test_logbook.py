@@ -35,6 +35,17 @@ async def test_every_query_is_logged_and_replays_exactly(db_path: Path) -> None:
             await engine.replay(99999)
 
 
+async def test_queries_waiting_for_the_log_are_written_at_close(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "a kite"})
+        for n in range(5):
+            await engine.hybrid_query(session_id="s", query=f"kite {n}")
+    # Closed at once, before the batching delay ran out: nothing is lost.
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        assert [e["query"] for e in await engine.retrieval_log()] == [
+            f"kite {n}" for n in reversed(range(5))]
+
+
 async def test_the_log_can_be_switched_off(db_path: Path) -> None:
     config = {**DETERMINISTIC, "retrieval": {"log_enabled": False}}
     async with Engine.open(db_path, config=config) as engine:
