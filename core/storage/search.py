@@ -97,14 +97,14 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
             return []
         match = f"{{session_text session_context}} : ({ors})"
         weights = f"0, 0, 0, 1.0, {float(context_weight)!r}"
-        if not tags:
-            return _session_top(conn, scope.session_id, match, weights, k)
         where, params = "c.session_id = ?", [scope.session_id]
     else:
         ors = " OR ".join(_quoted(term) for term in terms)
         match = f'{{chunk_text context}} : ({ors}) AND scope_token : "{scope.token}"'
         weights = f"1.0, 0, {float(context_weight)!r}, 0, 0"
         where, params = _scope_clause(scope)
+    if not tags:
+        return _top_in_scope(conn, scope, match, weights, k)
     return conn.execute(
         f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
@@ -113,24 +113,33 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
     ).fetchall()
 
 
-def _session_top(conn: Any, session_id: str, match: str, weights: str,
-                 k: int) -> list[tuple[str, float]]:
-    """A session's top ``k`` by bm25, ranked inside FTS5 before any chunk row is read.
+def _top_in_scope(conn: Any, scope: Scope, match: str, weights: str,
+                  k: int) -> list[tuple[str, float]]:
+    """The scope's top ``k`` by bm25, ranked inside FTS5 before any chunk row is read.
 
-    The prefixed terms already confine the match to the session, so the chunk rows are
-    looked up for the top ``k`` only; the session check there drops the rows of a session
-    whose prefix collides (never seen; it can only shorten the list, never widen it).
+    The MATCH already confines the rows to the scope (a session's prefixed terms, a
+    namespace's agent token), so chunk rows are looked up for the top ``k`` only: joining
+    first cost a lookup for every matching row (most of a namespace query's time). The
+    owner check on the looked-up rows drops what a colliding prefix or token would let in
+    (never seen; it can only shorten the list, never widen it).
     """
     top = conn.execute(
         f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
     if not top:
         return []
-    owners = {row[0]: (row[1], row[2]) for row in select_in(
-        conn, "SELECT fts_rowid, chunk_id, session_id FROM chunks WHERE fts_rowid IN",
-        [rowid for rowid, _ in top])}
+    owners = {row[0]: (row[1], row[2], row[3]) for row in select_in(
+        conn, "SELECT c.fts_rowid, c.chunk_id, c.session_id, coalesce(s.agent_identity, '')"
+              " FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
+              " WHERE c.fts_rowid IN", [rowid for rowid, _ in top])}
+    if scope.session_id is not None:
+        def inside(owner: tuple[str, str, str]) -> bool:
+            return owner[1] == scope.session_id
+    else:
+        def inside(owner: tuple[str, str, str]) -> bool:
+            return owner[2] == (scope.namespace or "")
     return [(owners[rowid][0], score) for rowid, score in top
-            if rowid in owners and owners[rowid][1] == session_id]
+            if rowid in owners and inside(owners[rowid])]
 
 
 def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
