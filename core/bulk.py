@@ -19,8 +19,8 @@ import numpy as np
 from core.clock import utc_now
 from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
+from core.embeddings.context import blend
 from core.errors import InvalidInput
-from core.indexing import embedding_text
 from core.storage.events import PreparedMessage
 from core.storage.fts_rows import context_text
 from core.types import BulkStoreResult, Rejected
@@ -85,52 +85,92 @@ class BulkIngest:
                 return None
 
         chunking = engine.config.chunking
-        tails: dict[str, list[str]] = {}  # per session, its messages so far, for contexts
+        count, max_chars = chunking.context_messages, chunking.context_chars
+        # Per session, its latest messages so far as context parts: (text, vector or None).
+        tails: dict[str, list[tuple[str, np.ndarray | None]]] = {}
 
-        async def with_contexts(batch: list[tuple[int, PreparedMessage]],
-                                ) -> list[tuple[int, PreparedMessage]]:
-            """The batch with each message's context, worked out in input order.
+        async def embed(texts: list[str]) -> np.ndarray | None:
+            if not (embed_inline and texts):
+                return None
+            matrix = None
+            if self.process is not None:
+                matrix = await self.process.embed(texts)
+            if matrix is None:
+                matrix = await asyncio.to_thread(embed_here, texts)
+            return matrix
 
-            Contexts are known before writing, so chunks are embedded with them; sessions
-            met for the first time start from what the file holds.
+        async def in_context(batch: list[tuple[int, PreparedMessage]], raw: np.ndarray | None,
+                             ) -> tuple[list[tuple[int, PreparedMessage]], np.ndarray | None]:
+            """Each message's context, and its chunks' vectors blended with it, in input order.
+
+            ``raw`` holds the chunks' own vectors, then those of the first chunks cut at
+            ``context_chars`` that were longer. Sessions met for the first time start from
+            what the file holds. Contexts are known before writing, so chunks are stored
+            with their final vectors and nothing is left to the worker.
             """
-            count = chunking.context_messages
             if count <= 0:
-                return batch
+                return batch, raw
             unseen = list(dict.fromkeys(p.session_id for _, p in batch
                                         if p.session_id not in tails))
             if unseen:
-                tails.update(await engine.backend.session_tails(unseen, count))
+                found = await engine.backend.session_tails(unseen, count)
+                for sid in unseen:
+                    tails[sid] = [(text[:max_chars], None) for text in found.get(sid, [])]
+            if raw is not None:  # parts still without a vector: the file's, a failed batch's
+                missing = list(dict.fromkeys(text for sid in dict.fromkeys(
+                    p.session_id for _, p in batch) for text, vector in tails[sid][-count:]
+                    if vector is None))
+                vectors = await embed(missing) if missing else None
+                if missing and vectors is None:
+                    raw = None
+                elif vectors is not None:
+                    made = dict(zip(missing, vectors, strict=True))
+                    for sid in dict.fromkeys(p.session_id for _, p in batch):
+                        tails[sid] = [(text, made.get(text, vector) if vector is None
+                                       else vector) for text, vector in tails[sid]]
             out = []
+            chunk_rows = sum(len(p.chunks) for _, p in batch)
+            blended = None if raw is None else np.array(raw[:chunk_rows])
+            row, row_of_extra = 0, chunk_rows
             for index, prepared in batch:
                 tail = tails[prepared.session_id]
+                parts = tail[-count:]
                 out.append((index, dataclasses.replace(
-                    prepared, context=context_text(tail[-count:], chunking.context_chars))))
+                    prepared, context=context_text([text for text, _ in parts], max_chars))))
+                if blended is not None and parts:
+                    part_vectors = [vector for _, vector in parts]
+                    for position in range(len(prepared.chunks)):
+                        blended[row + position] = blend(raw[row + position], part_vectors)
                 if prepared.chunks:
-                    tail.append(prepared.chunks[0].text)
+                    first = prepared.chunks[0].text
+                    vector = None
+                    if raw is not None and len(first) > max_chars:
+                        vector = raw[row_of_extra]
+                        row_of_extra += 1
+                    elif raw is not None:
+                        vector = raw[row]
+                    tail.append((first[:max_chars], vector))
                     del tail[:-count]
-            return out
+                row += len(prepared.chunks)
+            return out, blended
 
         async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
                         previous: asyncio.Task[None] | None,
                         turn: tuple[asyncio.Event | None, asyncio.Event]) -> None:
             nonlocal stored, inserted, deduplicated
             batch, refused = await asyncio.to_thread(prepare, chunk_of_items)
+            texts = [chunk.text for _, p in batch for chunk in p.chunks]
+            if count > 0:  # first chunks longer than a context part, cut as a part is
+                texts += [p.chunks[0].text[:max_chars] for _, p in batch
+                          if p.chunks and len(p.chunks[0].text) > max_chars]
+            matrix = await embed(texts)
             before, mine = turn
-            if before is not None:
-                await before.wait()  # contexts follow input order across batches
             try:
-                batch = await with_contexts(batch)
+                if before is not None:
+                    await before.wait()  # contexts follow input order across batches
+                batch, matrix = await in_context(batch, matrix)
             finally:
                 mine.set()
-            texts = [embedding_text(p.context or "", chunk.text)
-                     for _, p in batch for chunk in p.chunks]
-            matrix = None
-            if embed_inline and texts:
-                if self.process is not None:
-                    matrix = await self.process.embed(texts)
-                if matrix is None:
-                    matrix = await asyncio.to_thread(embed_here, texts)
             rejected.extend(refused)
             if previous is not None:
                 await previous  # writes stay in input order: sequences are checked in order

@@ -17,8 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.embeddings import embed_checked
-from core.indexing import embedding_text
+from core.embeddings.context import embed_with_context
 
 if TYPE_CHECKING:
     from core.embeddings import Embedder
@@ -102,9 +101,10 @@ class EmbeddingWorker:
                             await self._wake.wait()
                     continue
                 cursor = batch[-1][3]
-                texts = [embedding_text(row[5], row[2]) for row in batch]
                 try:
-                    matrix = await asyncio.to_thread(embed_checked, self._embedder, texts)
+                    matrix = await asyncio.to_thread(
+                        embed_with_context, self._embedder, [row[2] for row in batch],
+                        [row[5] for row in batch])
                 except Exception as exc:  # any backend failure is recorded, never fatal
                     if saving is not None:
                         await saving

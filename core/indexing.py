@@ -422,9 +422,9 @@ def chunk_text(text: str, max_chars: int = 640, overlap: int = 96) -> list[str]:
     return [text[start:end] for start, end in chunk_spans(text, max_chars, overlap)]
 
 
-def embedding_text(context: str, text: str) -> str:
-    """What a chunk's vector is made from: its conversational context, then its own text."""
-    return f"{context}\n{text}" if context else text
+# Between the earlier messages' texts in a chunk's stored context: a control character, which
+# normalize_text removes from every text, so a context splits back into its parts exactly.
+CONTEXT_SEPARATOR = "\x1e"
 
 
 def content_hash(text: str) -> str:

@@ -42,7 +42,7 @@ async def test_each_chunk_carries_the_two_messages_before_it(db_path: Path) -> N
     found = contexts(db_path, "s")
     assert found[0] == ""
     assert found[1] == "Caroline: Did you paint anything over the summer?"
-    assert found[2] == ("Caroline: Did you paint anything over the summer?\n"
+    assert found[2] == ("Caroline: Did you paint anything over the summer?\x1e"
                         "Melanie: Yes! A sunset over the lake, I loved it.")
     assert found[4].startswith("Caroline: That sounds lovely.")
 
@@ -166,4 +166,4 @@ async def test_migration_3_context_matches_what_the_write_path_computes(db_path:
     conn.close()
     assert contexts(db_path, "s") == [
         "", "Caroline: Did you paint anything?",
-        "Caroline: Did you paint anything?\nMelanie: A sunset over the lake."]
+        "Caroline: Did you paint anything?\x1eMelanie: A sunset over the lake."]

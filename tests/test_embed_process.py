@@ -11,7 +11,7 @@ from core import Engine
 from core.config import EmbeddingConfig
 from core.embed_process import EmbeddingProcess
 from core.embeddings import load_embedder
-from core.indexing import embedding_text
+from core.embeddings.context import embed_with_context
 from core.storage.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
@@ -63,7 +63,8 @@ async def test_every_stored_vector_is_its_own_chunks(db_path: Path, batch_size: 
         conn.close()
         assert len(rows) == (await engine.counts())["chunks"]
         stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
-        expected = embedder.embed([embedding_text(context, text) for context, text, _ in rows])
+        expected = embed_with_context(embedder, [text for _, text, _ in rows],
+                                      [context for context, _, _ in rows])
         np.testing.assert_allclose(stored, expected, rtol=0, atol=1e-6)
 
 
@@ -96,5 +97,7 @@ async def test_vectors_from_the_helper_land_on_their_own_chunks(db_path: Path) -
             " JOIN chunks_vec v ON v.chunk_id = c.chunk_id").fetchall()
         conn.close()
         stored = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
-        np.testing.assert_allclose(stored, real_embed([embedding_text(c, t) for c, t, _ in rows]),
-                                   rtol=0, atol=1e-6)
+        engine.embedder.embed = real_embed  # type: ignore[method-assign]
+        expected = embed_with_context(engine.embedder, [t for _, t, _ in rows],
+                                      [c for c, _, _ in rows])
+        np.testing.assert_allclose(stored, expected, rtol=0, atol=1e-6)

@@ -89,8 +89,7 @@ class QueryFigures:
             f"built in {self.build_seconds:,.1f} s",
             f"queries               {self.queries:,} one at a time, top_k {TOP_K}, "
             f"3-6 word spans of stored messages",
-            f"query embedding       p50 {self.embed_p50_ms:.3f} ms (engine.embed_query: the model "
-            f"and its thread hop)",
+            f"query embedding       p50 {self.embed_p50_ms:.3f} ms (engine.embed_query)",
             f"session hybrid        p50 {self.session_p50_ms:.3f} ms, "
             f"p95 {self.session_p95_ms:.3f} ms  (goal p95 <= {SESSION_GOAL_MS:g} ms: "
             f"{_goal(self.session_p95_ms <= SESSION_GOAL_MS)})",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from core.indexing import CONTEXT_SEPARATOR
 from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
 from core.storage.fts_rows import prefixed, session_prefix, words
@@ -279,5 +280,6 @@ def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any
                            " WHERE chunk_id IN", chunk_ids)
     return {row[0]: {"chunk_id": row[0], "session_id": row[1], "text": row[2],
                      "sequence_start": row[3], "sequence_end": row[4],
-                     "metadata": json.loads(row[5] or "{}"), "context": row[6]}
+                     "metadata": json.loads(row[5] or "{}"),
+                     "context": row[6].replace(CONTEXT_SEPARATOR, "\n")}
             for row in rows}

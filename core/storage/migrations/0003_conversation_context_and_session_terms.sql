@@ -1,8 +1,9 @@
 -- Two retrieval changes that reshape a chunk's full-text row (core/storage/fts_rows.py):
 --
 -- * Conversational context: each chunk keeps the text of the two messages before it
---   (each cut at 400 characters) in chunks.context_text, indexed at half weight and
---   embedded with the chunk. A reply's words rarely say what it answers; its question does.
+--   (each cut at 400 characters, joined by char(30)) in chunks.context_text, indexed at
+--   half weight and blended into the chunk's vector. A reply's words rarely say what it
+--   answers; its question does.
 -- * Session terms: the chunk's words again, glued to a prefix made from the session id,
 --   so a session's MATCH walks only that session's doclists (its cost follows the session,
 --   not the file).
@@ -29,7 +30,7 @@ WITH firsts AS (
     WINDOW w AS (PARTITION BY session_id ORDER BY sequence_start)
 )
 UPDATE chunks SET context_text = trim(
-    coalesce(m.previous_2, '') || char(10) || coalesce(m.previous_1, ''), char(10))
+    coalesce(m.previous_2, '') || char(30) || coalesce(m.previous_1, ''), char(30))
 FROM messages m
 WHERE m.session_id = chunks.session_id AND m.sequence_start = chunks.sequence_start;
 

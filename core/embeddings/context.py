@@ -1,0 +1,62 @@
+"""A chunk's vector with its conversational context blended in.
+
+A chunk is indexed with the messages before it (see ``core.storage.fts_rows``). Its vector
+is its own text's vector plus the normalised sum of those messages' vectors, normalised:
+
+    v = unit(unit(e(text)) + unit(sum_j unit(e(part_j))))
+
+Measured on the LoCoMo dev conversations this finds as much as embedding the context and
+the text as one string (recall@10 0.761 against 0.758), and it costs almost nothing more
+on import: the parts are the previous messages' own first chunks, cut at
+``chunking.context_chars``, whose vectors the bulk path has mostly made already. Embedding the
+concatenation made every chunk three times as long to embed and halved import speed.
+
+The chunk keeps its context in ``chunks.context_text``, the parts joined by
+:data:`CONTEXT_SEPARATOR` (a control character, which normalised text never holds), so the
+embedding worker rebuilds exactly the vector the bulk path wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from core.indexing import CONTEXT_SEPARATOR
+
+
+def context_parts(context: str) -> list[str]:
+    """The earlier messages' texts a stored context holds, oldest first."""
+    return [part for part in context.split(CONTEXT_SEPARATOR) if part]
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 and np.isfinite(norm) else vector
+
+
+def blend(own: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
+    """A chunk's vector from its own text's vector and its context parts' vectors."""
+    if not parts:
+        return np.asarray(own, dtype=np.float32)
+    context = _unit(np.sum([_unit(np.asarray(p, dtype=np.float64)) for p in parts], axis=0))
+    return _unit(_unit(np.asarray(own, dtype=np.float64)) + context).astype(np.float32)
+
+
+def embed_with_context(embedder: Any, texts: Sequence[str],
+                       contexts: Sequence[str]) -> np.ndarray:
+    """Vectors for chunks from their texts and stored contexts, each distinct text once."""
+    from core.embeddings import embed_checked
+
+    wanted: dict[str, int] = {}
+    for text, context in zip(texts, contexts, strict=True):
+        wanted.setdefault(text, len(wanted))
+        for part in context_parts(context):
+            wanted.setdefault(part, len(wanted))
+    matrix = embed_checked(embedder, list(wanted))
+    rows = [blend(matrix[wanted[text]], [matrix[wanted[p]] for p in context_parts(context)])
+            for text, context in zip(texts, contexts, strict=True)]
+    if not rows:
+        return np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 0), dtype=np.float32)
+    return np.stack(rows)
