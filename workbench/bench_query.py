@@ -17,6 +17,7 @@ Query texts are 3–6 word spans of stored messages (seeded), each asked in its 
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import random
 import re
@@ -269,6 +270,12 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
 
             # -- queries ---------------------------------------------------------------
             asked = _query_texts(stored_data, queries, rng)
+            # The generated messages (hundreds of thousands of dicts) are the harness's, not
+            # the engine's: drop them and keep the collector from walking what is left on
+            # every full collection, which would land in some queries' timings.
+            del data, stored_data
+            gc.collect()
+            gc.freeze()
             warm = asked[:min(20, len(asked))]
             say(f"embedding {len(asked):,} query texts …")
             vectors = embed_checked(engine.embedder, [text for _, text in asked])  # unit rows
@@ -316,6 +323,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                 numpy_ms.append((time.perf_counter() - began) * 1000)
             matrix_mb = matrix.nbytes / (1024 * 1024)
             del matrix
+            gc.unfreeze()
 
         file_mb = _file_mb(path)
 
