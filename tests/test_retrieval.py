@@ -82,6 +82,9 @@ async def engine(db_path: Path):
 async def test_anything_typed_is_a_valid_query(engine: Engine, typed: str) -> None:
     results = await engine.hybrid_query(session_id="s", query=typed, top_k=3)
     assert all(r.session_id == "s" for r in results)
+    # A namespace query builds its MATCH another way (plain words and the agent's token).
+    across = await engine.hybrid_query(namespace=engine.config.agent, query=typed, top_k=3)
+    assert all(r.session_id == "s" for r in across)
 
 
 async def test_like_fallback_catches_what_fts_cannot(engine: Engine) -> None:
