@@ -246,6 +246,8 @@ async def test_reindex_moves_a_file_to_another_dimension(tmp_path: Path, explici
         assert results and "quarterly" in results[0].text + results[0].context
     assert rows(path, "SELECT DISTINCT embedding_model FROM chunks_vec") == [
         ("deterministic-hash-v1-48",)]
+    assert rows(path, "SELECT name FROM sqlite_master WHERE name ="
+                      " 'chunks_vec_blocks_by_partition'") == [("chunks_vec_blocks_by_partition",)]
 
 
 async def test_same_dimension_other_model_turns_the_vector_leg_off(

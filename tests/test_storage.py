@@ -48,6 +48,11 @@ async def test_new_file_has_seed_001_tables_and_columns(db_path: Path) -> None:
     assert {"embedding_status", "embedding_error"} <= set(chunks)
     vec_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_vec'").fetchone()[0]
     assert "vec0" in vec_sql and "partition key" in vec_sql.lower()
+    # sqlite-vec does not index its blocks by partition; without this, each insert scans them.
+    plan = " ".join(row[3] for row in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT chunk_id FROM chunks_vec_chunks"
+        " WHERE partition00 = 'a' AND partition01 = 's'"))
+    assert "chunks_vec_blocks_by_partition" in plan
     indexes = {row[0] for row in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'schedules'")}
     assert {"schedules_by_user", "schedules_due", "schedules_by_user_status",
