@@ -53,6 +53,9 @@ async def test_new_file_has_seed_001_tables_and_columns(db_path: Path) -> None:
         "EXPLAIN QUERY PLAN SELECT chunk_id FROM chunks_vec_chunks"
         " WHERE partition00 = 'a' AND partition01 = 's'"))
     assert "chunks_vec_blocks_by_partition" in plan
+    plan = " ".join(row[3] for row in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT chunk_id FROM chunks_vec_chunks WHERE partition01 = 's'"))
+    assert "chunks_vec_blocks_by_session" in plan
     indexes = {row[0] for row in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'schedules'")}
     assert {"schedules_by_user", "schedules_due", "schedules_by_user_status",
