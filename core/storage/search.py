@@ -129,18 +129,19 @@ def _top_in_scope(conn: Any, scope: Scope, match: str, weights: str,
         " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
     if not top:
         return []
-    owners = {row[0]: (row[1], row[2], row[3]) for row in select_in(
-        conn, "SELECT c.fts_rowid, c.chunk_id, c.session_id, coalesce(s.agent_identity, '')"
-              " FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
-              " WHERE c.fts_rowid IN", [rowid for rowid, _ in top])}
-    if scope.session_id is not None:
-        def inside(owner: tuple[str, str, str]) -> bool:
-            return owner[1] == scope.session_id
+    rowids = [rowid for rowid, _ in top]
+    if scope.session_id is not None:  # the chunk row names its session; no join needed
+        rows = select_in(conn, "SELECT fts_rowid, chunk_id, session_id FROM chunks"
+                               " WHERE fts_rowid IN", rowids)
+        wanted = scope.session_id
     else:
-        def inside(owner: tuple[str, str, str]) -> bool:
-            return owner[2] == (scope.namespace or "")
+        rows = select_in(conn, "SELECT c.fts_rowid, c.chunk_id, coalesce(s.agent_identity, '')"
+                               " FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
+                               " WHERE c.fts_rowid IN", rowids)
+        wanted = scope.namespace or ""
+    owners = {rowid: (chunk_id, owner) for rowid, chunk_id, owner in rows}
     return [(owners[rowid][0], score) for rowid, score in top
-            if rowid in owners and inside(owners[rowid])]
+            if rowid in owners and owners[rowid][1] == wanted]
 
 
 def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
