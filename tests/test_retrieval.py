@@ -148,7 +148,7 @@ async def test_reranking_never_touches_the_database(engine: Engine, monkeypatch)
     def no_database(*args, **kwargs):
         raise AssertionError("re-ranking went to the database")
 
-    for name in ("vector_search", "fts_search", "like_search", "fetch_chunks"):
+    for name in ("vector_search", "fts_search", "full_text_leg", "run_legs", "fetch_chunks"):
         monkeypatch.setattr(engine.backend, name, no_database)
     keyword_only = found.rerank(vector_weight=0.0, fts_weight=1.0)
     vector_only = found.rerank(vector_weight=1.0, fts_weight=0.0, fusion="rrf", top_k=2)

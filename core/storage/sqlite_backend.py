@@ -194,18 +194,6 @@ class SqliteBackend:
         """Top chunks by bm25 holding any of the query's terms, inside the scope."""
         return await self._db.read(search.fts_search, scope, terms, k, tags, context_weight)
 
-    async def fts_search_raw(self, scope: search.Scope, expression: str, k: int,
-                             tags: Sequence[str] = (),
-                             context_weight: float = 0.5) -> list[tuple[str, float]]:
-        """bm25 top-k for a person's own FTS5 syntax, scoped in SQL."""
-        return await self._db.read(search.fts_search_raw, scope, expression, k, tags,
-                                   context_weight)
-
-    async def like_search(self, scope: search.Scope, text: str, k: int,
-                          tags: Sequence[str] = ()) -> list[tuple[str, float]]:
-        """Substring matches in a scope (seed 002's fallback)."""
-        return await self._db.read(search.like_search, scope, text, k, tags)
-
     async def full_text_leg(self, request: search.LegRequest,
                             ) -> tuple[list[tuple[str, float]], str | None]:
         """bm25 (or raw syntax) rows, else the LIKE fallback's, and which answered."""
