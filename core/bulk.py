@@ -19,7 +19,7 @@ import numpy as np
 from core.clock import utc_now
 from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
-from core.embeddings.context import blend
+from core.embeddings.context import blend_rows
 from core.errors import InvalidInput
 from core.storage.events import PreparedMessage
 from core.storage.fts_rows import context_text
@@ -110,49 +110,47 @@ class BulkIngest:
             """
             if count <= 0:
                 return batch, raw
-            unseen = list(dict.fromkeys(p.session_id for _, p in batch
-                                        if p.session_id not in tails))
+            sessions = list(dict.fromkeys(p.session_id for _, p in batch))
+            unseen = [sid for sid in sessions if sid not in tails]
             if unseen:
                 found = await engine.backend.session_tails(unseen, count)
                 for sid in unseen:
                     tails[sid] = [(text[:max_chars], None) for text in found.get(sid, [])]
-            if raw is not None:  # parts still without a vector: the file's, a failed batch's
-                missing = list(dict.fromkeys(text for sid in dict.fromkeys(
-                    p.session_id for _, p in batch) for text, vector in tails[sid][-count:]
-                    if vector is None))
-                vectors = await embed(missing) if missing else None
-                if missing and vectors is None:
-                    raw = None
-                elif vectors is not None:
-                    made = dict(zip(missing, vectors, strict=True))
-                    for sid in dict.fromkeys(p.session_id for _, p in batch):
-                        tails[sid] = [(text, made.get(text, vector) if vector is None
-                                       else vector) for text, vector in tails[sid]]
-            out = []
-            chunk_rows = sum(len(p.chunks) for _, p in batch)
-            blended = None if raw is None else np.array(raw[:chunk_rows])
-            row, row_of_extra = 0, chunk_rows
+            if raw is not None and not await vectors_for_tails(sessions):
+                raw = None
+            out, parts = [], []
+            extra = iter(raw[sum(len(p.chunks) for _, p in batch):]) if raw is not None else None
+            row = 0
             for index, prepared in batch:
                 tail = tails[prepared.session_id]
-                parts = tail[-count:]
                 out.append((index, dataclasses.replace(
-                    prepared, context=context_text([text for text, _ in parts], max_chars))))
-                if blended is not None and parts:
-                    part_vectors = [vector for _, vector in parts]
-                    for position in range(len(prepared.chunks)):
-                        blended[row + position] = blend(raw[row + position], part_vectors)
+                    prepared, context=context_text([text for text, _ in tail], max_chars))))
+                parts += [[vector for _, vector in tail]] * len(prepared.chunks)
                 if prepared.chunks:
                     first = prepared.chunks[0].text
                     vector = None
-                    if raw is not None and len(first) > max_chars:
-                        vector = raw[row_of_extra]
-                        row_of_extra += 1
-                    elif raw is not None:
-                        vector = raw[row]
+                    if extra is not None:
+                        vector = next(extra) if len(first) > max_chars else raw[row]
                     tail.append((first[:max_chars], vector))
                     del tail[:-count]
                 row += len(prepared.chunks)
-            return out, blended
+            return out, None if raw is None else blend_rows(raw[:row], parts)
+
+        async def vectors_for_tails(sessions: list[str]) -> bool:
+            """Embed the context parts that have no vector yet (read from the file, or left
+            by a batch whose embedding failed); False when embedding failed again."""
+            missing = list(dict.fromkeys(text for sid in sessions for text, vector in tails[sid]
+                                         if vector is None))
+            if not missing:
+                return True
+            vectors = await embed(missing)
+            if vectors is None:
+                return False
+            made = dict(zip(missing, vectors, strict=True))
+            for sid in sessions:
+                tails[sid] = [(text, made[text] if vector is None else vector)
+                              for text, vector in tails[sid]]
+            return True
 
         async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
                         previous: asyncio.Task[None] | None,
@@ -178,8 +176,7 @@ class BulkIngest:
                 return
             outcomes = await engine.backend.write_messages(
                 [p for _, p in batch], all_or_nothing=False, vectors=matrix,
-                vector_model=engine.embedder.name, context_messages=chunking.context_messages,
-                context_chars=chunking.context_chars)
+                vector_model=engine.embedder.name)
             for (index, prepared), outcome in zip(batch, outcomes, strict=True):
                 if outcome.error is not None:
                     rejected.append(Rejected(index, prepared.session_id, prepared.sequence,

@@ -31,17 +31,16 @@ def context_parts(context: str) -> list[str]:
     return [part for part in context.split(CONTEXT_SEPARATOR) if part]
 
 
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm > 0 and np.isfinite(norm) else vector
+def blend_rows(own: np.ndarray, parts: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+    """Chunks' vectors from their own rows and, per row, its context parts' vectors."""
+    from core.embeddings import l2_normalise
 
-
-def blend(own: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
-    """A chunk's vector from its own text's vector and its context parts' vectors."""
-    if not parts:
-        return np.asarray(own, dtype=np.float32)
-    context = _unit(np.sum([_unit(np.asarray(p, dtype=np.float64)) for p in parts], axis=0))
-    return _unit(_unit(np.asarray(own, dtype=np.float64)) + context).astype(np.float32)
+    out = l2_normalise(own)
+    rows = [index for index, row_parts in enumerate(parts) if row_parts]
+    if rows:
+        context = l2_normalise([l2_normalise(parts[index]).sum(axis=0) for index in rows])
+        out[rows] = l2_normalise(out[rows] + context)
+    return out
 
 
 def embed_with_context(embedder: Any, texts: Sequence[str],
@@ -55,8 +54,6 @@ def embed_with_context(embedder: Any, texts: Sequence[str],
         for part in context_parts(context):
             wanted.setdefault(part, len(wanted))
     matrix = embed_checked(embedder, list(wanted))
-    rows = [blend(matrix[wanted[text]], [matrix[wanted[p]] for p in context_parts(context)])
-            for text, context in zip(texts, contexts, strict=True)]
-    if not rows:
-        return np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 0), dtype=np.float32)
-    return np.stack(rows)
+    own = matrix[[wanted[text] for text in texts]]
+    return blend_rows(own, [[matrix[wanted[part]] for part in context_parts(context)]
+                            for context in contexts])
