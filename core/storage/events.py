@@ -19,7 +19,7 @@ import numpy as np
 
 from core.errors import SequenceError
 from core.storage.connection import select_in, transaction
-from core.storage.fts_rows import FTS_COLUMNS, context_text, fts_row
+from core.storage.fts_rows import FTS_COLUMNS, context_text, fts_rows
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             counts[0] += 1
         insert_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
         insert_rows(conn, "chunks_fts", FTS_COLUMNS,
-                    [fts_row(row[7], row[1], row[2], row[8], row[11]) for row in inserts])
+                    fts_rows((row[7], row[1], row[2], row[8], row[11]) for row in inserts))
         if vector_rows:
             insert_vectors(conn, vector_rows, vector_model or "")
         conn.executemany(

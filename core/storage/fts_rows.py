@@ -73,12 +73,20 @@ def context_text(previous: Iterable[str], max_chars: int) -> str:
     return CONTEXT_SEPARATOR.join(text[:max_chars] for text in previous if text)
 
 
-def fts_row(fts_rowid: int, session_id: str, text: str, scope_token: str,
-            context: str) -> tuple[int, str, str, str, str, str]:
-    """The ``chunks_fts`` row of a chunk, in :data:`FTS_COLUMNS` order."""
-    prefix = session_prefix(session_id)
-    return (fts_rowid, text, scope_token, context, prefixed(prefix, text),
-            prefixed(prefix, context))
+def fts_rows(chunks: Iterable[tuple[int, str, str, str, str]],
+             ) -> list[tuple[int, str, str, str, str, str]]:
+    """``chunks_fts`` rows, in :data:`FTS_COLUMNS` order, for (fts_rowid, session_id, text,
+    scope_token, context) chunks. The chunks of one message share its context, which is
+    prefixed once for all of them."""
+    prefixed_contexts: dict[tuple[str, str], str] = {}
+    rows = []
+    for fts_rowid, session_id, text, scope_token, context in chunks:
+        prefix = session_prefix(session_id)
+        if (prefix, context) not in prefixed_contexts:
+            prefixed_contexts[prefix, context] = prefixed(prefix, context)
+        rows.append((fts_rowid, text, scope_token, context, prefixed(prefix, text),
+                     prefixed_contexts[prefix, context]))
+    return rows
 
 
 FTS_COLUMNS = ("rowid", "chunk_text", "scope_token", "context", "session_text",
