@@ -120,6 +120,10 @@ async def test_sessions_sharing_a_prefix_still_never_see_each_other(
         assert len(rows) == 1
         found = await engine.hybrid_query(session_id="mine", query="lisbon secret")
         assert {r.session_id for r in found} == {"mine"}
+        # The session's one-read fetch keeps neither the other session's row nor its hit.
+        kept = await engine.search(session_id="mine", query="lisbon secret", mode="keyword")
+        assert len(kept.legs.fts) == 1
+        assert {chunk["session_id"] for chunk in kept.legs.chunks.values()} == {"mine"}
 
 
 def _version_2_file(path: Path) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
+from core.storage.search import chunk_context, chunk_metadata
 from core.types import HybridQueryResult
 
 MODES = ("keyword", "vector", "hybrid")
@@ -150,9 +151,9 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 chunk_id=item.chunk_id, session_id=chunk["session_id"], text=chunk["text"],
                 score=item.score, vector_score=item.vector, fts_score=item.fts,
                 sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
-                metadata=chunk["metadata"], vector_raw=vh.raw if vh else None,
+                metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
-                fts_rank=fh.rank if fh else None, context=chunk.get("context", "")))
+                fts_rank=fh.rank if fh else None, context=chunk_context(chunk)))
     return SearchResult(legs, ranking, results, cut)
 
 

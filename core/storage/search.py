@@ -92,12 +92,10 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
         return []
     tag_sql, tag_params = _tags_clause(tags)
     if scope.session_id is not None:
-        prefix = session_prefix(scope.session_id)
-        ors = " OR ".join(_quoted(prefixed(prefix, term)) for term in terms if words(term))
-        if not ors:
+        session_match = _session_match(scope.session_id, terms, context_weight)
+        if session_match is None:
             return []
-        match = f"{{session_text session_context}} : ({ors})"
-        weights = f"0, 0, 0, 1.0, {float(context_weight)!r}"
+        match, weights = session_match
         where, params = "c.session_id = ?", [scope.session_id]
     else:
         ors = " OR ".join(_quoted(term) for term in terms)
@@ -124,24 +122,44 @@ def _top_in_scope(conn: Any, scope: Scope, match: str, weights: str,
     owner check on the looked-up rows drops what a colliding prefix or token would let in
     (never seen; it can only shorten the list, never widen it).
     """
-    top = conn.execute(
-        f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
-        " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
+    top = _ranked_rowids(conn, match, weights, k)
     if not top:
         return []
     rowids = [rowid for rowid, _ in top]
     if scope.session_id is not None:  # the chunk row names its session; no join needed
         rows = select_in(conn, "SELECT fts_rowid, chunk_id, session_id FROM chunks"
                                " WHERE fts_rowid IN", rowids)
-        wanted = scope.session_id
     else:
         rows = select_in(conn, "SELECT c.fts_rowid, c.chunk_id, coalesce(s.agent_identity, '')"
                                " FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
                                " WHERE c.fts_rowid IN", rowids)
-        wanted = scope.namespace or ""
-    owners = {rowid: (chunk_id, owner) for rowid, chunk_id, owner in rows}
+    return _owned(top, {rowid: (chunk_id, owner) for rowid, chunk_id, owner in rows},
+                  scope.value)
+
+
+def _ranked_rowids(conn: Any, match: str, weights: str, k: int) -> list[tuple[int, float]]:
+    """FTS5's top ``k`` rows for ``match`` by weighted bm25: (rowid, -bm25)."""
+    return conn.execute(
+        f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
+        " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
+
+
+def _owned(top: list[tuple[int, float]], owners: dict[int, tuple[str, str]],
+           wanted: str) -> list[tuple[str, float]]:
+    """``top``'s rows that belong to ``wanted``, as (chunk_id, score), in rank order."""
     return [(owners[rowid][0], score) for rowid, score in top
             if rowid in owners and owners[rowid][1] == wanted]
+
+
+def _session_match(session_id: str, terms: Sequence[str],
+                   context_weight: float) -> tuple[str, str] | None:
+    """A session's MATCH over its prefixed terms and the bm25 weights, or None (no words)."""
+    prefix = session_prefix(session_id)
+    ors = " OR ".join(_quoted(prefixed(prefix, term)) for term in terms if words(term))
+    if not ors:
+        return None
+    return (f"{{session_text session_context}} : ({ors})",
+            f"0, 0, 0, 1.0, {float(context_weight)!r}")
 
 
 def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
@@ -254,6 +272,9 @@ def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:
     A session's legs cost well under a millisecond each; running them in one hop saves the
     thread hand-offs that would otherwise cost more than the SQL.
     """
+    if (full_text and request.scope.session_id is not None and not request.tags
+            and request.raw_expression is None):
+        return _session_legs(conn, request)
     timings: dict[str, float] = {}
     started = time.perf_counter()
     fts_rows: list[tuple[str, float]] = []
@@ -261,12 +282,7 @@ def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:
     if full_text:
         fts_rows, fallback = full_text_leg(conn, request)
         timings["fts"] = (time.perf_counter() - started) * 1000
-    vector_rows: list[tuple[str, float]] = []
-    if request.query_vector is not None:
-        began = time.perf_counter()
-        vector_rows = vector_search(conn, request.scope, request.query_vector, request.depth,
-                                    request.model, request.tags)
-        timings["vector"] = (time.perf_counter() - began) * 1000
+    vector_rows = _timed_vector_leg(conn, request, timings)
     began = time.perf_counter()
     ids = sorted({row[0] for row in fts_rows} | {row[0] for row in vector_rows})
     chunks = fetch_chunks(conn, ids)
@@ -274,13 +290,81 @@ def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:
     return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
 
 
+def _session_legs(conn: Any, request: LegRequest) -> LegRows:
+    """A session's typed query: bm25 rowids, the vector leg, then every chunk in one read.
+
+    The full-text leg's owner check needs the chunk rows its rowids name, and the fetch
+    reads those same rows: reading them once (by rowid for the full-text hits, by id for
+    the vector hits not among them) halves the random page reads of a session's query.
+    """
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    session_id = request.scope.session_id or ""
+    session_match = _session_match(session_id, request.terms, request.context_weight)
+    top = [] if session_match is None else _ranked_rowids(conn, *session_match,
+                                                          request.depth)
+    timings["fts"] = (time.perf_counter() - started) * 1000
+    vector_rows = _timed_vector_leg(conn, request, timings)
+
+    began = time.perf_counter()
+    by_rowid = {row[0]: row for row in select_in(conn, _CHUNK_SELECT + " WHERE fts_rowid IN",
+                                                 [rowid for rowid, _ in top])}
+    chunks = {row[1]: _chunk(row) for row in by_rowid.values() if row[2] == session_id}
+    missing = sorted({row[0] for row in vector_rows} - chunks.keys())
+    chunks.update((row[1], _chunk(row)) for row in select_in(
+        conn, _CHUNK_SELECT + " WHERE chunk_id IN", missing))
+    fts_rows = _owned(top, {rowid: (row[1], row[2]) for rowid, row in by_rowid.items()},
+                      session_id)
+    timings["fetch"] = (time.perf_counter() - began) * 1000
+
+    fallback = None
+    if not fts_rows and request.like_text:
+        began = time.perf_counter()
+        fts_rows = like_search(conn, request.scope, request.like_text, request.depth)
+        if fts_rows:
+            fallback = "like"
+            chunks.update(fetch_chunks(conn, sorted({cid for cid, _ in fts_rows}
+                                                    - chunks.keys())))
+        timings["fts"] += (time.perf_counter() - began) * 1000
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
+
+
+def _timed_vector_leg(conn: Any, request: LegRequest,
+                      timings: dict[str, float]) -> list[tuple[str, float]]:
+    """The vector leg's rows (none without a query vector), its time noted in ``timings``."""
+    if request.query_vector is None:
+        return []
+    began = time.perf_counter()
+    rows = vector_search(conn, request.scope, request.query_vector, request.depth,
+                         request.model, request.tags)
+    timings["vector"] = (time.perf_counter() - began) * 1000
+    return rows
+
+
+_CHUNK_SELECT = ("SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_start,"
+                 " sequence_end, metadata_json, context_text FROM chunks")
+
+
+def _chunk(row: Sequence[Any]) -> dict[str, Any]:
+    """A chunk row as the legs keep it. Metadata stays JSON and the context keeps its
+    separators until a result needs them (:func:`chunk_metadata`, :func:`chunk_context`):
+    a query fetches ~100 candidates and shows ten."""
+    return {"chunk_id": row[1], "session_id": row[2], "text": row[3],
+            "sequence_start": row[4], "sequence_end": row[5], "metadata_json": row[6],
+            "context_text": row[7]}
+
+
+def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A fetched chunk's metadata object."""
+    return json.loads(chunk["metadata_json"] or "{}")
+
+
+def chunk_context(chunk: dict[str, Any]) -> str:
+    """A fetched chunk's conversational context, one previous message per line."""
+    return chunk["context_text"].replace(CONTEXT_SEPARATOR, "\n")
+
+
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Chunk rows by id: text, session, sequence range, metadata, context."""
-    rows = select_in(conn, "SELECT chunk_id, session_id, chunk_text, sequence_start,"
-                           " sequence_end, metadata_json, context_text FROM chunks"
-                           " WHERE chunk_id IN", chunk_ids)
-    return {row[0]: {"chunk_id": row[0], "session_id": row[1], "text": row[2],
-                     "sequence_start": row[3], "sequence_end": row[4],
-                     "metadata": json.loads(row[5] or "{}"),
-                     "context": row[6].replace(CONTEXT_SEPARATOR, "\n")}
-            for row in rows}
+    return {row[1]: _chunk(row)
+            for row in select_in(conn, _CHUNK_SELECT + " WHERE chunk_id IN", chunk_ids)}
