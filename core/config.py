@@ -37,6 +37,8 @@ class StorageConfig:
     busy_timeout_ms: int = doc("How long a statement waits for another process's lock.", 15000)
     synchronous: str = doc(
         '"NORMAL" survives a process crash; "FULL" also survives power loss, slower.', "NORMAL")
+    mmap_mb: int = doc(
+        "MiB of the file each connection reads through memory mapping (0: off).", 1024)
 
 
 @dataclass
@@ -336,6 +338,8 @@ def _validate(config: Config) -> None:
         problems.append("retrieval.context_weight: must be from 0 to 10")
     if config.storage.synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
         problems.append("storage.synchronous: must be NORMAL, FULL or EXTRA")
+    if config.storage.mmap_mb < 0:
+        problems.append("storage.mmap_mb: must be 0 (off) or more")
     if config.short_term.session_ttl <= 0:
         problems.append("short_term.session_ttl: must be longer than 0 s")
     if config.short_term.max_history_turns < 1:

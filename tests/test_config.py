@@ -273,6 +273,7 @@ def test_parse_duration_names_its_key() -> None:
     ({"summary": {"backend": "gpt"}}, "summary.backend"),
     ({"notes": {"default_category": "misc"}}, "notes.default_category"),
     ({"storage": {"synchronous": "OFF"}}, "storage.synchronous"),
+    ({"storage": {"mmap_mb": -1}}, "storage.mmap_mb"),
     ({"storage": {"reader_pool_size": 0}}, "storage.reader_pool_size"),
     ({"embedding": {"batch_size": 0}}, "embedding.batch_size"),
     ({"embedding": {"dimensions": 0}}, "embedding.dimensions"),

@@ -182,3 +182,15 @@ END;
     statements = split_statements(script)
     assert len(statements) == 2
     assert statements[1].startswith("CREATE TRIGGER") and statements[1].endswith("END;")
+
+
+async def test_connections_read_through_the_configured_memory_map(db_path: Path) -> None:
+    mapped = {"embedding": DETERMINISTIC["embedding"], "storage": {"mmap_mb": 64}}
+    unmapped = {"embedding": DETERMINISTIC["embedding"], "storage": {"mmap_mb": 0}}
+    for config, expected in ((mapped, 64 * 1024 * 1024), (unmapped, 0)):
+        async with Engine.open(db_path, config=config) as engine:
+            sizes = {await engine.backend._db.read(
+                lambda conn: conn.execute("PRAGMA mmap_size").fetchone()[0])}
+            sizes.add(await engine.backend._db.write(
+                lambda conn: conn.execute("PRAGMA mmap_size").fetchone()[0]))
+            assert sizes == {expected}

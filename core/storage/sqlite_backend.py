@@ -263,7 +263,7 @@ class SqliteBackend:
 def _database(path: Path, config: StorageConfig, read_only: bool) -> Database:
     return Database(path, read_only=read_only, reader_pool_size=config.reader_pool_size,
                     busy_timeout_ms=config.busy_timeout_ms,
-                    synchronous=config.synchronous.upper())
+                    synchronous=config.synchronous.upper(), mmap_mb=config.mmap_mb)
 
 
 def _unwritable_reason(path: Path) -> str | None:
