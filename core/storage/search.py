@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.indexing import CONTEXT_SEPARATOR
+from core.storage import fts_maxscore
 from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
 from core.storage.fts_rows import prefixed, session_prefix, words
@@ -99,11 +100,15 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
         where, params = "c.session_id = ?", [scope.session_id]
     else:
         ors = " OR ".join(_quoted(term) for term in terms)
-        match = f'{{chunk_text context}} : ({ors}) AND scope_token : "{scope.token}"'
+        scope_filter = f'scope_token : "{scope.token}"'
+        match = f'{{chunk_text context}} : ({ors}) AND {scope_filter}'
         weights = f"1.0, 0, {float(context_weight)!r}, 0, 0"
         where, params = _scope_clause(scope)
+        if not tags:
+            return _owned_top(conn, scope, fts_maxscore.ranked_rowids(
+                conn, list(terms), scope_filter, weights, k))
     if not tags:
-        return _top_in_scope(conn, scope, match, weights, k)
+        return _owned_top(conn, scope, _ranked_rowids(conn, match, weights, k))
     return conn.execute(
         f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
@@ -112,9 +117,8 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
     ).fetchall()
 
 
-def _top_in_scope(conn: Any, scope: Scope, match: str, weights: str,
-                  k: int) -> list[tuple[str, float]]:
-    """The scope's top ``k`` by bm25, ranked inside FTS5 before any chunk row is read.
+def _owned_top(conn: Any, scope: Scope, top: list[tuple[int, float]]) -> list[tuple[str, float]]:
+    """The scope's top rows by bm25, ranked inside FTS5, as (chunk_id, score).
 
     The MATCH already confines the rows to the scope (a session's prefixed terms, a
     namespace's agent token), so chunk rows are looked up for the top ``k`` only: joining
@@ -122,7 +126,6 @@ def _top_in_scope(conn: Any, scope: Scope, match: str, weights: str,
     owner check on the looked-up rows drops what a colliding prefix or token would let in
     (never seen; it can only shorten the list, never widen it).
     """
-    top = _ranked_rowids(conn, match, weights, k)
     if not top:
         return []
     rowids = [rowid for rowid, _ in top]
