@@ -8,7 +8,7 @@ import pytest
 
 from core import Engine
 from core.storage import connection, fts_rows
-from core.storage.migrations import available_migrations, split_statements
+from core.storage.migrations import available_migrations, latest_version, split_statements
 from core.storage.search import Scope
 from tests.conftest import DETERMINISTIC
 
@@ -153,7 +153,7 @@ def _version_2_file(path: Path) -> None:
 async def test_migration_3_gives_old_chunks_context_and_session_terms(db_path: Path) -> None:
     _version_2_file(db_path)
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
-        assert engine.backend.schema_version == 3
+        assert engine.backend.schema_version == latest_version()
         rows = await engine.backend.fts_search(Scope(session_id="s"), ["paint"], 10)
         assert [chunk_id for chunk_id, _ in rows] == ["c1", "c2", "c3"]
         assert await engine.forget("s")

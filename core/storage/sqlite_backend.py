@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from core.config import StorageConfig
 from core.errors import ReadOnlyDatabase, SchemaTooNew
-from core.storage import events, logbook, search, vectors
+from core.storage import events, facts, logbook, notes, scratchpad, search, vectors
 from core.storage.connection import Database
 from core.storage.migrations import (
     current_version,
@@ -236,6 +236,113 @@ class SqliteBackend:
     async def salient_events(self, session_id: str, threshold: float) -> list[dict[str, Any]]:
         """A session's events at or above an importance."""
         return await self._db.read(events.salient_events, session_id, threshold)
+
+    # -- notes (see core/storage/notes.py) -------------------------------------------------
+
+    async def add_note(self, draft: notes.NoteDraft, now: str) -> dict[str, Any]:
+        """Create a note and index it."""
+        self._require_writable()
+        return await self._db.write(notes.add_note, draft, now)
+
+    async def write_note(self, namespace: str, ref: notes.NoteRef, changes: notes.NoteChanges,
+                         now: str) -> dict[str, Any]:
+        """Replace a note's content and fields, indexing it again."""
+        self._require_writable()
+        return await self._db.write(notes.write_note, namespace, ref, changes, now)
+
+    async def rename_note(self, namespace: str, ref: notes.NoteRef, new_name: str,
+                          now: str) -> dict[str, Any]:
+        """Give a note a new name."""
+        self._require_writable()
+        return await self._db.write(notes.rename_note, namespace, ref, new_name, now)
+
+    async def alias_note(self, namespace: str, ref: notes.NoteRef, alias: str,
+                         now: str) -> dict[str, Any]:
+        """Bind an alias to a note."""
+        self._require_writable()
+        return await self._db.write(notes.alias_note, namespace, ref, alias, now)
+
+    async def unalias_note(self, namespace: str, alias: str, now: str) -> dict[str, Any]:
+        """Unbind an alias."""
+        self._require_writable()
+        return await self._db.write(notes.unalias_note, namespace, alias, now)
+
+    async def remove_note(self, namespace: str, ref: notes.NoteRef) -> bool:
+        """Delete a note and every row that indexes it."""
+        self._require_writable()
+        return await self._db.write(notes.remove_note, namespace, ref)
+
+    async def read_note(self, namespace: str, ref: notes.NoteRef) -> dict[str, Any] | None:
+        """The note a reference names in a namespace."""
+        return await self._db.read(notes.read_note, namespace, ref)
+
+    async def list_notes(self, query: notes.NoteQuery,
+                         ) -> tuple[list[dict[str, Any]], int, str | None]:
+        """A page of filtered notes, the total, and how the text filter matched."""
+        return await self._db.read(notes.list_notes, query)
+
+    async def note_names(self, namespace: str, category: str | None = None) -> list[str]:
+        """A namespace's note names, in order."""
+        return await self._db.read(notes.note_names, namespace, category)
+
+    async def notes_by_ids(self, namespace: str,
+                           note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The namespace's notes among these ids."""
+        return await self._db.read(notes.notes_by_ids, namespace, note_ids)
+
+    async def all_notes(self, namespace: str) -> list[dict[str, Any]]:
+        """Every note of a namespace, by name."""
+        return await self._db.read(notes.all_notes, namespace)
+
+    async def import_notes(self, namespace: str, drafts: Sequence[notes.NoteDraft],
+                           overwrite: bool, now: str,
+                           new_id: Callable[[], str]) -> dict[str, Any]:
+        """Apply imported notes in one transaction, or report the collisions."""
+        self._require_writable()
+        return await self._db.write(notes.import_notes, namespace, drafts, overwrite, now,
+                                    new_id)
+
+    # -- facts -----------------------------------------------------------------------------
+
+    async def upsert_fact(self, namespace: str, category: str, key: str, value: str,
+                          source: str, now: str) -> dict[str, Any]:
+        """Insert or replace a fact."""
+        self._require_writable()
+        return await self._db.write(facts.upsert_fact, namespace, category, key, value,
+                                    source, now)
+
+    async def read_fact(self, namespace: str, category: str,
+                        key: str) -> dict[str, Any] | None:
+        """One fact."""
+        return await self._db.read(facts.read_fact, namespace, category, key)
+
+    async def list_facts(self, namespace: str,
+                         category: str | None = None) -> list[dict[str, Any]]:
+        """A namespace's facts."""
+        return await self._db.read(facts.list_facts, namespace, category)
+
+    async def delete_fact(self, namespace: str, category: str, key: str) -> bool:
+        """Delete a fact."""
+        self._require_writable()
+        return await self._db.write(facts.delete_fact, namespace, category, key)
+
+    # -- scratchpad ------------------------------------------------------------------------
+
+    async def read_scratchpad(self, session_id: str) -> dict[str, Any] | None:
+        """A session's scratchpad field."""
+        return await self._db.read(scratchpad.read_scratchpad, session_id)
+
+    async def write_scratchpad(self, session_id: str, agent_identity: str,
+                               items: Sequence[str], now: str) -> dict[str, Any]:
+        """Replace a session's scratchpad."""
+        self._require_writable()
+        return await self._db.write(scratchpad.write_scratchpad, session_id, agent_identity,
+                                    items, now)
+
+    async def clear_scratchpad(self, session_id: str, now: str) -> bool:
+        """Remove a session's scratchpad."""
+        self._require_writable()
+        return await self._db.write(scratchpad.clear_scratchpad, session_id, now)
 
     # -- diagnostics -----------------------------------------------------------------------
 

@@ -1,0 +1,51 @@
+"""SQL for the scratchpad: one JSON field of a session's ``session_state`` (seed 001).
+
+The field is ``{"items": [...], "updated_at": "..."}`` beside ``last_sequence`` and
+``summary_state``; ``json_set`` and ``json_remove`` change it alone, so a scratchpad write
+and a message store never undo each other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from core.storage.connection import transaction
+
+
+def read_scratchpad(conn: Any, session_id: str) -> dict[str, Any] | None:
+    """The session's scratchpad field, or None when it has none."""
+    row = conn.execute(
+        "SELECT json_extract(state_json, '$.scratchpad') FROM session_state"
+        " WHERE session_id = ?", (session_id,)).fetchone()
+    return None if row is None or row[0] is None else json.loads(row[0])
+
+
+def write_scratchpad(conn: Any, session_id: str, agent_identity: str, items: Sequence[str],
+                     now: str) -> dict[str, Any]:
+    """Replace the session's scratchpad with ``items`` (creating the session if it is new)."""
+    value = json.dumps({"items": list(items), "updated_at": now}, ensure_ascii=False)
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO sessions(session_id, agent_identity, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at",
+            (session_id, agent_identity, now, now))
+        conn.execute(
+            "INSERT INTO session_state(session_id, state_json, updated_at)"
+            " VALUES (?1, json_object('scratchpad', json(?2)), ?3)"
+            " ON CONFLICT(session_id) DO UPDATE SET"
+            "  state_json = json_set(state_json, '$.scratchpad', json(?2)), updated_at = ?3",
+            (session_id, value, now))
+    return json.loads(value)
+
+
+def clear_scratchpad(conn: Any, session_id: str, now: str) -> bool:
+    """Remove the session's scratchpad; False when it had none."""
+    with transaction(conn):
+        cursor = conn.execute(
+            "UPDATE session_state SET state_json = json_remove(state_json, '$.scratchpad'),"
+            " updated_at = ? WHERE session_id = ?"
+            " AND json_type(state_json, '$.scratchpad') IS NOT NULL", (now, session_id))
+        return cursor.rowcount > 0
