@@ -12,8 +12,13 @@ from typing import TYPE_CHECKING, Any
 __all__ = [
     "Config",
     "Engine",
+    "Fact",
     "HybridQueryResult",
+    "MemoryHit",
     "MemoryRecord",
+    "Note",
+    "NotePage",
+    "ScratchpadState",
     "SessionInfo",
     "WorkbenchError",
     "load_config",
@@ -26,6 +31,11 @@ _LAZY = {
     "MemoryRecord": "core.types",
     "SessionInfo": "core.types",
     "HybridQueryResult": "core.types",
+    "Note": "core.types",
+    "NotePage": "core.types",
+    "MemoryHit": "core.types",
+    "Fact": "core.types",
+    "ScratchpadState": "core.types",
     "WorkbenchError": "core.errors",
 }
 
@@ -33,7 +43,16 @@ if TYPE_CHECKING:
     from core.config import Config, load_config
     from core.engine import Engine
     from core.errors import WorkbenchError
-    from core.types import HybridQueryResult, MemoryRecord, SessionInfo
+    from core.types import (
+        Fact,
+        HybridQueryResult,
+        MemoryHit,
+        MemoryRecord,
+        Note,
+        NotePage,
+        ScratchpadState,
+        SessionInfo,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -24,18 +24,30 @@ from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, embed_checked, load_embedder
 from core.errors import EmbeddingError, InvalidInput, NotFound
+from core.notes import transfer
+from core.notes.facts import Facts
+from core.notes.service import Notes
 from core.retrieval.search import SearchResult
 from core.retrieval.service import Retrieval
+from core.scratchpad import Scratchpad
 from core.storage.events import PreparedChunk, PreparedMessage
+from core.storage.notes import MEMORY_PREFIX
 from core.storage.sqlite_backend import SqliteBackend
 from core.tokens import TokenCounter
 from core.types import (
     BulkStoreResult,
     ContextResult,
     EmbeddingStatus,
+    Fact,
     HybridQueryResult,
+    MemoryHit,
     MemoryRecord,
+    Note,
+    NoteExportResult,
+    NoteImportResult,
+    NotePage,
     RestoreResult,
+    ScratchpadState,
     SessionInfo,
     StoreResult,
 )
@@ -93,6 +105,9 @@ class Engine:
         self.worker: EmbeddingWorker | None = None
         self.bulk = BulkIngest(self)
         self.retrieval = Retrieval(self)
+        self.notes = Notes(self)
+        self.facts = Facts(self)
+        self.scratchpad = Scratchpad(self)
         self.vectors_usable = False
         self._closed = False
 
@@ -173,6 +188,10 @@ class Engine:
         """
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
+        if session_id.startswith(MEMORY_PREFIX):
+            raise InvalidInput(f"session {session_id!r} holds a namespace's notes (its name "
+                               f"begins with {MEMORY_PREFIX!r}); write notes with add_note or "
+                               "save_memory, and messages to another session")
         if sequence is not None and (isinstance(sequence, bool) or not isinstance(sequence, int)):
             raise InvalidInput(f"sequence must be an integer, got {type(sequence).__name__}")
         message = indexing.validate_message(payload)
@@ -376,6 +395,131 @@ class Engine:
     async def get_context(self, session_id: str, query: str) -> ContextResult:
         """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated."""
         return await self.retrieval.get_context(session_id, query)
+
+    # -- notes (seed 001 notes, seed 004 operations; see core/notes/service.py) -------------
+    #
+    # Every note call works in one namespace: ``namespace=`` or the configured agent. A note
+    # is named by its id, its name or any alias; one namespace never reaches another's notes.
+
+    def note_session(self, namespace: str | None = None) -> str:
+        """The session whose chunks index a namespace's notes: ``hybrid_query`` on it
+        searches exactly those notes (``namespace=`` finds them beside the conversations)."""
+        return self.notes.session_id(namespace)
+
+    async def add_note(self, name: str, content: str, *, namespace: str | None = None,
+                       kind: str = "Note", category: str | None = None,
+                       tags: Sequence[str] | None = None, source: str = "",
+                       importance: float = 0.5, aliases: Sequence[str] | None = None) -> Note:
+        """Create a note (seed 004 Add); ``NameTaken`` when a name is already bound."""
+        return await self.notes.add(name, content, namespace=namespace, kind=kind,
+                                    category=category, tags=tags, source=source,
+                                    importance=importance, aliases=aliases)
+
+    async def write_note(self, ref: str, content: str | None = None, *,
+                         namespace: str | None = None, kind: str | None = None,
+                         category: str | None = None, tags: Sequence[str] | None = None,
+                         source: str | None = None, importance: float | None = None) -> Note:
+        """Replace a note's content and any field given (seed 004 Write), identity kept."""
+        return await self.notes.write(ref, content, namespace=namespace, kind=kind,
+                                      category=category, tags=tags, source=source,
+                                      importance=importance)
+
+    async def rename_note(self, ref: str, new_name: str, *,
+                          namespace: str | None = None) -> Note:
+        """Change a note's name (seed 004 Rename); the old name is released."""
+        return await self.notes.rename(ref, new_name, namespace=namespace)
+
+    async def alias_note(self, ref: str, alias: str, *, namespace: str | None = None) -> Note:
+        """Bind another name to a note (seed 004 Alias); it adds no search words."""
+        return await self.notes.alias(ref, alias, namespace=namespace)
+
+    async def unalias_note(self, alias: str, *, namespace: str | None = None) -> Note:
+        """Unbind an alias; returns the note it named."""
+        return await self.notes.unalias(alias, namespace=namespace)
+
+    async def remove_note(self, ref: str, *, namespace: str | None = None) -> bool:
+        """Delete a note with its names, event, chunks, FTS rows and vectors (seed 004 Remove)."""
+        return await self.notes.remove(ref, namespace=namespace)
+
+    async def get_note(self, ref: str, *, namespace: str | None = None) -> Note:
+        """The note an id, name or alias names; ``NotFound`` otherwise."""
+        return await self.notes.get(ref, namespace=namespace)
+
+    async def list_notes(self, *, namespace: str | None = None, category: str | None = None,
+                         kind: str | None = None, tags: Sequence[str] | None = None,
+                         text: str | None = None, limit: int = 50, offset: int = 0,
+                         order: str = "name") -> NotePage:
+        """A page of notes filtered by category, kind, tags (all) and text, with the total."""
+        return await self.notes.list_notes(namespace=namespace, category=category, kind=kind,
+                                           tags=tags, text=text, limit=limit, offset=offset,
+                                           order=order)
+
+    async def export_notes(self, path: str | os.PathLike[str], *,
+                           namespace: str | None = None) -> NoteExportResult:
+        """Write a namespace's notes to one JSON file, atomically."""
+        return await transfer.export_notes(self.notes, path, namespace)
+
+    async def import_notes(self, path: str | os.PathLike[str], *, namespace: str | None = None,
+                           overwrite: bool = False) -> NoteImportResult:
+        """Import a notes file: all of it, or (``ImportCollision``) nothing."""
+        return await transfer.import_notes(self.notes, path, namespace, overwrite=overwrite)
+
+    # -- seed 002's memory tools -----------------------------------------------------------
+
+    async def save_memory(self, key: str, content: str, category: str | None = None, *,
+                          namespace: str | None = None) -> Note:
+        """Store content under a key (the note of that name, written or added)."""
+        return await self.notes.save_memory(key, content, category, namespace=namespace)
+
+    async def recall_memories(self, query: str, *, namespace: str | None = None,
+                              limit: int = 10) -> list[MemoryHit]:
+        """Memories for a query: BM25, else the LIKE substring fallback."""
+        return await self.notes.recall_memories(query, namespace=namespace, limit=limit)
+
+    async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
+        """Remove the memory a key names; False when none."""
+        return await self.notes.forget_memory(key, namespace=namespace)
+
+    async def list_memories(self, *, namespace: str | None = None,
+                            category: str | None = None) -> list[str]:
+        """Every memory key of the namespace, in order."""
+        return await self.notes.list_memories(namespace=namespace, category=category)
+
+    # -- facts (seed 000; see core/notes/facts.py) -----------------------------------------
+
+    async def upsert_fact(self, category: str, key: str, value: str, *, source: str = "agent",
+                          namespace: str | None = None) -> Fact:
+        """Store a fact; the same category and key replace its value."""
+        return await self.facts.upsert(category, key, value, source=source, namespace=namespace)
+
+    async def get_fact(self, category: str, key: str, *, namespace: str | None = None) -> Fact:
+        """One fact; ``NotFound`` when there is none."""
+        return await self.facts.get(category, key, namespace=namespace)
+
+    async def list_facts(self, *, category: str | None = None,
+                         namespace: str | None = None) -> list[Fact]:
+        """A namespace's facts, by category then key."""
+        return await self.facts.list_facts(category=category, namespace=namespace)
+
+    async def delete_fact(self, category: str, key: str, *,
+                          namespace: str | None = None) -> bool:
+        """Delete a fact; False when there was none."""
+        return await self.facts.delete(category, key, namespace=namespace)
+
+    # -- scratchpad (seed 001; see core/scratchpad.py) -------------------------------------
+
+    async def read_scratchpad(self, session_id: str) -> ScratchpadState | None:
+        """A session's scratchpad, or None when it has none."""
+        return await self.scratchpad.read(session_id)
+
+    async def write_scratchpad(self, session_id: str, items: Sequence[str], *,
+                               agent: str | None = None) -> ScratchpadState:
+        """Replace a session's scratchpad whole; over the limits it is refused whole."""
+        return await self.scratchpad.write(session_id, items, agent=agent)
+
+    async def clear_scratchpad(self, session_id: str) -> bool:
+        """Empty a session's scratchpad; False when it had none."""
+        return await self.scratchpad.clear(session_id)
 
     # -- embeddings ------------------------------------------------------------------------
 

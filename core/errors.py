@@ -49,3 +49,19 @@ class EmbeddingError(WorkbenchError):
 
 class NotFound(WorkbenchError):
     """The named session, note or schedule does not exist."""
+
+
+class NameTaken(InvalidInput):
+    """A note name or alias already names another note in the namespace; nothing was written."""
+
+
+class ImportCollision(InvalidInput):
+    """An import's names collide with notes already in the namespace; nothing was imported.
+
+    ``collisions`` lists each one (:class:`core.types.NameCollision`), so a front end can
+    show them all and ask whether to import again with ``overwrite=True``.
+    """
+
+    def __init__(self, message: str, collisions: list[object]) -> None:
+        super().__init__(message)
+        self.collisions = collisions

@@ -135,3 +135,112 @@ class ContextResult(_AsDict):
     session_id: str
     items: list[ContextItem]
     counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Note(_AsDict):
+    """A note in a namespace (seed 001 "Note Metadata", seed 004 entries, seed 002 memories).
+
+    ``name`` and every alias resolve to the note; only ``content`` and ``name`` are searched.
+    ``session_id`` is the namespace's memory session, whose chunks index the note, so
+    ``hybrid_query(session_id=note.session_id, ...)`` searches the namespace's notes.
+    """
+
+    note_id: str
+    namespace: str
+    name: str
+    aliases: list[str]
+    content: str
+    kind: str
+    category: str
+    tags: list[str]
+    source: str
+    importance: float
+    created_at: str
+    updated_at: str
+    schema_version: int
+    session_id: str
+
+
+@dataclass(frozen=True)
+class NotePage(_AsDict):
+    """One page of a filtered note listing, with how many notes the filters match in all.
+
+    ``text_match`` says how a text filter matched: "fts" (words, as prefixes), "like" (seed
+    002's substring fallback, used when the words matched nothing) or None (no text filter).
+    """
+
+    notes: list[Note]
+    total: int
+    offset: int
+    limit: int
+    text_match: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryHit(_AsDict):
+    """One memory found by ``recall_memories`` (seed 002), best first.
+
+    ``score`` is the best bm25 of the note's chunks (higher is better), or 1.0 when the LIKE
+    fallback found it (``matched_by`` "like").
+    """
+
+    key: str
+    content: str
+    category: str
+    score: float
+    matched_by: str
+    note_id: str
+
+
+@dataclass(frozen=True)
+class NameCollision(_AsDict):
+    """A name an imported note claims that already names a note in the namespace."""
+
+    name: str
+    imported_note: str
+    existing_note_id: str
+    existing_note: str
+    bound_as: str  # "name" or "alias": how the existing note holds it
+
+
+@dataclass(frozen=True)
+class NoteImportResult(_AsDict):
+    """What an import did: notes added, notes replaced in place, notes removed by overwrite."""
+
+    added: int
+    replaced: int
+    removed: list[str]
+    collisions: list[NameCollision]
+
+
+@dataclass(frozen=True)
+class NoteExportResult(_AsDict):
+    """Where a namespace's notes were written, and how many."""
+
+    path: str
+    namespace: str
+    notes: int
+
+
+@dataclass(frozen=True)
+class Fact(_AsDict):
+    """A fact (seed 000): ``key`` is unique within its ``category`` and namespace."""
+
+    id: int
+    category: str
+    key: str
+    value: str
+    source: str
+    created_at: str
+    updated_at: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class ScratchpadState(_AsDict):
+    """A session's scratchpad (seed 001 "Working-Memory Scratchpad"), as last written."""
+
+    session_id: str
+    items: list[str]
+    updated_at: str

@@ -1,0 +1,164 @@
+"""What a note's fields may hold, checked before anything reaches storage.
+
+Pure functions: each takes what a caller gave and returns the value to store, or raises
+``InvalidInput`` naming the field, the limit and what was given. Names, aliases, fact keys
+and namespaces are identifiers people read and agents type, so they are held to one rule
+(:func:`clean_identifier`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+import uuid
+from typing import Any
+
+from core.errors import InvalidInput
+
+KINDS = ("Note", "Archive")
+CATEGORIES = ("core", "daily", "conversation")
+NOTE_SCHEMA_VERSION = 1
+"""Seed 001's ``schema_version`` of note metadata: a constant, for future migrations."""
+
+MAX_IDENTIFIER_CHARS = 200
+"""Longest note name, alias, fact category or key, or namespace, in characters."""
+
+DEFAULT_IMPORTANCE = 0.5
+
+_NOTE_ID = re.compile(r"note-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+# Zero-width joiners hold emoji sequences together; every other format character (zero-width
+# space, bidi overrides, BOM) only makes two different names look alike.
+_ALLOWED_FORMAT = {"\u200c", "\u200d"}
+
+
+def new_note_id() -> str:
+    """A fresh ``note-{uuid}`` (seed 001)."""
+    return f"note-{uuid.uuid4()}"
+
+
+def is_note_id(text: str) -> bool:
+    """Whether ``text`` has the shape of a note id (names never do, see :func:`clean_name`)."""
+    return _NOTE_ID.fullmatch(text) is not None
+
+
+def _shown(value: str, limit: int = 32) -> str:
+    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
+
+
+def _require_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} {_shown(value)} is not valid UTF-8 text") from None
+    return value
+
+
+def clean_identifier(value: Any, what: str) -> str:
+    """An identifier as stored: NFC, surrounding whitespace removed, non-empty, at most
+    :data:`MAX_IDENTIFIER_CHARS`, no control or invisible formatting characters.
+
+    NFC makes the two spellings of "é" one name; look-alikes from other scripts (Cyrillic
+    "а", fullwidth "ａ") stay distinct names, as they are distinct text.
+    """
+    text = unicodedata.normalize("NFC", _require_text(value, what)).strip()
+    if not text:
+        raise InvalidInput(f"{what} must not be empty")
+    if len(text) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInput(f"{what} {_shown(text)} is {len(text)} characters; the limit is "
+                           f"{MAX_IDENTIFIER_CHARS}")
+    for char in text:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cs") or (category == "Cf" and char not in _ALLOWED_FORMAT):
+            raise InvalidInput(f"{what} {_shown(text)} contains the invisible character "
+                               f"U+{ord(char):04X}; names must be visible text")
+    return text
+
+
+def clean_name(value: Any, what: str = "name") -> str:
+    """A note name or alias; one shaped like a note id is refused, so a reference that looks
+    like an id is always an id and never a name."""
+    name = clean_identifier(value, what)
+    if is_note_id(name):
+        raise InvalidInput(f"{what} {name!r} has the shape of a note id; choose another")
+    return name
+
+
+def clean_namespace(value: Any) -> str:
+    """A namespace as given (it is an agent identity: exact, never trimmed or normalised)."""
+    text = _require_text(value, "namespace")
+    if not text:
+        raise InvalidInput("namespace must not be empty")
+    if len(text) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInput(f"namespace {_shown(text)} is {len(text)} characters; the limit is "
+                           f"{MAX_IDENTIFIER_CHARS}")
+    return text
+
+
+def clean_reference(value: Any) -> str:
+    """A note id, name or alias, as a lookup key (normalised as names are)."""
+    return unicodedata.normalize("NFC", _require_text(value, "note reference")).strip()
+
+
+def clean_content(value: Any) -> str:
+    """A note's content, kept exactly as written; blank content is refused, since every note
+    must be indexed by at least one chunk to be found by its name and words."""
+    text = _require_text(value, "content")
+    if not text.strip():
+        raise InvalidInput("content must not be blank")
+    return text
+
+
+def clean_kind(value: Any) -> str:
+    """"Note" or "Archive" (seed 004), in any letter case."""
+    if isinstance(value, str):
+        for kind in KINDS:
+            if value.strip().lower() == kind.lower():
+                return kind
+    raise InvalidInput(f"kind must be one of {', '.join(KINDS)}; got {value!r}")
+
+
+def clean_category(value: Any) -> str:
+    """"core", "daily" or "conversation" (seed 002)."""
+    if isinstance(value, str) and value.strip().lower() in CATEGORIES:
+        return value.strip().lower()
+    raise InvalidInput(f"category must be one of {', '.join(CATEGORIES)}; got {value!r}")
+
+
+def clean_importance(value: Any) -> float:
+    """A number from 0 to 1 (seed 000's scale)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or not 0 <= value <= 1:
+        raise InvalidInput(f"importance must be a number from 0 to 1; got {value!r}")
+    return float(value)
+
+
+def clean_source(value: Any) -> str:
+    """Who or what wrote the note (seed 001: the tool's name), at most an identifier long."""
+    text = _require_text(value, "source").strip()
+    if len(text) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInput(f"source is {len(text)} characters; the limit is "
+                           f"{MAX_IDENTIFIER_CHARS}")
+    return text
+
+
+def clean_aliases(values: Any, name: str) -> tuple[str, ...]:
+    """Aliases cleaned, in first-seen order, without repeats or the note's own name."""
+    if values is None:
+        return ()
+    if isinstance(values, str | bytes):
+        raise InvalidInput("aliases must be a list of strings, not a single string")
+    try:
+        items = list(values)
+    except TypeError:
+        raise InvalidInput(f"aliases must be a list of strings, got {type(values).__name__}"
+                           ) from None
+    found: dict[str, None] = {}
+    for item in items:
+        alias = clean_name(item, "alias")
+        if alias != name:
+            found.setdefault(alias, None)
+    return tuple(found)

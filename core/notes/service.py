@@ -1,0 +1,277 @@
+"""Notes as the engine offers them: seed 004's operations and seed 002's memory tools.
+
+:class:`Notes` validates what a caller gives (:mod:`core.notes.fields`), chunks a note's
+content the way a message's is chunked, and hands the storage layer one operation to run
+in one transaction (:mod:`core.storage.notes`, which also says how a note is indexed).
+
+Isolation. Every call works in one namespace, given or the engine's configured agent, and
+every statement below names it: an id, name or alias of another namespace's note resolves
+to nothing, so it cannot be read, listed, searched, aliased, written or removed from here,
+whatever the id or name holds. Searches run in the namespace's memory session and keep only
+notes the namespace owns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from core import indexing
+from core.clock import utc_now
+from core.errors import InvalidInput, NameTaken, NotFound
+from core.notes.fields import (
+    DEFAULT_IMPORTANCE,
+    NOTE_SCHEMA_VERSION,
+    clean_aliases,
+    clean_category,
+    clean_content,
+    clean_importance,
+    clean_kind,
+    clean_name,
+    clean_namespace,
+    clean_reference,
+    clean_source,
+    is_note_id,
+    new_note_id,
+)
+from core.storage.events import PreparedChunk
+from core.storage.notes import NoteChanges, NoteDraft, NoteQuery, NoteRef, memory_session_id
+from core.types import MemoryHit, Note, NotePage
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+ORDERS = ("name", "updated")
+MAX_PAGE = 1000
+
+
+def note_from_row(row: dict[str, Any]) -> Note:
+    """A storage row as the engine's :class:`~core.types.Note`."""
+    return Note(**{field.name: row[field.name] for field in dataclasses.fields(Note)})
+
+
+class Notes:
+    """The engine's note operations, each in one namespace."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._backend = engine.backend
+        self._config = engine.config
+
+    # -- what callers give ------------------------------------------------------------------
+
+    def namespace(self, namespace: str | None) -> str:
+        """The namespace a call works in: the one given, else the engine's agent identity."""
+        return clean_namespace(self._config.agent if namespace is None else namespace)
+
+    def session_id(self, namespace: str | None = None) -> str:
+        """The memory session whose chunks index the namespace's notes."""
+        return memory_session_id(self.namespace(namespace))
+
+    @staticmethod
+    def reference(ref: Any) -> NoteRef:
+        """A note id, name or alias as a lookup: id-shaped text is an id, the rest a name."""
+        text = clean_reference(ref)
+        if not text:
+            raise InvalidInput("a note is named by its id, name or an alias; got nothing")
+        return NoteRef(note_id=text) if is_note_id(text) else NoteRef(name=text)
+
+    def chunks(self, content: str) -> tuple[PreparedChunk, ...]:
+        """The content's chunks, made as a message's are (seed 001 step 6)."""
+        chunking = self._config.chunking
+        pieces = indexing.chunk_text(indexing.normalize_text(content), chunking.max_chars,
+                                     chunking.overlap_chars)
+        if not pieces:
+            raise InvalidInput("content has no text to index once control characters are "
+                               "removed")
+        return tuple(PreparedChunk(piece, indexing.content_hash(piece)) for piece in pieces)
+
+    def tags(self, tags: Iterable[str] | None) -> tuple[str, ...]:
+        """Tags trimmed, lower-cased, deduplicated; too many or too long is refused."""
+        limits = self._config.notes
+        return tuple(indexing.normalize_tags(tags, limits.max_tags, limits.max_tag_chars))
+
+    def draft(self, name: Any, content: Any, *, namespace: str, kind: Any = "Note",
+              category: Any = None, tags: Iterable[str] | None = None, source: Any = "",
+              importance: Any = DEFAULT_IMPORTANCE, aliases: Iterable[str] | None = None,
+              note_id: str | None = None, created_at: str | None = None,
+              updated_at: str | None = None) -> NoteDraft:
+        """A new note, every field checked and its content chunked; nothing is written."""
+        clean = clean_name(name)
+        text = clean_content(content)
+        return NoteDraft(
+            note_id=note_id or new_note_id(), namespace=namespace, name=clean,
+            aliases=clean_aliases(aliases, clean), content=text, kind=clean_kind(kind),
+            category=clean_category(self._config.notes.default_category
+                                    if category is None else category),
+            tags=self.tags(tags), source=clean_source(source),
+            importance=clean_importance(importance), chunks=self.chunks(text),
+            schema_version=NOTE_SCHEMA_VERSION, created_at=created_at, updated_at=updated_at)
+
+    def _changed(self, row: dict[str, Any]) -> Note:
+        """A written note, after telling the worker and dropping stale working memory."""
+        self._engine.working_memory.drop(row["session_id"])
+        if self._engine.worker is not None:
+            self._engine.worker.wake()
+        return note_from_row(row)
+
+    # -- seed 004's operations -------------------------------------------------------------
+
+    async def add(self, name: str, content: str, *, namespace: str | None = None,
+                  kind: str = "Note", category: str | None = None,
+                  tags: Iterable[str] | None = None, source: str = "",
+                  importance: float = DEFAULT_IMPORTANCE,
+                  aliases: Iterable[str] | None = None) -> Note:
+        """Create a note; ``NameTaken`` when its name or an alias already names a note."""
+        draft = self.draft(name, content, namespace=self.namespace(namespace), kind=kind,
+                           category=category, tags=tags, source=source,
+                           importance=importance, aliases=aliases)
+        return self._changed(await self._backend.add_note(draft, utc_now()))
+
+    async def write(self, ref: str, content: str | None = None, *,
+                    namespace: str | None = None, kind: str | None = None,
+                    category: str | None = None, tags: Iterable[str] | None = None,
+                    source: str | None = None, importance: float | None = None) -> Note:
+        """Replace a note's content (and any field given): its chunks are deleted and stored
+        again; id, name, aliases and created_at are kept."""
+        text = None if content is None else clean_content(content)
+        changes = NoteChanges(
+            content=text, chunks=None if text is None else self.chunks(text),
+            kind=None if kind is None else clean_kind(kind),
+            category=None if category is None else clean_category(category),
+            tags=None if tags is None else self.tags(tags),
+            source=None if source is None else clean_source(source),
+            importance=None if importance is None else clean_importance(importance))
+        row = await self._backend.write_note(self.namespace(namespace), self.reference(ref),
+                                             changes, utc_now())
+        return self._changed(row)
+
+    async def rename(self, ref: str, new_name: str, *, namespace: str | None = None) -> Note:
+        """Give a note a new name; the old name is released."""
+        row = await self._backend.rename_note(self.namespace(namespace), self.reference(ref),
+                                              clean_name(new_name), utc_now())
+        return self._changed(row)
+
+    async def alias(self, ref: str, alias: str, *, namespace: str | None = None) -> Note:
+        """Bind an alias to a note: it resolves to the note and adds no search words."""
+        row = await self._backend.alias_note(self.namespace(namespace), self.reference(ref),
+                                             clean_name(alias, "alias"), utc_now())
+        return note_from_row(row)
+
+    async def unalias(self, alias: str, *, namespace: str | None = None) -> Note:
+        """Unbind an alias; returns the note it named."""
+        row = await self._backend.unalias_note(self.namespace(namespace),
+                                               clean_name(alias, "alias"), utc_now())
+        return note_from_row(row)
+
+    async def remove(self, ref: str, *, namespace: str | None = None) -> bool:
+        """Delete a note and everything that indexes it; False when there was none."""
+        namespace = self.namespace(namespace)
+        removed = await self._backend.remove_note(namespace, self.reference(ref))
+        self._engine.working_memory.drop(memory_session_id(namespace))
+        return removed
+
+    async def get(self, ref: str, *, namespace: str | None = None) -> Note:
+        """The note an id, name or alias names; ``NotFound`` when it names none here."""
+        namespace = self.namespace(namespace)
+        found = self.reference(ref)
+        row = await self._backend.read_note(namespace, found)
+        if row is None:
+            raise NotFound(f"no {found.describe()} in namespace {namespace!r}")
+        return note_from_row(row)
+
+    async def list_notes(self, *, namespace: str | None = None, category: str | None = None,
+                   kind: str | None = None, tags: Iterable[str] | None = None,
+                   text: str | None = None, limit: int = 50, offset: int = 0,
+                   order: str = "name") -> NotePage:
+        """A page of the namespace's notes matching every filter given.
+
+        ``tags``: the note holds every one; ``text``: every word is the start of a word of
+        the note's content or name, else (seed 002's fallback) the text is a substring of
+        either; ``order``: "name" or "updated" (most recently changed first).
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput(f"offset must be a non-negative integer, got {offset!r}")
+        if order not in ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(ORDERS)}; got {order!r}")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+        query = NoteQuery(
+            namespace=self.namespace(namespace),
+            category=None if category is None else clean_category(category),
+            kind=None if kind is None else clean_kind(kind), tags=self.tags(tags),
+            text=text, order=order, limit=limit, offset=offset)
+        rows, total, matched = await self._backend.list_notes(query)
+        return NotePage([note_from_row(row) for row in rows], total, offset, limit, matched)
+
+    # -- seed 002's memory tools -----------------------------------------------------------
+
+    async def save_memory(self, key: str, content: str, category: str | None = None, *,
+                          namespace: str | None = None) -> Note:
+        """Store content under a key: the note the key names is written (its category kept
+        unless one is given), else a note of that name is added (category default core)."""
+        namespace = self.namespace(namespace)
+        name = clean_name(key, "key")
+        for _ in range(2):  # another writer may add or remove the key between the two tries
+            try:
+                return await self.write(name, content, namespace=namespace, category=category)
+            except NotFound:
+                pass
+            try:
+                return await self.add(name, content, namespace=namespace, category=category,
+                                      source="save_memory")
+            except NameTaken:
+                continue
+        raise NameTaken(f"key {name!r} kept changing under another writer; nothing was saved")
+
+    async def recall_memories(self, query: str, *, namespace: str | None = None,
+                              limit: int = 10) -> list[MemoryHit]:
+        """Memories matching a query, best first: FTS5 bm25 over content and names, and when
+        that finds nothing the LIKE substring fallback (seed 002's two tiers)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
+        namespace = self.namespace(namespace)
+        found = await self._engine.retrieval.search(
+            session_id=memory_session_id(namespace), query=query, mode="keyword",
+            top_k=limit * 4, caller="recall_memories")
+        best: dict[str, float] = {}
+        for result in found.results:
+            note_id = result.metadata.get("note_id")
+            if isinstance(note_id, str) and note_id not in best:
+                best[note_id] = result.fts_raw if result.fts_raw is not None else 0.0
+        owned = await self._backend.notes_by_ids(namespace, list(best))
+        matched_by = "like" if found.legs.fts_fallback == "like" else "fts"
+        return [MemoryHit(key=owned[note_id]["name"], content=owned[note_id]["content"],
+                          category=owned[note_id]["category"], score=score,
+                          matched_by=matched_by, note_id=note_id)
+                for note_id, score in best.items() if note_id in owned][:limit]
+
+    async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
+        """Remove the memory a key names; False when it names none."""
+        return await self.remove(key, namespace=namespace)
+
+    async def list_memories(self, *, namespace: str | None = None,
+                            category: str | None = None) -> list[str]:
+        """Every memory key (note name) of the namespace, in order."""
+        return await self._backend.note_names(
+            self.namespace(namespace), None if category is None else clean_category(category))
+
+    # -- for export and import (core.notes.transfer) -----------------------------------------
+
+    async def all_rows(self, namespace: str) -> Sequence[dict[str, Any]]:
+        """Every note of a namespace as storage rows, by name."""
+        return await self._backend.all_notes(namespace)
+
+    async def apply_import(self, namespace: str, drafts: Sequence[NoteDraft], *,
+                           overwrite: bool) -> dict[str, Any]:
+        """Apply checked drafts in one transaction, or get the collisions back unapplied."""
+        result = await self._backend.import_notes(namespace, drafts, overwrite, utc_now(),
+                                                  new_note_id)
+        if result["applied"]:
+            self._engine.working_memory.drop(memory_session_id(namespace))
+            if self._engine.worker is not None:
+                self._engine.worker.wake()
+        return result

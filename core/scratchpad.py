@@ -1,0 +1,82 @@
+"""The working-memory scratchpad (seed 001): a short list an agent keeps per session.
+
+It holds the current goals, the steps done and the steps pending during a long run, so
+the agent does not drift. A write replaces the whole list; a list over the limits (32
+items of 240 characters by default, ``[scratchpad]`` in the config) is refused whole, with
+a message naming the limit, and the scratchpad keeps what it had. It is stored in the
+session's ``session_state`` (:mod:`core.storage.scratchpad`), so it lasts as long as the
+session and goes with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from core.clock import utc_now
+from core.errors import InvalidInput
+from core.storage.notes import MEMORY_PREFIX
+from core.types import ScratchpadState
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+
+def check_items(items: Any, max_items: int, max_chars: int) -> list[str]:
+    """The items as a list of strings within the limits, or InvalidInput naming the limit."""
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise InvalidInput(f"a scratchpad is a list of strings, got {type(items).__name__}")
+    if len(items) > max_items:
+        raise InvalidInput(f"a scratchpad holds at most {max_items} items; {len(items)} were "
+                           "given, and the scratchpad was left as it was")
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InvalidInput(f"scratchpad item {index} is a {type(item).__name__}; items "
+                               "must be strings, and the scratchpad was left as it was")
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(f"scratchpad item {index} is not valid UTF-8 text; the "
+                               "scratchpad was left as it was") from None
+        if len(item) > max_chars:
+            raise InvalidInput(f"scratchpad item {index} is {len(item)} characters; the limit "
+                               f"is {max_chars} per item, and the scratchpad was left as it was")
+    return list(items)
+
+
+def _session(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
+    return session_id
+
+
+class Scratchpad:
+    """Read, write (whole-replace) and clear a session's scratchpad."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._backend = engine.backend
+        self._limits = engine.config.scratchpad
+
+    async def read(self, session_id: str) -> ScratchpadState | None:
+        """The session's scratchpad, or None when it has none."""
+        stored = await self._backend.read_scratchpad(_session(session_id))
+        if stored is None:
+            return None
+        return ScratchpadState(session_id, list(stored["items"]), stored["updated_at"])
+
+    async def write(self, session_id: str, items: Sequence[str], *,
+                    agent: str | None = None) -> ScratchpadState:
+        """Replace the session's scratchpad with ``items`` (the session is made if new)."""
+        session_id = _session(session_id)
+        if session_id.startswith(MEMORY_PREFIX):
+            raise InvalidInput(f"session {session_id!r} holds a namespace's notes; a "
+                               "scratchpad belongs to a conversation's session")
+        checked = check_items(items, self._limits.max_items, self._limits.max_item_chars)
+        stored = await self._backend.write_scratchpad(
+            session_id, agent or self._engine.config.agent, checked, utc_now())
+        return ScratchpadState(session_id, stored["items"], stored["updated_at"])
+
+    async def clear(self, session_id: str) -> bool:
+        """Empty the session's scratchpad; False when it had none."""
+        return await self._backend.clear_scratchpad(_session(session_id), utc_now())
