@@ -29,6 +29,7 @@ def test_bench_query_measures_every_path(tmp_path: Path) -> None:
                  "file_mb", "build_seconds", "matrix_mb", "rss_before_matrix_mb"):
         assert getattr(figures, name) > 0, name
     assert figures.session_p95_ms >= figures.session_p50_ms
+    assert 0 <= figures.file_rss_mb <= figures.rss_before_matrix_mb
     assert figures.namespace_p95_ms >= figures.namespace_p50_ms
     assert any("chunks from" in line for line in said)  # progress while building
 

@@ -27,6 +27,20 @@ def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
+def resident_file_mb() -> float:
+    """MiB of this process's resident memory that are mapped files (Linux ``RssFile``): with
+    ``storage.mmap_mb`` mostly the database's pages, the operating system's file cache shared
+    by every connection, not private memory. 0 where the kernel does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 @dataclass
 class IngestFigures:
     """What one ``bench ingest`` run measured."""
