@@ -168,6 +168,8 @@ class NotePage(_AsDict):
 
     ``text_match`` says how a text filter matched: "fts" (words, as prefixes), "like" (seed
     002's substring fallback, used when the words matched nothing) or None (no text filter).
+    ``total_exact`` is False when words found in very many notes were counted only some way
+    past the page: ``total`` is then a lower bound ("at least").
     """
 
     notes: list[Note]
@@ -175,6 +177,7 @@ class NotePage(_AsDict):
     offset: int
     limit: int
     text_match: str | None = None
+    total_exact: bool = True
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
+from core.storage import notes as notes_storage
 from core.storage.connection import open_connection
 from core.storage.events import scope_token_for
 from tests.conftest import DETERMINISTIC
@@ -536,3 +537,30 @@ async def test_a_read_only_engine_reads_notes_and_refuses_writes(db_path: Path) 
             await engine.add_note("m", "y")
         with pytest.raises(ReadOnlyDatabase):
             await engine.remove_note("n")
+
+
+async def test_a_text_filter_matching_very_many_notes_walks_in_page_order(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(12):
+        await engine.add_note(f"n{n:02d}", f"weekly meeting number {n}" if n % 3 else "lunch",
+                              category="daily" if n % 2 else "core", tags=[f"t{n % 4}"])
+    asks = [{}, {"category": "daily"}, {"tags": ["t1"]}, {"offset": 2, "limit": 3},
+            {"order": "updated", "limit": 4}, {"text": "lunch"},
+            {"category": "daily", "text": "lunch meeting"},  # no note has both: LIKE
+            {"category": "core", "tags": ["t1"], "text": "number"}]  # none in both filters
+    exact = {}
+    for n, ask in enumerate(asks):
+        exact[n] = await engine.list_notes(**{"text": "meet", **ask})
+    # The same listings with every word counted as "found in very many notes".
+    monkeypatch.setattr(notes_storage, "TEXT_SET_LIMIT", 1)
+    for n, ask in enumerate(asks):
+        walked = await engine.list_notes(**{"text": "meet", **ask})
+        assert [x.name for x in walked.notes] == [x.name for x in exact[n].notes], ask
+        assert (walked.total, walked.total_exact, walked.text_match) == (
+            exact[n].total, True, exact[n].text_match), ask
+    # Counting stops a little past the page: the total becomes a lower bound, and says so.
+    monkeypatch.setattr(notes_storage, "COUNT_AHEAD", 2)
+    page = await engine.list_notes(text="meeting", limit=3)
+    assert [x.name for x in page.notes] == ["n01", "n02", "n04"]
+    assert (page.total, page.total_exact) == (5, False)  # 8 notes hold "meeting"
+    assert exact[0].total == 8 and exact[0].total_exact

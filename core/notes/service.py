@@ -204,8 +204,9 @@ class Notes:
             category=None if category is None else clean_category(category),
             kind=None if kind is None else clean_kind(kind), tags=self.tags(tags),
             text=text, order=order, limit=limit, offset=offset)
-        rows, total, matched = await self._backend.list_notes(query)
-        return NotePage([note_from_row(row) for row in rows], total, offset, limit, matched)
+        rows, total, exact, matched = await self._backend.list_notes(query)
+        return NotePage([note_from_row(row) for row in rows], total, offset, limit, matched,
+                        total_exact=exact)
 
     # -- seed 002's memory tools -----------------------------------------------------------
 

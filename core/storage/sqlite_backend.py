@@ -277,8 +277,9 @@ class SqliteBackend:
         return await self._db.read(notes.read_note, namespace, ref)
 
     async def list_notes(self, query: notes.NoteQuery,
-                         ) -> tuple[list[dict[str, Any]], int, str | None]:
-        """A page of filtered notes, the total, and how the text filter matched."""
+                         ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
+        """A page of filtered notes, the total and whether it is exact, and how the text
+        filter matched."""
         return await self._db.read(notes.list_notes, query)
 
     async def note_names(self, namespace: str, category: str | None = None) -> list[str]:
