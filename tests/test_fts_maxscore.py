@@ -54,7 +54,7 @@ async def test_the_rewrite_ranks_exactly_as_the_plain_query(db_path: Path) -> No
     conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
     rng = random.Random(3)
     rounds_used = set()
-    real = fts_maxscore._ranked
+    real = fts_maxscore.bm25_rowids
     calls: list[str] = []
 
     def counting(conn_: object, match: str, weights: str, k: int) -> list[tuple[int, float]]:
@@ -62,7 +62,7 @@ async def test_the_rewrite_ranks_exactly_as_the_plain_query(db_path: Path) -> No
         return real(conn_, match, weights, k)
 
     try:
-        fts_maxscore._ranked = counting  # type: ignore[assignment]
+        fts_maxscore.bm25_rowids = counting  # type: ignore[assignment]
         for _ in range(150):
             terms = rng.sample(COMMON + TOPICAL + RARE[:10], rng.randint(1, 5))
             k = rng.choice([1, 3, 5, 20])
@@ -73,7 +73,7 @@ async def test_the_rewrite_ranks_exactly_as_the_plain_query(db_path: Path) -> No
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-12)
             rounds_used.add(len(calls))
     finally:
-        fts_maxscore._ranked = real  # type: ignore[assignment]
+        fts_maxscore.bm25_rowids = real  # type: ignore[assignment]
         conn.close()
     # Both kinds of query happened: answered on the rarest word alone, and widened.
     assert 1 in rounds_used and max(rounds_used) > 1

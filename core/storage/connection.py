@@ -132,16 +132,19 @@ def transaction(conn: Any) -> Iterator[Any]:
 _IN_BATCH = 500
 
 
-def select_in(conn: Any, sql: str, values: Sequence[Any]) -> list[Any]:
+def select_in(conn: Any, sql: str, values: Sequence[Any],
+              params: Sequence[Any] = ()) -> list[Any]:
     """Rows of ``sql`` (ending in ``IN``) for every value, asked in batches of at most 500.
 
     ``sql`` is completed with ``(?, ?, …)``; e.g. ``"SELECT a, b FROM t WHERE a IN"``.
+    ``params`` bind the ``?`` that ``sql`` holds before its ``IN``.
     """
     values = list(values)
     rows: list[Any] = []
     for start in range(0, len(values), _IN_BATCH):
         part = values[start:start + _IN_BATCH]
-        rows.extend(conn.execute(f"{sql} ({','.join('?' * len(part))})", part).fetchall())
+        rows.extend(conn.execute(f"{sql} ({','.join('?' * len(part))})",
+                                 [*params, *part]).fetchall())
     return rows
 
 

@@ -75,6 +75,11 @@ def agent_token_for(agent_identity: str | None) -> str:
                                 ).hexdigest()[:24]
 
 
+def chunk_scope_token(session_id: str, agent_identity: str | None) -> str:
+    """What a chunk's ``scope_token`` column holds: its session's token and its agent's."""
+    return f"{scope_token_for(session_id)} {agent_token_for(agent_identity)}"
+
+
 def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
     """The agent identity ('' when none) each of these sessions was created under."""
     return dict(select_in(conn, "SELECT session_id, coalesce(agent_identity, '') FROM sessions"
@@ -107,7 +112,8 @@ def previous_texts(conn: Any, session_id: str, count: int) -> list[str]:
     return [row[0] for row in reversed(rows)]
 
 
-def _next_fts_rowid(conn: Any) -> int:
+def next_fts_rowid(conn: Any) -> int:
+    """The rowid a new chunk's FTS row takes (one above every chunk's)."""
     row = conn.execute("SELECT coalesce(max(fts_rowid), 0) FROM chunks").fetchone()
     return int(row[0]) + 1
 
@@ -207,8 +213,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
         agents = session_agents(conn, list(touched))
-        scope_tokens = {sid: f"{scope_token_for(sid)} {agent_token_for(agent)}"
-                        for sid, agent in agents.items()}
+        scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
         # Each chunk's row in ``vectors``: chunks are numbered across all messages given.
         first_row: dict[int, int] = {}
         row = 0
@@ -219,7 +224,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                     first_row[id(m)] + position)
                    for m, seq in accepted for position, c in enumerate(m.chunks)]
         existing = _existing_chunks(conn, [p[2] for p in planned]) if planned else {}
-        fts_rowid = _next_fts_rowid(conn) if planned else 0
+        fts_rowid = next_fts_rowid(conn) if planned else 0
         contexts = _contexts(conn, accepted, context_messages, context_chars)
         inserts: list[tuple[Any, ...]] = []
         vector_rows: list[tuple[str, str, str, bytes]] = []

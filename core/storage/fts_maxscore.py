@@ -33,6 +33,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from core.storage.events import next_fts_rowid
+
 K1 = 1.2  # FTS5's bm25 constants (fts5_aux.c)
 _TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's, so words stem the same
 
@@ -46,15 +48,15 @@ def ranked_rowids(conn: Any, terms: Sequence[str], scope_filter: str, weights: s
     ``{chunk_text context} : (terms…) AND scope_filter`` ranked by bm25.
     """
     if len(terms) < 2:
-        return _ranked(conn, _expression(terms, [], scope_filter), weights, k)
+        return bm25_rowids(conn, _expression(terms, [], scope_filter), weights, k)
     order = _rarest_first(conn, terms)
     rows_bound = _row_count_bound(conn)
     rows: list[tuple[int, float]] = []
     for cut in range(1, len(order) + 1):
         essential = [term for term, _ in order[:cut]]
         rest = order[cut:]
-        rows = _ranked(conn, _expression(essential, [term for term, _ in rest], scope_filter),
-                       weights, k)
+        rows = bm25_rowids(conn, _expression(essential, [term for term, _ in rest],
+                                             scope_filter), weights, k)
         if not rest:
             return rows
         ceiling = (K1 + 1) * sum(_idf_ceiling(rows_bound, docs) for _, docs in rest)
@@ -64,20 +66,22 @@ def ranked_rowids(conn: Any, terms: Sequence[str], scope_filter: str, weights: s
 
 
 def _expression(essential: Sequence[str], rest: Sequence[str], scope_filter: str) -> str:
-    found = f"{{chunk_text context}} : ({' OR '.join(_quoted(t) for t in essential)})"
+    found = f"{{chunk_text context}} : ({' OR '.join(quoted(t) for t in essential)})"
     if not rest:
         return f"{found} AND {scope_filter}"
-    counted = f"{{chunk_text context}} : ({' OR '.join(_quoted(t) for t in rest)})"
+    counted = f"{{chunk_text context}} : ({' OR '.join(quoted(t) for t in rest)})"
     return f"{found} AND {scope_filter} AND ({scope_filter} OR {counted})"
 
 
-def _ranked(conn: Any, match: str, weights: str, k: int) -> list[tuple[int, float]]:
+def bm25_rowids(conn: Any, match: str, weights: str, k: int) -> list[tuple[int, float]]:
+    """FTS5's top ``k`` rows for ``match`` by weighted bm25: (rowid, -bm25)."""
     return conn.execute(
         f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
 
 
-def _quoted(text: str) -> str:
+def quoted(text: str) -> str:
+    """``text`` as an FTS5 string: a phrase of its words, never syntax."""
     return '"' + text.replace('"', '""') + '"'
 
 
@@ -91,7 +95,7 @@ def _idf_ceiling(rows: int, docs: int | None) -> float:
 
 def _row_count_bound(conn: Any) -> int:
     """At least the FTS row count: every row is a chunk's, rowids are unique and start at 1."""
-    return int(conn.execute("SELECT coalesce(max(fts_rowid), 0) FROM chunks").fetchone()[0])
+    return next_fts_rowid(conn) - 1
 
 
 def _rarest_first(conn: Any, terms: Sequence[str]) -> list[tuple[str, int | None]]:

@@ -41,15 +41,15 @@ from core.storage.connection import select_in, transaction
 from core.storage.events import (
     CHUNK_COLUMNS,
     PreparedChunk,
-    agent_token_for,
+    chunk_scope_token,
     insert_rows,
-    scope_token_for,
+    next_fts_rowid,
 )
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows, prefixed, session_prefix, words
+from core.storage.search import like_pattern
 
 MEMORY_PREFIX = "memory:"
 
-_IN_BATCH = 500
 # A filtered page is reached from its set of note ids up to this many matches; above it the
 # namespace is walked in page order (a wide filter fills a page within a few rows).
 _SMALL_SET = 2000
@@ -181,11 +181,8 @@ def _require(conn: Any, namespace: str, ref: NoteRef) -> dict[str, Any]:
 def notes_by_ids(conn: Any, namespace: str,
                  note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The namespace's notes among ``note_ids``; ids of other namespaces are left out."""
-    rows = []
-    for start in range(0, len(note_ids), _IN_BATCH):
-        part = list(note_ids[start:start + _IN_BATCH])
-        rows += conn.execute(f"{_SELECT} WHERE n.namespace = ? AND n.note_id IN"
-                             f" ({','.join('?' * len(part))})", [namespace, *part]).fetchall()
+    rows = select_in(conn, f"{_SELECT} WHERE n.namespace = ? AND n.note_id IN", note_ids,
+                     [namespace])
     return {note["note_id"]: note for note in _notes(conn, rows)}
 
 
@@ -280,8 +277,7 @@ def list_notes(conn: Any, query: NoteQuery,
                     set_params.append(json.dumps(found))
         if text_match is None:
             text_match = "like"
-            pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace(
-                "_", "\\_") + "%"
+            pattern = like_pattern(text)
             where.append("(n.name LIKE ? ESCAPE '\\' OR n.content LIKE ? ESCAPE '\\')")
             params += [pattern, pattern]
             total = None
@@ -358,10 +354,6 @@ def _next_sequence(conn: Any, session_id: str) -> int:
     return int(row[0]) + 1
 
 
-def _next_fts_rowid(conn: Any) -> int:
-    return int(conn.execute("SELECT coalesce(max(fts_rowid), 0) + 1 FROM chunks").fetchone()[0])
-
-
 def _index(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedChunk]]],
            now: str) -> None:
     """Store each note's event and chunks (seed 001 ``store_note`` steps 2, 3 and 6).
@@ -374,7 +366,7 @@ def _index(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedC
     sequences: dict[str, int] = {}
     events: list[tuple[Any, ...]] = []
     chunk_rows: list[tuple[Any, ...]] = []
-    fts_rowid = _next_fts_rowid(conn)
+    fts_rowid = next_fts_rowid(conn)
     for note, chunks in entries:
         note_id, session_id, name = note["note_id"], note["session_id"], note["name"]
         if session_id not in sequences:
@@ -393,7 +385,7 @@ def _index(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedC
             "updated_at": note["updated_at"], "schema_version": note["schema_version"],
             "sequence": sequence,
         }, ensure_ascii=False)
-        scope_token = f"{scope_token_for(session_id)} {agent_token_for(note['namespace'])}"
+        scope_token = chunk_scope_token(session_id, note["namespace"])
         seen: set[str] = set()
         for chunk in chunks:
             if chunk.content_hash in seen:  # a paragraph repeated inside one note: once
@@ -472,17 +464,11 @@ def _memory_session(conn: Any, namespace: str, now: str) -> str:
 def _bindings(conn: Any, namespace: str,
               names: Sequence[str]) -> dict[str, tuple[str, bool, str]]:
     """name -> (note_id, is_alias, that note's name) for the names already bound."""
-    found: dict[str, tuple[str, bool, str]] = {}
-    names = list(names)
-    for start in range(0, len(names), _IN_BATCH):
-        part = names[start:start + _IN_BATCH]
-        for name, note_id, is_alias, note_name in conn.execute(
-                "SELECT b.name, b.note_id, b.is_alias, n.name FROM note_names b"
-                " JOIN notes n ON n.note_id = b.note_id"
-                f" WHERE b.namespace = ? AND b.name IN ({','.join('?' * len(part))})",
-                [namespace, *part]):
-            found[name] = (note_id, bool(is_alias), note_name)
-    return found
+    return {name: (note_id, bool(is_alias), note_name)
+            for name, note_id, is_alias, note_name in select_in(
+                conn, "SELECT b.name, b.note_id, b.is_alias, n.name FROM note_names b"
+                      " JOIN notes n ON n.note_id = b.note_id"
+                      " WHERE b.namespace = ? AND b.name IN", names, [namespace])}
 
 
 def _refuse_taken(conn: Any, namespace: str, names: Sequence[str],

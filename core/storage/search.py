@@ -22,6 +22,7 @@ from core.indexing import CONTEXT_SEPARATOR
 from core.storage import fts_maxscore
 from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
+from core.storage.fts_maxscore import bm25_rowids, quoted
 from core.storage.fts_rows import prefixed, session_prefix, words
 
 
@@ -75,10 +76,6 @@ def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
             " coalesce(agent_identity, '') = ?)", [scope.namespace or ""])
 
 
-def _quoted(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
 def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
                tags: Sequence[str] = (), context_weight: float = 0.5,
                ) -> list[tuple[str, float]]:
@@ -99,16 +96,16 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
         match, weights = session_match
         where, params = "c.session_id = ?", [scope.session_id]
     else:
-        ors = " OR ".join(_quoted(term) for term in terms)
         scope_filter = f'scope_token : "{scope.token}"'
-        match = f'{{chunk_text context}} : ({ors}) AND {scope_filter}'
         weights = f"1.0, 0, {float(context_weight)!r}, 0, 0"
-        where, params = _scope_clause(scope)
         if not tags:
             return _owned_top(conn, scope, fts_maxscore.ranked_rowids(
                 conn, list(terms), scope_filter, weights, k))
+        ors = " OR ".join(quoted(term) for term in terms)
+        match = f'{{chunk_text context}} : ({ors}) AND {scope_filter}'
+        where, params = _scope_clause(scope)
     if not tags:
-        return _owned_top(conn, scope, _ranked_rowids(conn, match, weights, k))
+        return _owned_top(conn, scope, bm25_rowids(conn, match, weights, k))
     return conn.execute(
         f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
@@ -140,13 +137,6 @@ def _owned_top(conn: Any, scope: Scope, top: list[tuple[int, float]]) -> list[tu
                   scope.value)
 
 
-def _ranked_rowids(conn: Any, match: str, weights: str, k: int) -> list[tuple[int, float]]:
-    """FTS5's top ``k`` rows for ``match`` by weighted bm25: (rowid, -bm25)."""
-    return conn.execute(
-        f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
-        " WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?", (match, k)).fetchall()
-
-
 def _owned(top: list[tuple[int, float]], owners: dict[int, tuple[str, str]],
            wanted: str) -> list[tuple[str, float]]:
     """``top``'s rows that belong to ``wanted``, as (chunk_id, score), in rank order."""
@@ -158,7 +148,7 @@ def _session_match(session_id: str, terms: Sequence[str],
                    context_weight: float) -> tuple[str, str] | None:
     """A session's MATCH over its prefixed terms and the bm25 weights, or None (no words)."""
     prefix = session_prefix(session_id)
-    ors = " OR ".join(_quoted(prefixed(prefix, term)) for term in terms if words(term))
+    ors = " OR ".join(quoted(prefixed(prefix, term)) for term in terms if words(term))
     if not ors:
         return None
     return (f"{{session_text session_context}} : ({ors})",
@@ -189,15 +179,19 @@ def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
 def like_search(conn: Any, scope: Scope, text: str, k: int,
                 tags: Sequence[str] = ()) -> list[tuple[str, float]]:
     """Seed 002's fallback: chunks containing ``text`` as a substring, most recent first."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
     rows = conn.execute(
         f"SELECT c.chunk_id FROM chunks c WHERE {where} AND c.chunk_text LIKE ? ESCAPE '\\'"
         f"{tag_sql} ORDER BY c.sequence_end DESC, c.chunk_id LIMIT ?",
-        [*params, f"%{escaped}%", *tag_params, k],
+        [*params, like_pattern(text), *tag_params, k],
     ).fetchall()
     return [(row[0], 1.0) for row in rows]
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern (with ``ESCAPE '\\'``) for ``text`` anywhere: its wildcards are literal."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str,
@@ -304,8 +298,7 @@ def _session_legs(conn: Any, request: LegRequest) -> LegRows:
     started = time.perf_counter()
     session_id = request.scope.session_id or ""
     session_match = _session_match(session_id, request.terms, request.context_weight)
-    top = [] if session_match is None else _ranked_rowids(conn, *session_match,
-                                                          request.depth)
+    top = [] if session_match is None else bm25_rowids(conn, *session_match, request.depth)
     timings["fts"] = (time.perf_counter() - started) * 1000
     vector_rows = _timed_vector_leg(conn, request, timings)
 
