@@ -10,7 +10,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
-from core.storage import notes as notes_storage
+from core.storage import note_listing
 from core.storage.connection import open_connection
 from core.storage.events import scope_token_for
 from tests.conftest import DETERMINISTIC
@@ -402,7 +402,7 @@ async def test_list_refuses_bad_arguments(engine: Engine, kwargs, words: str) ->
 
 async def test_every_listing_query_reaches_notes_through_an_index(shelf: Engine) -> None:
     """No filter combination scans the notes or chunks tables (what keeps 100k notes fast)."""
-    from core.storage import notes as storage
+    storage = note_listing
 
     conn = open_connection(shelf.path, read_only=True, busy_timeout_ms=5000)
     statements: list[str] = []
@@ -552,14 +552,14 @@ async def test_a_text_filter_matching_very_many_notes_walks_in_page_order(
     for n, ask in enumerate(asks):
         exact[n] = await engine.list_notes(**{"text": "meet", **ask})
     # The same listings with every word counted as "found in very many notes".
-    monkeypatch.setattr(notes_storage, "TEXT_SET_LIMIT", 1)
+    monkeypatch.setattr(note_listing, "TEXT_SET_LIMIT", 1)
     for n, ask in enumerate(asks):
         walked = await engine.list_notes(**{"text": "meet", **ask})
         assert [x.name for x in walked.notes] == [x.name for x in exact[n].notes], ask
         assert (walked.total, walked.total_exact, walked.text_match) == (
             exact[n].total, True, exact[n].text_match), ask
     # Counting stops a little past the page: the total becomes a lower bound, and says so.
-    monkeypatch.setattr(notes_storage, "COUNT_AHEAD", 2)
+    monkeypatch.setattr(note_listing, "COUNT_AHEAD", 2)
     page = await engine.list_notes(text="meeting", limit=3)
     assert [x.name for x in page.notes] == ["n01", "n02", "n04"]
     assert (page.total, page.total_exact) == (5, False)  # 8 notes hold "meeting"

@@ -36,7 +36,8 @@ from core.notes.fields import (
     new_note_id,
 )
 from core.storage.events import PreparedChunk
-from core.storage.notes import NoteChanges, NoteDraft, NoteQuery, NoteRef, memory_session_id
+from core.storage.note_listing import NoteQuery
+from core.storage.notes import NoteChanges, NoteDraft, NoteRef, memory_session_id
 from core.types import MemoryHit, Note, NotePage
 
 if TYPE_CHECKING:

@@ -18,7 +18,16 @@ import numpy as np
 
 from core.config import StorageConfig
 from core.errors import ReadOnlyDatabase, SchemaTooNew
-from core.storage import events, facts, logbook, notes, scratchpad, search, vectors
+from core.storage import (
+    events,
+    facts,
+    logbook,
+    note_listing,
+    notes,
+    scratchpad,
+    search,
+    vectors,
+)
 from core.storage.connection import Database
 from core.storage.migrations import (
     current_version,
@@ -276,11 +285,11 @@ class SqliteBackend:
         """The note a reference names in a namespace."""
         return await self._db.read(notes.read_note, namespace, ref)
 
-    async def list_notes(self, query: notes.NoteQuery,
+    async def list_notes(self, query: note_listing.NoteQuery,
                          ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
         """A page of filtered notes, the total and whether it is exact, and how the text
         filter matched."""
-        return await self._db.read(notes.list_notes, query)
+        return await self._db.read(note_listing.list_notes, query)
 
     async def note_names(self, namespace: str, category: str | None = None) -> list[str]:
         """A namespace's note names, in order."""
