@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from core.storage.connection import open_connection
 from tests.tiny_model import build_tiny_model
 
 SHARED_MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "models" / "m2v-minilm-256"
 
 DETERMINISTIC = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
+
+
+def rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` read from the file at ``path`` through a connection of its own."""
+    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 
 from core import Engine
 from core.errors import DimensionMismatch, EmbeddingError, WorkbenchError
-from core.storage.connection import open_connection
 from core.storage.search import Scope
+from tests.conftest import rows
 from tests.embedding_server import EmbeddingServer, isolate_hub_cache, serve
 
 TEST_KEY = "sk-secret-xyz"
@@ -27,12 +27,6 @@ MESSAGES = [
 ]
 
 
-def rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 async def store_all(engine: Engine, session: str = "s", first: int = 1) -> int:

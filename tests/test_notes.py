@@ -13,17 +13,11 @@ from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
 from core.storage import note_listing
 from core.storage.connection import open_connection
 from core.storage.events import scope_token_for
-from tests.conftest import DETERMINISTIC
+from tests.conftest import DETERMINISTIC, rows
 
 NOTE_ID = re.compile(r"note-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
-def rows(path: Path, sql: str, *params):
-    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def index_rows(path: Path, note_id: str) -> dict[str, int]:

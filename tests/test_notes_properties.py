@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -152,10 +153,10 @@ def test_name_and_alias_resolution_matches_a_model(tmp_path: Path) -> None:
             run(engine.save_memory(name, "y", namespace=self.neighbour))
             return key
 
-        @rule(key=notes, alias=NAMES)
-        def alias(self, key: int, alias: str) -> None:
-            call = engine.alias_note(self.ids[key], alias, namespace=self.namespace)
-            holder = self.bound.get(canonical(alias))
+        def claim(self, key: int, name: str, call: Any) -> Any:
+            """Run a call that binds ``name`` to note ``key``; the refusal the model expects
+            (a removed note, a name another note holds) is checked, else its result given."""
+            holder = self.bound.get(canonical(name))
             if key not in self.primary:
                 with pytest.raises(NotFound):
                     run(call)
@@ -163,7 +164,13 @@ def test_name_and_alias_resolution_matches_a_model(tmp_path: Path) -> None:
                 with pytest.raises(NameTaken):
                     run(call)
             else:
-                run(call)
+                return run(call)
+            return None
+
+        @rule(key=notes, alias=NAMES)
+        def alias(self, key: int, alias: str) -> None:
+            call = engine.alias_note(self.ids[key], alias, namespace=self.namespace)
+            if self.claim(key, alias, call) is not None:
                 self.bound[canonical(alias)] = key
 
         @rule(alias=NAMES)
@@ -183,15 +190,9 @@ def test_name_and_alias_resolution_matches_a_model(tmp_path: Path) -> None:
         @rule(key=notes, name=NAMES)
         def rename(self, key: int, name: str) -> None:
             call = engine.rename_note(self.ids[key], name, namespace=self.namespace)
-            holder = self.bound.get(canonical(name))
-            if key not in self.primary:
-                with pytest.raises(NotFound):
-                    run(call)
-            elif holder is not None and holder != key:
-                with pytest.raises(NameTaken):
-                    run(call)
-            else:
-                assert run(call).name == canonical(name)
+            renamed = self.claim(key, name, call)
+            if renamed is not None:
+                assert renamed.name == canonical(name)
                 if self.primary[key] != canonical(name):
                     del self.bound[self.primary[key]]
                 self.primary[key] = canonical(name)

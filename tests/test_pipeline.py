@@ -9,16 +9,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, InvalidMessage, SequenceError
-from core.storage.connection import open_connection
-from tests.conftest import DETERMINISTIC
-
-
-def rows(path: Path, sql: str, *params):
-    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+from tests.conftest import DETERMINISTIC, rows
 
 
 async def test_a_store_writes_session_event_state_and_chunks(db_path: Path) -> None:
