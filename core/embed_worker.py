@@ -93,6 +93,8 @@ class EmbeddingWorker:
                     if cursor:
                         cursor = 0  # wrap round for retried chunks and other writers' chunks
                         continue
+                    if self._wake.is_set():
+                        continue  # a store woke us while that read ran: it may have missed it
                     self._idle.set()
                     # asyncio.timeout, not wait_for: 3.11's wait_for can swallow the
                     # cancellation that stop() sends and hang shutdown.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -201,3 +202,34 @@ async def test_recall_never_serves_stale_working_memory(db_path: Path) -> None:
         assert len(await first.recall("s")) == 3  # loads working memory
         await second.store("s", 4, {"role": "user", "content": "from elsewhere"})
         assert [r.sequence for r in await first.recall("s", limit=2)] == [3, 4]
+
+
+async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(db_path: Path) -> None:
+    # The worker's read of the backlog starts before a store commits and comes back empty;
+    # the store and a drain() happen while it is in flight. drain() must not return until
+    # the stored chunk has its vector: the vectors are counted the moment drain() returns.
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "first words"})
+        await engine.drain()
+        read = engine.backend.pending_chunks
+        draining: list[asyncio.Task[None]] = []
+        vectors_when_drained: list[int] = []
+
+        async def stale_read(limit: int, after_rowid: int = 0):
+            if draining and engine.worker._idle.is_set():
+                await draining[0]  # hold a worker that called itself idle too soon
+            found = await read(limit, after_rowid)
+            if not draining and after_rowid == 0:
+                await engine.store("s", 2, {"role": "user", "content": "late words"})
+                draining.append(asyncio.create_task(engine.drain()))
+                draining[0].add_done_callback(lambda _: vectors_when_drained.append(
+                    rows(db_path, "SELECT count(*) FROM chunks_vec")[0][0]))
+                await asyncio.sleep(0)  # drain() wakes the worker before this read returns
+            return found
+
+        engine.backend.pending_chunks = stale_read
+        engine.worker.wake()
+        while not vectors_when_drained:
+            await asyncio.sleep(0.01)
+        assert vectors_when_drained == [2]
+        assert await engine.backend.backlog_count() == 0
