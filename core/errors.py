@@ -65,3 +65,11 @@ class ImportCollision(InvalidInput):
     def __init__(self, message: str, collisions: list[object]) -> None:
         super().__init__(message)
         self.collisions = collisions
+
+
+class SummaryError(WorkbenchError):
+    """A summarizer failed (endpoint down, bad answer); the history was left as it was."""
+
+
+class SummaryConflict(WorkbenchError):
+    """Another writer changed the session's summary or history first; nothing was written."""

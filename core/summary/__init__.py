@@ -1,0 +1,1 @@
+"""Rolling summaries, compaction into archives, and consolidation of idle conversations."""
