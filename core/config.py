@@ -134,6 +134,14 @@ class SummaryConfig:
     model: str = doc("http summarizer: the chat model.", "")
     api_key: str = doc("http summarizer: the API key; use ${ENV_VAR}.", "", repr=False)
     timeout_secs: float = doc("http summarizer: request timeout in seconds.", 60.0)
+    auto: bool = doc("Check a session for a rolling summary after each store()/append().", True)
+    block_ratio: float = doc(
+        "Room a condensation needs for its summary, as a share of the tokens it condenses.",
+        0.25)
+    archive_tokens: int = doc("Size of the summary a compaction writes into its archive.", 1500)
+    archive_dir: str = doc(
+        "Folder for compaction archives as markdown (default: conversations/ beside the file).",
+        "")
 
 
 @dataclass
@@ -142,6 +150,7 @@ class ConsolidationConfig:
 
     interval_hours: float = doc("Hours between consolidation passes.", 6.0)
     idle_hours: float = doc("A conversation idle this long is consolidated.", 24.0)
+    enabled: bool = doc("Run consolidation in the background while the engine is open.", True)
 
 
 @dataclass
@@ -324,6 +333,19 @@ def _validate(config: Config) -> None:
         problems.append("retrieval.fusion: must be minmax, rrf or dbsf")
     if config.summary.backend not in ("extractive", "http"):
         problems.append("summary.backend: must be extractive or http")
+    summary = config.summary
+    if summary.min_turns < 1:
+        problems.append("summary.min_turns: must be at least 1")
+    if not 0 < summary.target_ratio < summary.trigger_ratio <= 1:
+        problems.append("summary.target_ratio and trigger_ratio: need 0 < target < trigger <= 1")
+    if summary.token_budget < 64:
+        problems.append("summary.token_budget: must be at least 64")
+    if not 0 < summary.block_ratio <= 1:
+        problems.append("summary.block_ratio: must be above 0 and at most 1")
+    if summary.archive_tokens < 16:
+        problems.append("summary.archive_tokens: must be at least 16")
+    if config.consolidation.interval_hours <= 0 or config.consolidation.idle_hours < 0:
+        problems.append("consolidation: interval_hours must be above 0, idle_hours at least 0")
     if config.notes.default_category not in ("core", "daily", "conversation"):
         problems.append("notes.default_category: must be core, daily or conversation")
     if config.chunking.max_chars < 16:

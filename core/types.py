@@ -78,11 +78,14 @@ class RestoreResult(_AsDict):
 
     session_id: str
     messages: list[dict[str, Any]]
-    sequences: list[int]
+    sequences: list[int | None]  # None for the injected rolling summary
     tokens_used: int
     token_budget: int
     dropped: int
     token_counting: str
+    summarized_through: int | None = None  # the rolling summary covers sequences up to this
+    marker_sequence: int | None = None     # replay started at this compact marker
+    last_sequence: int | None = None       # the session's last sequence; store() goes above it
 
 
 @dataclass(frozen=True)
@@ -247,3 +250,63 @@ class ScratchpadState(_AsDict):
     session_id: str
     items: list[str]
     updated_at: str
+
+
+@dataclass(frozen=True)
+class SummaryState(_AsDict):
+    """A session's rolling summary (seed 001): its text covers every message up to
+    ``upper_sequence``; ``epoch`` counts the writes, for compare-and-swap."""
+
+    session_id: str
+    text: str
+    upper_sequence: int
+    epoch: int
+    updated_at: str | None
+    summarizer: str | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryOutcome(_AsDict):
+    """What one rolling-summary check did, and why."""
+
+    session_id: str
+    triggered: bool
+    applied: bool           # False when not triggered, when it failed, or lost the race
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    token_budget: int
+    condensed: int = 0      # messages folded into the summary
+    upper_sequence: int | None = None
+    epoch: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CompactionResult(_AsDict):
+    """One compaction (seed 004): the archive note, the marker, the markdown file."""
+
+    session_id: str
+    archive_name: str
+    note_id: str
+    archived_at: str
+    marker_sequence: int
+    first_sequence: int
+    last_sequence: int
+    compacted: int
+    file_path: str | None
+    file_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsolidationReport(_AsDict):
+    """One consolidation pass over idle conversations (seed 000)."""
+
+    started_at: str
+    finished_at: str
+    idle_before: str
+    compacted: list[CompactionResult] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)   # session -> why
+    failed: dict[str, str] = field(default_factory=dict)    # session -> error
+    files_repaired: int = 0

@@ -26,6 +26,7 @@ from core.storage import (
     notes,
     scratchpad,
     search,
+    summaries,
     vectors,
 )
 from core.storage.connection import Database
@@ -94,7 +95,8 @@ class SqliteBackend:
         """Close every connection."""
         self._db.close()
 
-    def _require_writable(self) -> None:
+    def require_writable(self) -> None:
+        """Raise ReadOnlyDatabase when the file is open read-only."""
         if self.read_only:
             raise ReadOnlyDatabase(
                 f"{self.path} is open read-only"
@@ -107,7 +109,7 @@ class SqliteBackend:
                              vector_model: str | None = None, context_messages: int = 0,
                              context_chars: int = 400) -> list[events.WriteOutcome]:
         """Store prepared messages (and their chunks' vectors, if given) in one transaction."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(functools.partial(
             events.write_messages, context_messages=context_messages,
             context_chars=context_chars), messages, all_or_nothing, vectors, vector_model)
@@ -133,7 +135,7 @@ class SqliteBackend:
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session and everything under it."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(events.delete_session, session_id)
 
     async def read_session_state(self, session_id: str) -> dict[str, Any] | None:
@@ -147,6 +149,63 @@ class SqliteBackend:
     async def session_row_counts(self, session_id: str) -> dict[str, int]:
         """Rows one session owns in each table."""
         return await self._db.read(events.session_row_counts, session_id)
+
+    # -- summaries, compactions, consolidation ---------------------------------------------
+
+    async def write_summary_state(self, session_id: str, summary: dict[str, Any],
+                                  expected_epoch: int, now: str) -> int | None:
+        """Compare-and-swap the rolling summary; its new epoch, or None when it lost."""
+        self.require_writable()
+        return await self._db.write(summaries.write_summary_state, session_id, summary,
+                                    expected_epoch, now)
+
+    async def record_summary_error(self, session_id: str, error: str | None, now: str) -> None:
+        """Keep (or clear) the session's last summarizer failure."""
+        self.require_writable()
+        await self._db.write(summaries.record_summary_error, session_id, error, now)
+
+    async def commit_compaction(self, plan: summaries.CompactionPlan, archive: notes.NoteDraft,
+                                now: str) -> dict[str, Any]:
+        """Write a compaction whole, or raise SummaryConflict and write nothing."""
+        self.require_writable()
+        return await self._db.write(summaries.commit_compaction, plan, archive, now)
+
+    async def archive_count(self, session_id: str) -> int:
+        """Compactions a session has had."""
+        return await self._db.read(summaries.archive_count, session_id)
+
+    async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Compaction archives, oldest first."""
+        return await self._db.read(summaries.list_archives, session_id)
+
+    async def unwritten_archives(self) -> list[dict[str, Any]]:
+        """Archives whose markdown file is still to be written."""
+        return await self._db.read(summaries.unwritten_archives)
+
+    async def record_archive_file(self, session_id: str, marker_sequence: int,
+                                  file_path: str | None, error: str | None) -> None:
+        """Record where an archive's markdown went (or why it could not be written)."""
+        self.require_writable()
+        await self._db.write(summaries.record_archive_file, session_id, marker_sequence,
+                             file_path, error)
+
+    async def session_agent(self, session_id: str) -> str | None:
+        """The agent identity a session was created under (None: no such session)."""
+        found = await self._db.read(events.session_agents, [session_id])
+        return found.get(session_id)
+
+    async def idle_sessions(self, idle_before: str) -> list[str]:
+        """Conversations idle since before ``idle_before`` with events to consolidate."""
+        return await self._db.read(summaries.idle_sessions, idle_before)
+
+    async def read_meta(self, key: str) -> str | None:
+        """A value from memory_meta."""
+        return await self._db.read(summaries.read_meta, key)
+
+    async def write_meta(self, key: str, value: str) -> None:
+        """Set a value in memory_meta."""
+        self.require_writable()
+        await self._db.write(summaries.write_meta, key, value)
 
     # -- vectors ---------------------------------------------------------------------------
 
@@ -164,7 +223,7 @@ class SqliteBackend:
 
     async def reset_vectors(self, dimension: int, model: str) -> int:
         """Drop all vectors and queue every chunk for the new model."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(vectors.reset_vectors, dimension, model)
 
     async def pending_chunks(self, limit: int,
@@ -233,7 +292,7 @@ class SqliteBackend:
     async def set_judgment(self, scope_kind: str, scope_value: str, query: str, chunk_id: str,
                            grade: int, now: str) -> None:
         """Record how relevant a chunk is to a query."""
-        self._require_writable()
+        self.require_writable()
         await self._db.write(logbook.set_judgment, scope_kind, scope_value, query, chunk_id,
                              grade, now)
 
@@ -250,35 +309,35 @@ class SqliteBackend:
 
     async def add_note(self, draft: notes.NoteDraft, now: str) -> dict[str, Any]:
         """Create a note and index it."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.add_note, draft, now)
 
     async def write_note(self, namespace: str, ref: notes.NoteRef, changes: notes.NoteChanges,
                          now: str) -> dict[str, Any]:
         """Replace a note's content and fields, indexing it again."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.write_note, namespace, ref, changes, now)
 
     async def rename_note(self, namespace: str, ref: notes.NoteRef, new_name: str,
                           now: str) -> dict[str, Any]:
         """Give a note a new name."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.rename_note, namespace, ref, new_name, now)
 
     async def alias_note(self, namespace: str, ref: notes.NoteRef, alias: str,
                          now: str) -> dict[str, Any]:
         """Bind an alias to a note."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.alias_note, namespace, ref, alias, now)
 
     async def unalias_note(self, namespace: str, alias: str, now: str) -> dict[str, Any]:
         """Unbind an alias."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.unalias_note, namespace, alias, now)
 
     async def remove_note(self, namespace: str, ref: notes.NoteRef) -> bool:
         """Delete a note and every row that indexes it."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.remove_note, namespace, ref)
 
     async def read_note(self, namespace: str, ref: notes.NoteRef) -> dict[str, Any] | None:
@@ -308,7 +367,7 @@ class SqliteBackend:
                            overwrite: bool, now: str,
                            new_id: Callable[[], str]) -> dict[str, Any]:
         """Apply imported notes in one transaction, or report the collisions."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(notes.import_notes, namespace, drafts, overwrite, now,
                                     new_id)
 
@@ -317,7 +376,7 @@ class SqliteBackend:
     async def upsert_fact(self, namespace: str, category: str, key: str, value: str,
                           source: str, now: str) -> dict[str, Any]:
         """Insert or replace a fact."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(facts.upsert_fact, namespace, category, key, value,
                                     source, now)
 
@@ -333,7 +392,7 @@ class SqliteBackend:
 
     async def delete_fact(self, namespace: str, category: str, key: str) -> bool:
         """Delete a fact."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(facts.delete_fact, namespace, category, key)
 
     # -- scratchpad ------------------------------------------------------------------------
@@ -345,13 +404,13 @@ class SqliteBackend:
     async def write_scratchpad(self, session_id: str, agent_identity: str,
                                items: Sequence[str], now: str) -> dict[str, Any]:
         """Replace a session's scratchpad."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(scratchpad.write_scratchpad, session_id, agent_identity,
                                     items, now)
 
     async def clear_scratchpad(self, session_id: str, now: str) -> bool:
         """Remove a session's scratchpad."""
-        self._require_writable()
+        self.require_writable()
         return await self._db.write(scratchpad.clear_scratchpad, session_id, now)
 
     # -- diagnostics -----------------------------------------------------------------------
