@@ -33,9 +33,14 @@ from core.scratchpad import Scratchpad
 from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.notes import MEMORY_PREFIX
 from core.storage.sqlite_backend import SqliteBackend
+from core.summary.compaction import Compactor, Progress
+from core.summary.plan import summary_message
+from core.summary.service import Summaries
 from core.tokens import TokenCounter
 from core.types import (
     BulkStoreResult,
+    CompactionResult,
+    ConsolidationReport,
     ContextResult,
     EmbeddingStatus,
     Fact,
@@ -50,6 +55,8 @@ from core.types import (
     ScratchpadState,
     SessionInfo,
     StoreResult,
+    SummaryOutcome,
+    SummaryState,
 )
 from core.working_memory import WorkingMemory
 
@@ -108,6 +115,8 @@ class Engine:
         self.notes = Notes(self)
         self.facts = Facts(self)
         self.scratchpad = Scratchpad(self)
+        self.summaries = Summaries(self)
+        self.compactor = Compactor(self)
         self.vectors_usable = False
         self._closed = False
 
@@ -153,6 +162,8 @@ class Engine:
             raise
         if start_worker and engine.vectors_usable and not backend.read_only and not reindex:
             engine._start_worker()
+        if start_worker and not reindex:
+            engine.compactor.start()
         return engine
 
     def _start_worker(self) -> None:
@@ -166,6 +177,8 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        await self.compactor.stop()
+        await self.summaries.stop()
         await self.retrieval.flush_logs()
         if self.worker is not None:
             await self.worker.stop()
@@ -247,6 +260,7 @@ class Engine:
         self._remember(prepared, outcome.sequence)
         if outcome.inserted and self.worker is not None:
             self.worker.wake()
+        self.summaries.after_store(session_id)
         return StoreResult(session_id, outcome.sequence, outcome.inserted, outcome.deduplicated)
 
     def _remember(self, prepared: PreparedMessage, sequence: int) -> None:
@@ -272,7 +286,9 @@ class Engine:
         return await self.bulk.store_many(items, agent=agent, batch_size=batch_size)
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait until the embedding backlog is empty (chunks that failed for good excepted)."""
+        """Wait until the embedding backlog is empty (chunks that failed for good excepted)
+        and the rolling-summary checks that stores scheduled have finished."""
+        await asyncio.wait_for(self.summaries.settle(), timeout)
         if self.worker is not None:
             await self.worker.drain(timeout)
 
@@ -316,28 +332,82 @@ class Engine:
         return state
 
     async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
-        """The session's messages that fit ``token_budget``, newest kept, oldest first.
+        """The session's context for a new run, within ``token_budget``, oldest first.
 
-        Tokens are counted by :class:`core.tokens.TokenCounter`: the embedding model's
-        tokenizer when it has one, else about four characters a token, plus a fixed
-        per-message overhead for role and framing.
+        Replay starts at the latest compact marker (seed 004): the marker, then the rolling
+        summary as the system message "Rolling session summary: …" (seed 001), then the
+        newest messages after the summary that still fit. The marker and the summary come
+        first and are kept while they fit. Tokens are counted by
+        :class:`core.tokens.TokenCounter`: the embedding model's tokenizer when it has one,
+        else about four characters a token, plus a per-message overhead.
         """
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
             raise InvalidInput(f"token_budget must be a non-negative integer, got {token_budget!r}")
-        records = await self.recall(session_id)
-        kept: list[MemoryRecord] = []
+        try:
+            replay = await self.summaries.replay(session_id)
+        except NotFound:
+            return RestoreResult(session_id, [], [], 0, token_budget, 0, self.tokens.description)
+        pinned: list[tuple[dict[str, Any], int | None]] = []
+        if replay.marker is not None:
+            pinned.append((replay.marker.payload, replay.marker.sequence))
+        if replay.summary:
+            pinned.append((summary_message(replay.summary), None))
         used = 0
-        for record in reversed(records):
-            cost = self.tokens.count_message(record.payload)
+        head: list[tuple[dict[str, Any], int | None]] = []
+        for payload, sequence in pinned:
+            cost = self.tokens.count_message(payload)
+            if used + cost <= token_budget:
+                head.append((payload, sequence))
+                used += cost
+        kept: list[MemoryRecord] = []
+        for record, cost in zip(reversed(replay.messages), reversed(
+                self.tokens.count_messages([r.payload for r in replay.messages])), strict=True):
             if used + cost > token_budget:
                 break
             kept.append(record)
             used += cost
         kept.reverse()
         return RestoreResult(
-            session_id=session_id, messages=[r.payload for r in kept],
-            sequences=[r.sequence for r in kept], tokens_used=used, token_budget=token_budget,
-            dropped=len(records) - len(kept), token_counting=self.tokens.description)
+            session_id=session_id,
+            messages=[p for p, _ in head] + [r.payload for r in kept],
+            sequences=[s for _, s in head] + [r.sequence for r in kept], tokens_used=used,
+            token_budget=token_budget, dropped=len(replay.messages) - len(kept),
+            token_counting=self.tokens.description,
+            summarized_through=replay.upper_sequence if replay.summary else None,
+            marker_sequence=replay.marker.sequence if replay.marker else None,
+            last_sequence=replay.last_sequence)
+
+    # -- summaries, compaction, consolidation ------------------------------------------------
+
+    async def summary_state(self, session_id: str) -> SummaryState:
+        """The session's rolling summary (text, upper_sequence, epoch, last error)."""
+        return await self.summaries.state(session_id)
+
+    async def write_summary_state(self, session_id: str, text: str, upper_sequence: int,
+                                  expected_epoch: int) -> bool:
+        """Compare-and-swap the rolling summary (seed 001 "Race Safety"): True when written
+        with epoch ``expected_epoch + 1``; False, nothing written, when the epoch moved."""
+        return await self.summaries.write_state(session_id, text, upper_sequence,
+                                                expected_epoch)
+
+    async def summarize(self, session_id: str, token_budget: int | None = None) -> SummaryOutcome:
+        """Run the rolling-summary check now (it also runs after each store with
+        ``summary.auto``); the outcome says whether it fired, and why."""
+        return await self.summaries.summarize(session_id, token_budget)
+
+    async def compact(self, session_id: str) -> CompactionResult:
+        """Fold the history since the last compact marker into an Archive note and a new
+        marker (seed 004), with a markdown copy (seed 002)."""
+        return await self.compactor.compact(session_id)
+
+    async def consolidate(self, idle_hours: float | None = None,
+                          progress: Progress | None = None) -> ConsolidationReport:
+        """Compact every conversation idle for ``idle_hours`` (seed 000); resumable."""
+        return await self.compactor.consolidate(idle_hours, progress)
+
+    async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Compaction archives (one session's, or all), oldest first."""
+        return await self.backend.list_archives(session_id)
 
     # -- retrieval -------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,11 @@ def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     config.write_text('[embedding]\nbackend = "deterministic"\nfallback_dimensions = 32\n')
     monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
     return CliRunner()
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound once by the OS, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,0 +1,221 @@
+"""Compaction into archives (seed 004, seed 002) and consolidation of idle conversations
+(seed 000).
+
+``compact`` folds everything since the latest compact marker into one Archive note
+(category ``conversation``, a generated name ``archive <session> #<n>``), appends a new
+marker event naming it, marks the folded events ``consolidated_at`` and resets the rolling
+summary, all in one transaction that first checks nothing moved since the history was read.
+The markdown copy is written after the commit; an archive whose file is missing (a crash in
+between, a full disk) is written again from its note by the next consolidation, so nothing
+is ever summarised twice.
+
+``consolidate`` compacts every conversation idle for ``consolidation.idle_hours`` that still
+holds unfolded events, oldest first, one transaction each: a crash loses at most the
+conversation in hand, and the next pass skips every one already folded. While the engine
+is open it runs every ``consolidation.interval_hours`` (the last run is kept in the file, so
+the cadence survives restarts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.clock import format_utc, utc_now
+from core.errors import InvalidInput, NotFound, SummaryConflict, SummaryError
+from core.notes.fields import MAX_IDENTIFIER_CHARS
+from core.storage.summaries import CompactionPlan
+from core.summary import archive_files
+from core.summary.service import turns_of
+from core.summary.summarizers import Turn
+from core.types import CompactionResult, ConsolidationReport, MemoryRecord
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+    from core.summary.service import Replay
+
+log = logging.getLogger(__name__)
+
+LAST_RUN_KEY = "consolidation_last_run"
+ARCHIVE_TAG = "archive"
+
+Progress = Callable[[int, int, str], None]  # (done, total, session just handled)
+
+
+def archive_name(session_id: str, number: int) -> str:
+    """``archive <session> #<n>``; a session id too long for a name is cut and hashed."""
+    suffix = f" #{number}"
+    room = MAX_IDENTIFIER_CHARS - len("archive ") - len(suffix)
+    shown = " ".join(session_id.split()) or "_"
+    if len(shown) > room or shown != session_id:
+        digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:8]
+        shown = f"{shown[:room - 9]}~{digest}"
+    return f"archive {shown}{suffix}"
+
+
+def parse_utc(text: str) -> datetime:
+    """An engine timestamp back to an aware datetime."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+class Compactor:
+    """Compacts conversations and consolidates idle ones, for one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._backend = engine.backend
+        self._summary = engine.config.summary
+        self._consolidation = engine.config.consolidation
+        self.root = archive_files.archive_root(self._summary.archive_dir, Path(engine.path))
+        self._loop: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    # -- one compaction --------------------------------------------------------------------
+
+    async def compact(self, session_id: str) -> CompactionResult:
+        """Fold the history since the latest marker into an archive and a new marker."""
+        self._backend.require_writable()
+        replay = await self._engine.summaries.replay(session_id)
+        folded = replay.messages
+        if not folded and not replay.summary:
+            raise InvalidInput(f"nothing to compact in session {session_id!r}: no messages "
+                               "since its last compact marker")
+        everything = await self._since_marker(session_id, replay)
+        first, last = everything[0].sequence, everything[-1].sequence
+        name = archive_name(session_id, await self._backend.archive_count(session_id) + 1)
+        summarizer = self._engine.summaries.summarizer
+        header = (f"Conversation {session_id}: messages #{first}-#{last} ({len(everything)} "
+                  f"messages, {everything[0].created_at} to {everything[-1].created_at}), "
+                  f"summarised by {summarizer.name}.")
+        turns = turns_of(folded)
+        if replay.summary:  # what the rolling summary already condensed goes in as it is
+            turns.insert(0, Turn(replay.upper_sequence, "summary", replay.summary))
+        room = self._summary.archive_tokens - self._engine.tokens.count(header) - 2
+        body = await asyncio.to_thread(summarizer.summarize, turns, max(1, room))
+        now = utc_now()
+        draft = self._engine.notes.draft(
+            name, f"{header}\n\n{body}" if body else header,
+            namespace=self._engine.notes.namespace(await self._namespace(session_id)),
+            kind="Archive", category="conversation", tags=[ARCHIVE_TAG], source="compaction")
+        marker = {"role": "system",
+                  "content": f"Compact marker: the {len(everything)} messages before this "
+                             f"point (#{first}-#{last}) are archived in the note {name!r}; "
+                             "search memory or open that note to see them.",
+                  "metadata": {"compact_marker": {"archive_name": name, "archived_at": now,
+                                                  "first_sequence": first,
+                                                  "last_sequence": last}}}
+        plan = CompactionPlan(session_id, replay.epoch, replay.last_sequence or last, first,
+                              len(everything), summarizer.name, marker)
+        committed = await self._backend.commit_compaction(plan, draft, now)
+        self._engine.working_memory.drop(session_id)
+        if self._engine.worker is not None:
+            self._engine.worker.wake()  # the archive note's chunks wait for vectors
+        path, error = await self._write_file(session_id, committed["marker_sequence"], name,
+                                             committed["note"]["content"])
+        return CompactionResult(session_id, name, committed["note"]["note_id"], now,
+                                committed["marker_sequence"], first, last, len(everything),
+                                path, error)
+
+    async def _since_marker(self, session_id: str, replay: Replay) -> list[MemoryRecord]:
+        """Every message the compaction folds: after the marker, summarised ones included."""
+        if not replay.summary:
+            return replay.messages
+        floor = replay.marker.sequence if replay.marker else 0
+        rows = await self._backend.read_events(session_id, after_sequence=floor)
+        return [MemoryRecord(**row) for row in rows]
+
+    async def _namespace(self, session_id: str) -> str | None:
+        agent = await self._backend.session_agent(session_id)
+        if agent is None:
+            raise NotFound(f"no session {session_id!r}")
+        return agent or None
+
+    async def _write_file(self, session_id: str, marker_sequence: int, name: str,
+                          content: str) -> tuple[str | None, str | None]:
+        """Write one archive's markdown and record where (or why not)."""
+        path = archive_files.archive_path(self.root, session_id, name)
+        try:
+            await asyncio.to_thread(archive_files.write_atomically, path,
+                                    archive_files.render(name, content))
+        except OSError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("archive %r: markdown not written: %s", name, error)
+            await self._backend.record_archive_file(session_id, marker_sequence, None, error)
+            return None, error
+        await self._backend.record_archive_file(session_id, marker_sequence, str(path), None)
+        return str(path), None
+
+    async def repair_files(self) -> int:
+        """Write every archive whose markdown is missing; how many were written."""
+        written = 0
+        for archive in await self._backend.unwritten_archives():
+            path, _ = await self._write_file(archive["session_id"], archive["marker_sequence"],
+                                             archive["archive_name"], archive["content"])
+            written += path is not None
+        return written
+
+    # -- consolidation ---------------------------------------------------------------------
+
+    async def consolidate(self, idle_hours: float | None = None,
+                          progress: Progress | None = None) -> ConsolidationReport:
+        """Compact every conversation idle longer than ``idle_hours`` (default: config)."""
+        self._backend.require_writable()
+        hours = self._consolidation.idle_hours if idle_hours is None else idle_hours
+        if isinstance(hours, bool) or not isinstance(hours, int | float) or hours < 0:
+            raise InvalidInput(f"idle_hours must be a number of hours, 0 or more, got {hours!r}")
+        async with self._lock:  # one pass at a time in this process
+            started = utc_now()
+            idle_before = format_utc(parse_utc(started) - timedelta(hours=hours))
+            report = ConsolidationReport(started, started, idle_before,
+                                         files_repaired=await self.repair_files())
+            sessions = await self._backend.idle_sessions(idle_before)
+            for done, session_id in enumerate(sessions, start=1):
+                try:
+                    report.compacted.append(await self.compact(session_id))
+                except (SummaryConflict, InvalidInput, NotFound) as exc:
+                    report.skipped[session_id] = str(exc)
+                except SummaryError as exc:
+                    report.failed[session_id] = str(exc)
+                    await self._backend.record_summary_error(session_id, str(exc), utc_now())
+                if progress is not None:
+                    progress(done, len(sessions), session_id)
+            finished = utc_now()
+            await self._backend.write_meta(LAST_RUN_KEY, finished)
+            return ConsolidationReport(started, finished, idle_before, report.compacted,
+                                       report.skipped, report.failed, report.files_repaired)
+
+    def start(self) -> None:
+        """Run consolidation every ``interval_hours`` while the engine is open."""
+        if self._loop is None and self._consolidation.enabled and not self._engine.read_only:
+            self._loop = asyncio.create_task(self._every_interval(), name="consolidation")
+
+    async def stop(self) -> None:
+        """Stop the background loop (a compaction in hand is rolled back, never half-done)."""
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+            self._loop = None
+
+    async def _every_interval(self) -> None:
+        interval = timedelta(hours=self._consolidation.interval_hours)
+        while True:
+            last = await self._backend.read_meta(LAST_RUN_KEY)
+            if last is None:  # a new file: the first pass is one interval from now
+                last = utc_now()
+                await self._backend.write_meta(LAST_RUN_KEY, last)
+            wait = (parse_utc(last) + interval - datetime.now(UTC)).total_seconds()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue  # another process may have run it meanwhile: read again
+            try:
+                report = await self.consolidate()
+                log.info("consolidation: %d compacted, %d skipped, %d failed",
+                         len(report.compacted), len(report.skipped), len(report.failed))
+            except Exception:
+                log.exception("consolidation pass failed")
+                await self._backend.write_meta(LAST_RUN_KEY, utc_now())

@@ -1,0 +1,230 @@
+"""Rolling summaries over the engine (seed 001 "Rolling Summarization" and "Race Safety").
+
+A session's working context is replayed from its latest compact marker: the marker, the
+rolling summary (covering every message up to its ``upper_sequence``), then the messages
+after that. :meth:`Summaries.summarize` condenses the oldest of those messages when they
+outgrow the budget (see :mod:`core.summary.plan` for the arithmetic) and writes the result
+with a compare-and-swap on the summary's epoch, so a slower summary never overwrites a newer
+one: it is discarded and the outcome says so. A summarizer failure writes nothing to the
+history or the summary; the error is kept in the session state (``summary_error``).
+
+With ``summary.auto`` each ``store``/``append`` schedules a check of its session in the
+background (one at a time per session; stores during a check queue one more). The bulk
+path does not: an import is summarised on demand or by consolidation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.clock import utc_now
+from core.errors import InvalidInput, NotFound, SummaryError
+from core.indexing import extract_indexable_text
+from core.summary.plan import (
+    BLOCK_HEADER,
+    Limits,
+    plan_rolling,
+    ratio_of,
+    summary_message,
+    with_block,
+)
+from core.summary.summarizers import Summarizer, Turn, build_summarizer
+from core.types import MemoryRecord, SummaryOutcome, SummaryState
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+log = logging.getLogger(__name__)
+
+_SHRINK_TRIES = 3  # re-asks when a real tokenizer counts the joined text above the plan
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What ``restore`` replays for a session: marker, summary, the messages after them."""
+
+    state: dict[str, Any]
+    marker: MemoryRecord | None
+    summary: str
+    upper_sequence: int          # the summary covers messages up to here (0: none)
+    epoch: int
+    messages: list[MemoryRecord]  # after the marker and the summary, oldest first
+
+    @property
+    def last_sequence(self) -> int | None:
+        last = self.state.get("last_sequence")
+        return None if last is None else int(last)
+
+
+def turns_of(records: Sequence[MemoryRecord]) -> list[Turn]:
+    """Messages as the summarizer sees them: sequence, role and indexable text."""
+    return [Turn(r.sequence, str(r.payload.get("role", "user")), extract_indexable_text(r.payload))
+            for r in records]
+
+
+class Summaries:
+    """The rolling summary of each session: read, plan, condense, compare-and-swap."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._backend = engine.backend
+        self._config = engine.config.summary
+        self.summarizer: Summarizer = build_summarizer(self._config, engine.tokens)
+        self._checks: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+
+    @property
+    def limits(self) -> Limits:
+        cfg = self._config
+        return Limits(cfg.min_turns, cfg.trigger_ratio, cfg.target_ratio, cfg.block_ratio)
+
+    # -- state -----------------------------------------------------------------------------
+
+    async def replay(self, session_id: str) -> Replay:
+        """The session's replayable context (``NotFound`` when there is no such session)."""
+        state = await self._backend.read_session_state(session_id)
+        if state is None:
+            raise NotFound(f"no session {session_id!r}")
+        summary = state.get("summary_state") or {}
+        marker_sequence = int((state.get("compaction") or {}).get("marker_sequence", 0))
+        text = str(summary.get("text") or "")
+        upper = int(summary.get("upper_sequence", 0)) if text else 0
+        rows = await self._backend.read_events(
+            session_id, after_sequence=marker_sequence - 1 if marker_sequence else upper)
+        records = [MemoryRecord(**row) for row in rows]
+        marker = None
+        if marker_sequence and records and records[0].sequence == marker_sequence:
+            marker = records.pop(0)
+        return Replay(state, marker, text, upper, int(summary.get("epoch", 0)),
+                      [r for r in records if r.sequence > upper])
+
+    async def state(self, session_id: str) -> SummaryState:
+        """The session's rolling summary as stored (empty text before the first)."""
+        state = await self._backend.read_session_state(session_id)
+        if state is None:
+            raise NotFound(f"no session {session_id!r}")
+        summary = state.get("summary_state") or {}
+        error = (state.get("summary_error") or {}).get("error")
+        return SummaryState(session_id, str(summary.get("text") or ""),
+                            int(summary.get("upper_sequence", 0)), int(summary.get("epoch", 0)),
+                            summary.get("updated_at"), summary.get("summarizer"), error)
+
+    async def write_state(self, session_id: str, text: str, upper_sequence: int,
+                          expected_epoch: int) -> bool:
+        """Seed 001's ``write_summary_state``: write when the stored epoch is still
+        ``expected_epoch`` (the new one is ``expected_epoch + 1``); False when it is not, and
+        nothing was written."""
+        if not isinstance(text, str):
+            raise InvalidInput(f"summary text must be a string, got {type(text).__name__}")
+        for name, value in (("upper_sequence", upper_sequence),
+                            ("expected_epoch", expected_epoch)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
+        epoch = await self._backend.write_summary_state(
+            session_id, {"text": text, "upper_sequence": upper_sequence,
+                         "summarizer": "caller"}, expected_epoch, utc_now())
+        return epoch is not None
+
+    # -- one rolling summary ---------------------------------------------------------------
+
+    async def summarize(self, session_id: str, token_budget: int | None = None) -> SummaryOutcome:
+        """Check the session against the trigger and, when it fires, condense and write."""
+        budget = self._config.token_budget if token_budget is None else token_budget
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise InvalidInput(f"token_budget must be a positive integer, got {budget!r}")
+        self._backend.require_writable()
+        replay = await self.replay(session_id)
+        counter = self._engine.tokens
+        costs = counter.count_messages([r.payload for r in replay.messages])
+        marker_cost = counter.count_message(replay.marker.payload) if replay.marker else 0
+
+        def summary_cost(text: str) -> int:
+            return counter.count_message(summary_message(text)) if text else 0
+
+        pinned = marker_cost + summary_cost(replay.summary)
+        grown = marker_cost + summary_cost(with_block(replay.summary, ""))
+        refold_base = marker_cost + summary_cost(BLOCK_HEADER)
+        plan = plan_rolling(costs, pinned, grown, refold_base, budget, self.limits)
+
+        def outcome(**fields: Any) -> SummaryOutcome:
+            values = {"session_id": session_id, "triggered": plan.triggered, "applied": False,
+                      "reason": plan.reason, "tokens_before": plan.use,
+                      "tokens_after": plan.use, "token_budget": budget}
+            return SummaryOutcome(**{**values, **fields})
+
+        if not plan.triggered:
+            return outcome()
+        condensed = replay.messages[:plan.condense]
+        turns = turns_of(condensed)
+        if plan.refold:
+            turns.insert(0, Turn(replay.upper_sequence, "summary", replay.summary))
+        base = "" if plan.refold else replay.summary
+        rest = sum(costs[plan.condense:])
+        target = math.floor(ratio_of(self._config.target_ratio, budget))
+        block_tokens = plan.block_tokens
+        try:
+            for _ in range(_SHRINK_TRIES):
+                block = await asyncio.to_thread(self.summarizer.summarize, turns, block_tokens)
+                text = with_block(base, block)
+                after = marker_cost + summary_cost(text) + rest
+                if after <= target or block_tokens <= 1:
+                    break
+                block_tokens = max(1, block_tokens - (after - target))
+        except SummaryError as exc:
+            await self._backend.record_summary_error(session_id, str(exc), utc_now())
+            return outcome(reason=f"the summarizer failed; history left as it was: {exc}",
+                           error=str(exc))
+        epoch = await self._backend.write_summary_state(
+            session_id, {"text": text, "upper_sequence": condensed[-1].sequence,
+                         "summarizer": self.summarizer.name}, replay.epoch, utc_now())
+        if epoch is None:
+            return outcome(reason=f"another writer changed the summary first (epoch "
+                                  f"{replay.epoch} is stale); this one was discarded")
+        if replay.state.get("summary_error"):
+            await self._backend.record_summary_error(session_id, None, utc_now())
+        return outcome(applied=True, tokens_after=after, condensed=len(condensed),
+                       upper_sequence=condensed[-1].sequence, epoch=epoch)
+
+    # -- automatic checks ------------------------------------------------------------------
+
+    def after_store(self, session_id: str) -> None:
+        """Schedule a background check of a session that just grew (``summary.auto``)."""
+        if not self._config.auto or self._engine.read_only:
+            return
+        if session_id in self._checks:
+            self._again.add(session_id)
+            return
+        self._checks[session_id] = asyncio.create_task(self._check(session_id),
+                                                       name=f"summary-check:{session_id}")
+
+    async def _check(self, session_id: str) -> None:
+        try:
+            while True:
+                self._again.discard(session_id)
+                try:
+                    await self.summarize(session_id)
+                except NotFound:
+                    return  # forgotten meanwhile
+                except Exception:  # a background check must never take the engine down
+                    log.exception("rolling summary check of %r failed", session_id)
+                if session_id not in self._again:
+                    return
+        finally:
+            self._checks.pop(session_id, None)
+
+    async def settle(self) -> None:
+        """Wait for every scheduled check (and the checks they queue) to finish."""
+        while self._checks:
+            await asyncio.gather(*self._checks.values(), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Cancel the checks in flight (a cancelled check writes nothing)."""
+        for task in list(self._checks.values()):
+            task.cancel()
+        await asyncio.gather(*self._checks.values(), return_exceptions=True)
+        self._checks.clear()
