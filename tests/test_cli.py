@@ -166,3 +166,38 @@ def test_search_explains_and_the_log_replays(runner: CliRunner, tmp_path: Path) 
     assert missing.exit_code == 1 and "no retrieval log entry 999" in missing.output
     usage = runner.invoke(main, ["search", "x", "--db", str(db)])
     assert usage.exit_code == 2
+
+
+def test_summarize_compact_and_consolidate_from_the_command_line(runner: CliRunner,
+                                                                 tmp_path: Path) -> None:
+    import asyncio
+
+    from core import Engine
+
+    db = tmp_path / "memory.db"
+
+    async def fill() -> None:
+        config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 32},
+                  "summary": {"auto": False}}
+        async with Engine.open(db, config=config) as engine:
+            for session in ("a", "b"):
+                for seq in range(1, 6):
+                    await engine.store(session, seq, {"role": "user",
+                                                      "content": f"ferry {seq} leaves at noon"})
+
+    asyncio.run(fill())
+    summary = runner.invoke(main, ["summarize", "a", "--db", str(db), "--budget", "60"])
+    assert summary.exit_code == 0, summary.output
+    assert summary.output.startswith("a: summarised: token use")
+    compacted = runner.invoke(main, ["compact", "a", "--db", str(db), "--json"])
+    assert compacted.exit_code == 0, compacted.output
+    result = json.loads(compacted.output)
+    assert (result["archive_name"], result["marker_sequence"]) == ("archive a #1", 6)
+    assert Path(result["file_path"]).exists()
+    again = runner.invoke(main, ["compact", "a", "--db", str(db)])
+    assert again.exit_code == 1 and "nothing to compact" in again.output
+    consolidated = runner.invoke(main, ["consolidate", "--db", str(db), "--idle-hours", "0"])
+    assert consolidated.exit_code == 0, consolidated.output
+    assert "consolidated 1 conversations" in consolidated.output
+    missing = runner.invoke(main, ["consolidate", "--db", str(tmp_path / "none.db")])
+    assert missing.exit_code == 1 and "does not exist" in missing.output

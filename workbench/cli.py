@@ -311,9 +311,11 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
     from workbench.search_cli import log_command, search_command
+    from workbench.summary_cli import compact_command, consolidate_command, summarize_command
 
-    main.add_command(search_command)
-    main.add_command(log_command)
+    for command in (search_command, log_command, summarize_command, compact_command,
+                    consolidate_command):
+        main.add_command(command)
 
 
 _register_commands()
