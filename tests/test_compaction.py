@@ -131,7 +131,9 @@ async def test_compaction_folds_the_rolling_summary_in_and_resets_it(db_path: Pa
         state = await engine.summary_state("s")
         assert (state.text, state.upper_sequence, state.epoch) == ("", 10, 2)
         note = await engine.get_note(result.archive_name)
-        assert "summary #" in note.content and "#9:" in note.content
+        # The summary's lines went back in as the turns they stand for: one list, #1 to #9.
+        bullets = [line.split(":")[0] for line in note.content.splitlines()[2:]]
+        assert bullets == [f"- {'user' if i % 2 else 'assistant'} #{i}" for i in range(1, 10)]
 
 
 def test_archive_names_fit_the_name_limit() -> None:
@@ -250,3 +252,55 @@ async def test_a_new_file_waits_one_interval_before_its_first_pass(db_path: Path
             await asyncio.sleep(0.02)
         assert await engine.backend.read_meta(LAST_RUN_KEY)
         assert await engine.list_archives() == []
+
+
+# -- the http summarizer, end to end against a loopback chat server -----------------------
+
+@pytest.fixture
+def chat(monkeypatch: pytest.MonkeyPatch):
+    from tests.chat_server import ChatServer, serve
+
+    with serve(ChatServer(answer="- user #1: Order 1 ships to Lisbon on May 1."),
+               monkeypatch) as state:
+        yield state
+
+
+def http_config(chat, **summary: Any) -> dict[str, Any]:
+    return config(backend="http", base_url=chat.url, model="tiny-chat", api_key="sk-secret",
+                  timeout_secs=5, **summary)
+
+
+async def test_the_http_summarizer_writes_summaries_and_archives(db_path: Path, chat) -> None:
+    async with Engine.open(db_path, config=http_config(chat)) as engine:
+        await fill(engine, "s", 9)
+        outcome = await engine.summarize("s")
+        assert outcome.applied, outcome.reason
+        state = await engine.summary_state("s")
+        assert state.text == "Recent condensed turns:\n- user #1: Order 1 ships to Lisbon on May 1."
+        assert state.summarizer == "http:tiny-chat"
+        asked = chat.requests[-1]
+        assert asked["body"]["model"] == "tiny-chat" and asked["auth"] == "Bearer sk-secret"
+        assert "#6" in asked["body"]["messages"][-1]["content"]  # the condensed turns went out
+        result = await engine.compact("s")
+        note = await engine.get_note(result.archive_name)
+        assert note.content.endswith("- user #1: Order 1 ships to Lisbon on May 1.")
+
+
+async def test_an_endpoint_failing_mid_consolidation_leaves_that_history_as_it_was(
+        db_path: Path, chat) -> None:
+    async with Engine.open(db_path, config=http_config(chat)) as engine:
+        for session in ("a", "b"):
+            await fill(engine, session, 3)
+        chat.mode = "error"
+        before = rows(db_path, "SELECT session_id, sequence, payload_json, consolidated_at"
+                               " FROM conversation_events ORDER BY 1, 2")
+        report = await engine.consolidate(0)
+        assert report.compacted == [] and sorted(report.failed) == ["a", "b"]
+        assert "HTTP 500" in report.failed["a"] and "sk-secret" not in report.failed["a"]
+        assert rows(db_path, "SELECT session_id, sequence, payload_json, consolidated_at"
+                             " FROM conversation_events ORDER BY 1, 2") == before
+        assert await engine.list_archives() == []
+        assert (await engine.summary_state("a")).last_error == report.failed["a"]
+        chat.mode = "ok"  # the endpoint is back: the next pass does the work
+        assert len((await engine.consolidate(0)).compacted) == 2
+        assert (await engine.summary_state("a")).last_error is None

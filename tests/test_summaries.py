@@ -236,3 +236,13 @@ async def test_a_real_tokenizer_counts_and_the_summary_still_lands_under_target(
         restored = await engine.restore("s", 600)
         assert restored.tokens_used == outcome.tokens_after <= 300
         assert restored.sequences[0] is None
+
+
+def test_a_summary_reads_back_as_the_turns_it_stands_for() -> None:
+    from core.summary.service import summary_turns
+
+    text = ("Recent condensed turns:\n- user #3: Lisbon on May 3.\n- assistant #4: ok\n\n"
+            "Recent condensed turns:\n- tool #9: {\"a\": 1}\nfree text from a model")
+    assert [(t.sequence, t.role, t.text) for t in summary_turns(text, 9)] == [
+        (3, "user", "Lisbon on May 3."), (4, "assistant", "ok"), (9, "tool", '{"a": 1}'),
+        (9, "summary", "free text from a model")]

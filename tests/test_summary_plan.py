@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.summary.plan import Limits, plan_rolling, ratio_of, with_block
+from core.summary.plan import Limits, block_need, plan_rolling, ratio_of, with_block
 
 SEED = Limits(min_turns=4, trigger_ratio=0.80, target_ratio=0.50, block_ratio=0.25)
 
@@ -52,6 +52,15 @@ def test_the_block_never_gets_more_room_than_it_replaces() -> None:
     assert (plan.condense, plan.block_tokens) == (1, 6000)
 
 
+def test_a_history_far_over_budget_keeps_its_newest_half_verbatim() -> None:
+    # 40 messages of 450 (18000 tokens) into 8000: a quarter of what is condensed is never
+    # room enough, so the block gets half the room under the target, (4000 - 10) // 2 = 1995,
+    # and the newest messages keep the rest: 4 of them (1800 <= 1995).
+    plan = plan_rolling([450] * 40, 0, 10, 10, 8000, SEED)
+    assert (plan.condense, plan.refold) == (36, False)
+    assert plan.block_tokens == 4000 - 10 - 4 * 450
+
+
 def test_a_summary_that_outgrew_its_room_is_folded_again() -> None:
     # The summary alone takes 3990 of a 4000 target: no prefix leaves a quarter for a block.
     plan = plan_rolling([700] * 4, 3990, 4000, 30, 8000, SEED)
@@ -92,4 +101,5 @@ def test_any_plan_that_fires_lands_at_or_under_the_target(costs: list[int], pinn
     if not plan.refold:  # the fewest: one message fewer would not have left the room
         fewer = plan.condense - 1
         room = target - fixed - sum(costs[fewer:])
-        assert fewer == 0 or room < max(1, math.ceil(sum(costs[:fewer]) * SEED.block_ratio))
+        cap = (target - fixed) // 2
+        assert fewer == 0 or room < block_need(sum(costs[:fewer]), cap, SEED.block_ratio)

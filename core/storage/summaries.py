@@ -112,9 +112,9 @@ def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
                    "epoch": plan.expected_epoch + 1, "updated_at": now,
                    "summarizer": plan.summarizer}
         conn.execute(
-            "UPDATE session_state SET state_json = json_set(state_json,"
+            "UPDATE session_state SET state_json = json_remove(json_set(state_json,"
             " '$.last_sequence', ?, '$.compaction', json(?), '$.summary_state', json(?)),"
-            " updated_at = ? WHERE session_id = ?",
+            " '$.summary_error'), updated_at = ? WHERE session_id = ?",
             (marker_sequence, json.dumps(compaction, ensure_ascii=False),
              json.dumps(summary, ensure_ascii=False), now, plan.session_id))
         conn.execute(

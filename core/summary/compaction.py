@@ -31,8 +31,7 @@ from core.errors import InvalidInput, NotFound, SummaryConflict, SummaryError
 from core.notes.fields import MAX_IDENTIFIER_CHARS
 from core.storage.summaries import CompactionPlan
 from core.summary import archive_files
-from core.summary.service import turns_of
-from core.summary.summarizers import Turn
+from core.summary.service import summary_turns, turns_of
 from core.types import CompactionResult, ConsolidationReport, MemoryRecord
 
 if TYPE_CHECKING:
@@ -93,8 +92,8 @@ class Compactor:
                   f"messages, {everything[0].created_at} to {everything[-1].created_at}), "
                   f"summarised by {summarizer.name}.")
         turns = turns_of(folded)
-        if replay.summary:  # what the rolling summary already condensed goes in as it is
-            turns.insert(0, Turn(replay.upper_sequence, "summary", replay.summary))
+        if replay.summary:  # what the rolling summary already condensed, line by line
+            turns[:0] = summary_turns(replay.summary, replay.upper_sequence)
         room = self._summary.archive_tokens - self._engine.tokens.count(header) - 2
         body = await asyncio.to_thread(summarizer.summarize, turns, max(1, room))
         now = utc_now()

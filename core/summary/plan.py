@@ -8,10 +8,12 @@ latest compact marker, and every message after the summary. A summary starts whe
 
 it then condenses the fewest oldest messages that bring use to at most ``target_ratio`` of
 the budget, counting the condensed block at the size the summarizer is allowed. That size is
-all the room left under the target, but at least ``block_ratio`` of the tokens condensed: a
-summary squeezed into less would say nothing. When no prefix leaves that much room (the
-summary itself has grown too big), the old summary is folded in with every message
-("refold") and the result replaces it.
+all the room left under the target, but at least ``block_ratio`` of the tokens condensed (a
+summary squeezed into less would say nothing), or half the room under the target when that
+is less: a history far over budget (an import) keeps its newest messages verbatim in one
+half and a summary of the rest in the other, rather than becoming all summary. When even
+condensing every message leaves no room (the summary itself has grown too big), the old
+summary is folded in with every message ("refold") and the result replaces it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def with_block(text: str, block: str) -> str:
 def ratio_of(ratio: float, budget: int) -> Fraction:
     """``ratio × budget`` exactly as written in decimal (0.8 × 8000 is 6400, not 6400.0000001)."""
     return Fraction(repr(ratio)) * budget
+
+
+def block_need(condensed: int, cap: int, block_ratio: float) -> int:
+    """The room a block condensing ``condensed`` tokens needs: ``block_ratio`` of them, but
+    never more than ``cap`` (half the room under the target) and never less than one."""
+    return max(1, min(math.ceil(condensed * block_ratio), cap))
 
 
 @dataclass(frozen=True)
@@ -83,11 +91,12 @@ def plan_rolling(costs: Sequence[int], pinned: int, grown: int, refold_base: int
         return RollingPlan(False, f"token use {use} of {budget} is not above the trigger "
                                   f"{float(trigger):g} ({limits.trigger_ratio:g})", use)
     target = math.floor(ratio_of(limits.target_ratio, budget))
+    cap = (target - grown) // 2
     condensed = 0
     for count, cost in enumerate(costs, start=1):
         condensed += cost
         room = target - grown - (total - condensed)
-        if room >= max(1, math.ceil(condensed * limits.block_ratio)):
+        if room >= block_need(condensed, cap, limits.block_ratio):
             return RollingPlan(True, f"token use {use} of {budget} is above the trigger; "
                                      f"condensing {count} messages to reach {target}", use,
                                count, min(room, condensed))

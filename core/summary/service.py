@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,26 @@ def turns_of(records: Sequence[MemoryRecord]) -> list[Turn]:
     """Messages as the summarizer sees them: sequence, role and indexable text."""
     return [Turn(r.sequence, str(r.payload.get("role", "user")), extract_indexable_text(r.payload))
             for r in records]
+
+
+_BULLET = re.compile(r"- (\S+) #(\d+): (.*)")
+
+
+def summary_turns(text: str, upper_sequence: int) -> list[Turn]:
+    """A summary's lines back as turns, so folding it again yields the same kind of list:
+    "- user #12: …" is turn 12 of the user; any other non-blank line (a header excepted) is
+    a "summary" turn at ``upper_sequence``."""
+    turns = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line == BLOCK_HEADER:
+            continue
+        bullet = _BULLET.fullmatch(line)
+        if bullet:
+            turns.append(Turn(int(bullet.group(2)), bullet.group(1), bullet.group(3)))
+        else:
+            turns.append(Turn(upper_sequence, "summary", line))
+    return turns
 
 
 class Summaries:
@@ -162,7 +183,7 @@ class Summaries:
         condensed = replay.messages[:plan.condense]
         turns = turns_of(condensed)
         if plan.refold:
-            turns.insert(0, Turn(replay.upper_sequence, "summary", replay.summary))
+            turns[:0] = summary_turns(replay.summary, replay.upper_sequence)
         base = "" if plan.refold else replay.summary
         rest = sum(costs[plan.condense:])
         target = math.floor(ratio_of(self._config.target_ratio, budget))
