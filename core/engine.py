@@ -260,7 +260,7 @@ class Engine:
         self._remember(prepared, outcome.sequence)
         if outcome.inserted and self.worker is not None:
             self.worker.wake()
-        self.summaries.after_store(session_id)
+        self.summaries.after_store(session_id, prepared.payload_json, outcome.sequence)
         return StoreResult(session_id, outcome.sequence, outcome.inserted, outcome.deduplicated)
 
     def _remember(self, prepared: PreparedMessage, sequence: int) -> None:
@@ -322,6 +322,7 @@ class Engine:
     async def forget(self, session_id: str) -> bool:
         """Delete a session and everything under it; False when there was no such session."""
         self.working_memory.drop(session_id)
+        self.summaries.forget(session_id)
         return await self.backend.delete_session(session_id)
 
     async def session_state(self, session_id: str) -> dict[str, Any]:
