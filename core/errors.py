@@ -73,3 +73,7 @@ class SummaryError(WorkbenchError):
 
 class SummaryConflict(WorkbenchError):
     """Another writer changed the session's summary or history first; nothing was written."""
+
+
+class InvalidCadence(InvalidInput):
+    """A schedule's cadence cannot be parsed, is in the past, or fires too often."""
