@@ -29,6 +29,7 @@ from core.notes.facts import Facts
 from core.notes.service import Notes
 from core.retrieval.search import SearchResult
 from core.retrieval.service import Retrieval
+from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
 from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.notes import MEMORY_PREFIX
@@ -117,6 +118,7 @@ class Engine:
         self.scratchpad = Scratchpad(self)
         self.summaries = Summaries(self)
         self.compactor = Compactor(self)
+        self.schedules = Schedules(self)
         self.vectors_usable = False
         self._closed = False
 

@@ -310,3 +310,49 @@ class ConsolidationReport(_AsDict):
     skipped: dict[str, str] = field(default_factory=dict)   # session -> why
     failed: dict[str, str] = field(default_factory=dict)    # session -> error
     files_repaired: int = 0
+
+
+@dataclass(frozen=True)
+class ScheduleDefinition(_AsDict):
+    """A durable schedule (seed 001 ``ScheduleDefinition``); times are engine UTC text."""
+
+    schedule_id: str
+    user_id: str
+    name: str | None
+    goal: str
+    cadence: dict[str, str]          # {"kind", "value", "timezone"} (core.schedules.cadence)
+    notification_policy: str         # "always" | "on_failure" | "never"
+    status: str                      # "active" | "paused" | "completed"
+    created_at: str
+    updated_at: str
+    next_run_at: str | None
+    last_run_at: str | None
+    last_run_status: str | None
+    consecutive_failures: int
+    channel_id: str | None
+    channel_context_id: str | None
+    status_reason: str | None = None  # why it is paused or completed, in words
+
+
+@dataclass(frozen=True)
+class ScheduleRun(_AsDict):
+    """One execution of a schedule (seed 001 ``ScheduleRunRecord``)."""
+
+    run_id: str
+    schedule_id: str
+    started_at: str
+    finished_at: str
+    status: str                      # "ok" | "failed" | "timeout"
+    output_summary: str              # the first 500 characters of the output
+    output: str
+    turn_count: int = 0
+    cost: float = 0.0
+    notified: bool = False
+
+
+@dataclass(frozen=True)
+class ScheduleSearchResult(_AsDict):
+    """One page of a schedule search, with the total it was cut from."""
+
+    total: int
+    schedules: list[ScheduleDefinition]

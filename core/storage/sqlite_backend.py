@@ -24,6 +24,7 @@ from core.storage import (
     logbook,
     note_listing,
     notes,
+    schedules,
     scratchpad,
     search,
     summaries,
@@ -38,6 +39,12 @@ from core.storage.migrations import (
 )
 
 log = logging.getLogger(__name__)
+
+_SCHEDULE_READS = frozenset({"get_schedule", "schedules_named", "search_schedules",
+                             "count_schedules", "due_schedules", "run_history", "get_run"})
+_SCHEDULE_WRITES = frozenset({"insert_schedule", "update_schedule", "delete_schedule",
+                              "claim_due", "release_claim", "record_run_and_reschedule",
+                              "prune_run_history"})
 
 
 class SqliteBackend:
@@ -206,6 +213,22 @@ class SqliteBackend:
         """Set a value in memory_meta."""
         self.require_writable()
         await self._db.write(summaries.write_meta, key, value)
+
+    # -- schedules (seed 001 SchedulerStore) -----------------------------------------------
+
+    async def schedule_read(self, name: str, *args: Any) -> Any:
+        """Run a read of :mod:`core.storage.schedules` by name (get_schedule, schedules_named,
+        search_schedules, count_schedules, due_schedules, run_history, get_run)."""
+        assert name in _SCHEDULE_READS, name
+        return await self._db.read(getattr(schedules, name), *args)
+
+    async def schedule_write(self, name: str, *args: Any) -> Any:
+        """Run a write of :mod:`core.storage.schedules` by name (insert_schedule,
+        update_schedule, delete_schedule, claim_due, release_claim,
+        record_run_and_reschedule, prune_run_history)."""
+        assert name in _SCHEDULE_WRITES, name
+        self.require_writable()
+        return await self._db.write(getattr(schedules, name), *args)
 
     # -- vectors ---------------------------------------------------------------------------
 

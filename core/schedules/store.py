@@ -1,0 +1,274 @@
+"""The schedule store on the engine (seed 001 ``SchedulerStore``): ``engine.schedules``.
+
+Every value is checked before it is written: a cadence is parsed and validated against
+``scheduler.min_interval_secs`` (a once in the past, a cron firing too often are refused,
+saying why), and the first ``next_run_at`` is computed from it. Schedules are found by id
+or, for people editing by hand, by name (refused when the name is ambiguous).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from core.clock import format_utc, utc_now
+from core.errors import InvalidInput, NotFound
+from core.schedules.cadence import (
+    Cadence,
+    next_run_for_cadence,
+    parse_cadence,
+    validate_cadence,
+)
+from core.types import ScheduleDefinition, ScheduleRun, ScheduleSearchResult
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+
+POLICIES = ("always", "on_failure", "never")
+STATUSES = ("active", "paused", "completed")
+RUN_STATUSES = ("ok", "failed", "timeout")
+SUMMARY_CHARS = 500
+MAX_GOAL_CHARS = 8000
+MAX_NAME_CHARS = 200
+
+
+def new_schedule_id() -> str:
+    return f"sched-{uuid.uuid4()}"
+
+
+def as_cadence(value: Any) -> Cadence:
+    """A ``Cadence``, its dict ``{"kind", "value", "timezone"}`` or its JSON, parsed."""
+    if isinstance(value, str):
+        value = Cadence.from_json(value)
+    if isinstance(value, Cadence):
+        return parse_cadence(value.kind, value.value, value.timezone)
+    if not isinstance(value, dict) or not {"kind", "value"} <= set(value):
+        raise InvalidInput('a cadence is {"kind": "cron"|"once"|"interval", "value": ..., '
+                           f'"timezone": ...}}, got {value!r}')
+    return parse_cadence(value["kind"], value["value"], value.get("timezone") or "UTC")
+
+
+def _text(value: Any, what: str, limit: int, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} must be non-empty text, got {value!r}")
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
+    return value.strip()
+
+
+def _choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidInput(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def definition(row: dict[str, Any]) -> ScheduleDefinition:
+    """A schedules row as the engine's type."""
+    fields = {k: v for k, v in row.items() if k != "cadence_json"}
+    return ScheduleDefinition(cadence=json.loads(row["cadence_json"]), **fields)
+
+
+def run_record(row: dict[str, Any]) -> ScheduleRun:
+    """A schedule_runs row as the engine's type."""
+    return ScheduleRun(**{**row, "notified": bool(row["notified"])})
+
+
+def parse_when(value: datetime | str | None) -> datetime:
+    """An aware UTC datetime from a datetime, an engine timestamp or ISO text (None: now)."""
+    if value is None:
+        return datetime.now(UTC)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(f"not a timestamp: {value!r}") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Schedules:
+    """Seed 001's ``SchedulerStore`` over the engine's file."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._backend = engine.backend
+        self._config = engine.config.scheduler
+
+    def _next_run(self, cadence: Cadence, after: datetime) -> str | None:
+        moment = next_run_for_cadence(cadence, after)
+        return None if moment is None else format_utc(moment)
+
+    async def create_schedule(self, user_id: str, goal: str, cadence: Any, *,
+                              name: str | None = None, notification_policy: str = "always",
+                              channel_id: str | None = None,
+                              channel_context_id: str | None = None) -> ScheduleDefinition:
+        """Validate and store a schedule; its first run is the cadence's next after now."""
+        parsed = as_cadence(cadence)
+        now = datetime.now(UTC)
+        validate_cadence(parsed, self._config.min_interval_secs, now)
+        stamp = format_utc(now)
+        row = {"schedule_id": new_schedule_id(),
+               "user_id": _text(user_id, "user_id", MAX_NAME_CHARS),
+               "name": _text(name, "name", MAX_NAME_CHARS, optional=True),
+               "goal": _text(goal, "goal", MAX_GOAL_CHARS), "cadence_json": parsed.to_json(),
+               "notification_policy": _choice(notification_policy, "notification_policy",
+                                              POLICIES),
+               "status": "active", "created_at": stamp, "updated_at": stamp,
+               "next_run_at": self._next_run(parsed, now), "consecutive_failures": 0,
+               "channel_id": channel_id, "channel_context_id": channel_context_id}
+        return definition(await self._backend.schedule_write("insert_schedule", row))
+
+    async def get_schedule(self, ref: str, user_id: str | None = None) -> ScheduleDefinition:
+        """A schedule by id, or by name (of ``user_id`` when given); ``NotFound`` when none,
+        ``InvalidInput`` when a name is shared by several."""
+        return definition(await self._row(ref, user_id))
+
+    async def _row(self, ref: str, user_id: str | None = None) -> dict[str, Any]:
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidInput(f"a schedule is named by its id or name; got {ref!r}")
+        try:
+            return await self._backend.schedule_read("get_schedule", ref)
+        except NotFound:
+            named = await self._backend.schedule_read("schedules_named", ref, user_id)
+        if not named:
+            raise NotFound(f"no schedule with id or name {ref!r}")
+        if len(named) > 1:
+            ids = ", ".join(row["schedule_id"] for row in named)
+            raise InvalidInput(f"{len(named)} schedules are named {ref!r} ({ids}); use an id")
+        return named[0]
+
+    async def search_schedules(self, user_id: str | None = None, *, status: str | None = None,
+                               name: str | None = None, text: str | None = None,
+                               limit: int = 50, offset: int = 0) -> ScheduleSearchResult:
+        """A page of schedules (newest first) matching every filter, and the total."""
+        if status is not None:
+            _choice(status, "status", STATUSES)
+        for what, number in (("limit", limit), ("offset", offset)):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+                raise InvalidInput(f"{what} must be a non-negative integer, got {number!r}")
+        total, rows = await self._backend.schedule_read(
+            "search_schedules", user_id, status, name, text, limit, offset)
+        return ScheduleSearchResult(total, [definition(row) for row in rows])
+
+    async def count_schedules(self, user_id: str) -> int:
+        """How many schedules a user has."""
+        return await self._backend.schedule_read("count_schedules", user_id)
+
+    async def delete_schedule(self, ref: str) -> bool:
+        """Delete a schedule and its run history; False when there was none."""
+        try:
+            row = await self._row(ref)
+        except NotFound:
+            return False
+        return await self._backend.schedule_write("delete_schedule", row["schedule_id"])
+
+    async def update_schedule(self, ref: str, **patch: Any) -> ScheduleDefinition:
+        """Change the fields given (``name``, ``goal``, ``cadence``, ``notification_policy``,
+        ``status``, ``channel_id``, ``channel_context_id``), all checked first. A new cadence
+        or a resume computes the next run from now; a resume also clears the failures."""
+        row = await self._row(ref)
+        unknown = set(patch) - {"name", "goal", "cadence", "notification_policy", "status",
+                                "channel_id", "channel_context_id", "status_reason"}
+        if unknown:
+            raise InvalidInput(f"cannot change {', '.join(sorted(unknown))} of a schedule")
+        changes: dict[str, Any] = {}
+        now = datetime.now(UTC)
+        if "name" in patch:
+            changes["name"] = _text(patch["name"], "name", MAX_NAME_CHARS, optional=True)
+        if "goal" in patch:
+            changes["goal"] = _text(patch["goal"], "goal", MAX_GOAL_CHARS)
+        if "notification_policy" in patch:
+            changes["notification_policy"] = _choice(patch["notification_policy"],
+                                                     "notification_policy", POLICIES)
+        for key in ("channel_id", "channel_context_id"):
+            if key in patch:
+                changes[key] = patch[key]
+        cadence = as_cadence(row["cadence_json"])
+        if "cadence" in patch:
+            cadence = as_cadence(patch["cadence"])
+            validate_cadence(cadence, self._config.min_interval_secs, now)
+            changes["cadence_json"] = cadence.to_json()
+            changes["next_run_at"] = self._next_run(cadence, now)
+        if "status" in patch:
+            status = _choice(patch["status"], "status", STATUSES)
+            changes["status"] = status
+            changes["status_reason"] = patch.get("status_reason")
+            if status == "active" and row["status"] != "active":
+                if cadence.kind == "once":
+                    validate_cadence(cadence, self._config.min_interval_secs, now)
+                changes["next_run_at"] = self._next_run(cadence, now)
+                changes["consecutive_failures"] = 0
+        return definition(await self._backend.schedule_write(
+            "update_schedule", row["schedule_id"], changes, format_utc(now)))
+
+    async def pause_schedule(self, ref: str, reason: str = "paused by hand") -> ScheduleDefinition:
+        """Stop a schedule from firing until it is resumed."""
+        return await self.update_schedule(ref, status="paused", status_reason=reason)
+
+    async def resume_schedule(self, ref: str) -> ScheduleDefinition:
+        """Let a paused schedule fire again, from its cadence's next time after now."""
+        return await self.update_schedule(ref, status="active")
+
+    async def due_schedules(self, now: datetime | str | None = None,
+                            limit: int = 100) -> list[ScheduleDefinition]:
+        """Active schedules due at ``now`` (default: now), soonest first."""
+        rows = await self._backend.schedule_read("due_schedules", format_utc(parse_when(now)),
+                                                 limit)
+        return [definition(row) for row in rows]
+
+    async def claim_due(self, runner: str, *, lease_secs: float, limit: int = 10,
+                        now: datetime | str | None = None) -> list[ScheduleDefinition]:
+        """Claim due schedules for one runner (no other runner gets them until the claim is
+        recorded, released or runs out after ``lease_secs``)."""
+        moment = parse_when(now)
+        rows = await self._backend.schedule_write(
+            "claim_due", format_utc(moment), runner,
+            format_utc(moment + timedelta(seconds=lease_secs)), limit)
+        return [definition(row) for row in rows]
+
+    async def release_claim(self, schedule_id: str, runner: str) -> None:
+        """Give back a claim without recording a run."""
+        await self._backend.schedule_write("release_claim", schedule_id, runner)
+
+    async def record_run_and_reschedule(self, schedule_id: str, run: ScheduleRun | dict,
+                                        next_run_at: datetime | str | None,
+                                        new_status: str | None = None,
+                                        status_reason: str | None = None) -> ScheduleDefinition:
+        """Record a run and reschedule, in one transaction (seed 001). A failure adds to
+        ``consecutive_failures``; at ``scheduler.max_consecutive_failures`` the schedule
+        pauses itself and ``status_reason`` says why. History is pruned to
+        ``scheduler.keep_runs``."""
+        fields = run.to_dict() if isinstance(run, ScheduleRun) else dict(run)
+        fields.setdefault("run_id", f"run-{uuid.uuid4()}")
+        fields["schedule_id"] = schedule_id
+        _choice(fields.get("status"), "run status", RUN_STATUSES)
+        output = str(fields.get("output") or "")
+        fields["output"] = output
+        fields["output_summary"] = str(fields.get("output_summary") or output)[:SUMMARY_CHARS]
+        fields.setdefault("turn_count", 0)
+        fields.setdefault("cost", 0.0)
+        fields["notified"] = int(bool(fields.get("notified")))
+        for key in ("started_at", "finished_at"):
+            fields[key] = format_utc(parse_when(fields.get(key) or utc_now()))
+        if new_status is not None:
+            _choice(new_status, "status", STATUSES)
+        after = None if next_run_at is None else format_utc(parse_when(next_run_at))
+        row = await self._backend.schedule_write(
+            "record_run_and_reschedule", fields, after, new_status, status_reason,
+            self._config.max_consecutive_failures, self._config.keep_runs, utc_now())
+        return definition(row)
+
+    async def prune_run_history(self, schedule_id: str, keep: int) -> int:
+        """Keep a schedule's newest ``keep`` runs; how many were deleted."""
+        return await self._backend.schedule_write("prune_run_history", schedule_id, keep)
+
+    async def get_run_history(self, schedule_id: str, limit: int = 20) -> list[ScheduleRun]:
+        """A schedule's runs, newest first."""
+        rows = await self._backend.schedule_read("run_history", schedule_id, limit)
+        return [run_record(row) for row in rows]
+
+    async def get_run_by_id(self, run_id: str) -> ScheduleRun:
+        """One run; ``NotFound`` when there is none."""
+        return run_record(await self._backend.schedule_read("get_run", run_id))
