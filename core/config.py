@@ -178,6 +178,18 @@ class SchedulerConfig:
     keep_runs: int = doc("Run history kept per schedule.", 100)
     max_consecutive_failures: int = doc("Failures after which a schedule pauses itself.", 5)
     poll_interval_secs: float = doc("How often the runner looks for due schedules.", 30.0)
+    command: str = doc(
+        "Runner action: a command line run for each due schedule (split like a shell, never "
+        "run by one); empty = none.", "")
+    webhook_url: str = doc(
+        "Runner action: a URL POSTed each due schedule as JSON instead; empty = none.", "")
+    webhook_token: str = doc("Bearer token sent to webhook_url; use ${ENV_VAR}.", "",
+                             repr=False)
+    action_timeout_secs: float = doc("A run still going after this long is stopped (timeout).",
+                                     300.0)
+    claim_secs: float | None = doc(
+        "How long a runner holds a schedule it took before another may take it "
+        "(default: action_timeout_secs + 60).", None)
 
 
 @dataclass
