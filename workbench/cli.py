@@ -310,11 +310,12 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
 
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
+    from workbench.schedules_cli import scheduler_group, schedules_group
     from workbench.search_cli import log_command, search_command
     from workbench.summary_cli import compact_command, consolidate_command, summarize_command
 
     for command in (search_command, log_command, summarize_command, compact_command,
-                    consolidate_command):
+                    consolidate_command, schedules_group, scheduler_group):
         main.add_command(command)
 
 
