@@ -1,20 +1,18 @@
-"""The http backend: any OpenAI-compatible ``POST …/embeddings`` endpoint, via urllib only.
+"""The http backend: any OpenAI-compatible ``POST …/embeddings`` endpoint.
 
-The API key is sent in the Authorization header and nowhere else: every message this module
-builds (errors, warnings, repr) passes through ``_redact`` so a server echoing the key back
-cannot leak it into logs.
+The request goes through :class:`core.http_post.SecretPost`: the API key is sent in the
+Authorization header and nowhere else, and every message this module builds (errors,
+warnings, repr) is redacted, so a server echoing the key back cannot leak it into logs.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.error
-import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from core.embeddings import l2_normalise, short_reason
 from core.errors import DimensionMismatch, EmbeddingError
+from core.http_post import PostFailed, SecretPost
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,7 +20,6 @@ if TYPE_CHECKING:
     from core.config import EmbeddingConfig
 
 PROBE_TEXT = "dimension probe"
-_EXCERPT_CHARS = 200
 
 
 class EmbeddingDimensionMismatch(DimensionMismatch, EmbeddingError):
@@ -31,13 +28,6 @@ class EmbeddingDimensionMismatch(DimensionMismatch, EmbeddingError):
     Both a ``DimensionMismatch`` (what went wrong) and an ``EmbeddingError`` (what ``embed``
     promises to raise), so the worker's error handling and a caller checking sizes both see it.
     """
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuses redirects: urllib would resend the Authorization header to the new host."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 class HttpEmbedder:
@@ -52,10 +42,8 @@ class HttpEmbedder:
         self.name = "http:" + model
         self.dimension = dimensions or 0
         self._model = model
-        self._api_key = api_key
-        self._timeout = timeout
         self._dimensions = dimensions
-        self._opener = urllib.request.build_opener(_NoRedirect())
+        self._http = SecretPost(self.url, api_key, timeout)
 
     def __repr__(self) -> str:
         return self._redact(f"HttpEmbedder(name={self.name!r}, url={self.url!r}, "
@@ -79,27 +67,10 @@ class HttpEmbedder:
         body: dict[str, Any] = {"model": self._model, "input": texts}
         if self._dimensions:
             body["dimensions"] = self._dimensions
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "memory-workbench"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        # Chained exceptions are dropped (``from None``): the message already carries the
-        # reason, and nothing from the request may reach a traceback unredacted.
         try:
-            request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
-                                             headers=headers, method="POST")
-            with self._opener.open(request, timeout=self._timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise self._error(f"HTTP {exc.code} {exc.reason}: {self._excerpt(exc)}") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise self._error(f"timed out after {self._timeout:g} s") from None
-            raise self._error(short_reason(exc.reason if exc.reason else exc)) from None
-        except TimeoutError:
-            raise self._error(f"timed out after {self._timeout:g} s") from None
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise self._error(short_reason(exc)) from None
+            _, raw = self._http.post(body)
+        except PostFailed as exc:
+            raise self._error(str(exc)) from None
         return self._parse(raw, len(texts))
 
     def close(self) -> None:
@@ -125,21 +96,11 @@ class HttpEmbedder:
     def _error(self, detail: str) -> EmbeddingError:
         return EmbeddingError(self._redact(f"POST {self.url}: {detail}"))
 
-    def _excerpt(self, exc: urllib.error.HTTPError) -> str:
-        """The start of an error response's body, on one line."""
-        try:
-            text = exc.read().decode("utf-8", "replace")
-        except (OSError, http.client.HTTPException):
-            return "(body unreadable)"
-        return self._one_line(text) or "(empty body)"
-
     def _one_line(self, text: str) -> str:
-        """Redacted, whitespace collapsed and cut to the excerpt length (redacted first, so a
-        cut can never leave part of the key behind)."""
-        return " ".join(self._redact(text).split())[:_EXCERPT_CHARS]
+        return self._http.one_line(text)
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return self._http.redact(text)
 
 
 def load_http(cfg: EmbeddingConfig) -> HttpEmbedder:

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
 import json
 import os
 import shlex
 import signal
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import ConfigError
+from core.http_post import PostFailed, SecretPost
 
 if TYPE_CHECKING:
     from core.config import SchedulerConfig
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 """Output kept from one run; the rest is read and dropped, and the output says so."""
-EXCERPT_CHARS = 200
 ENV_PREFIX = "WORKBENCH_SCHEDULE"
 _READ_CHUNK = 64 * 1024
 
@@ -167,13 +164,6 @@ class CommandAction:
             await process.wait()
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuses redirects: urllib would resend the Authorization header to the new host."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 class WebhookAction:
     """POSTs the schedule and the run as JSON; any 2xx answer is success.
 
@@ -185,8 +175,7 @@ class WebhookAction:
     def __init__(self, url: str, token: str, timeout_secs: float) -> None:
         self.url = url
         self.timeout_secs = timeout_secs
-        self._token = token
-        self._opener = urllib.request.build_opener(_NoRedirect())
+        self._http = SecretPost(url, token, timeout_secs)
 
     def __repr__(self) -> str:
         return self._redact(f"WebhookAction(url={self.url!r})")
@@ -201,45 +190,15 @@ class WebhookAction:
         return ActionResult(status, self._redact(output))
 
     def _post(self, body: dict[str, Any]) -> tuple[str, str]:
-        headers = {"Content-Type": "application/json", "User-Agent": "memory-workbench"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
-                                         headers=headers, method="POST")
         where = f"POST {self.url}"
         try:
-            with self._opener.open(request, timeout=self.timeout_secs) as response:
-                text = self._read(response)
-                return "ok", f"{where}: HTTP {response.status}\n{text}".rstrip("\n")
-        except urllib.error.HTTPError as exc:
-            moved = (" (redirects are not followed)" if 300 <= exc.code < 400 else "")
-            return "failed", (f"{where}: HTTP {exc.code} {exc.reason}{moved}: "
-                              f"{self._excerpt(exc)}")
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                return "timeout", f"{where}: no answer within {self.timeout_secs:g} s"
-            return "failed", f"{where}: {exc.reason or exc}"
-        except TimeoutError:
-            return "timeout", f"{where}: no answer within {self.timeout_secs:g} s"
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            return "failed", f"{where}: {type(exc).__name__}: {exc}"
-
-    @staticmethod
-    def _read(response: Any) -> str:
-        raw = response.read(MAX_OUTPUT_BYTES + 1)
+            status, raw = self._http.post(body, max_bytes=MAX_OUTPUT_BYTES)
+        except PostFailed as exc:
+            return ("timeout" if exc.timed_out else "failed"), f"{where}: {exc}"
         text = raw[:MAX_OUTPUT_BYTES].decode("utf-8", "replace")
         if len(raw) > MAX_OUTPUT_BYTES:
             text += f"\n[answer cut at {MAX_OUTPUT_BYTES:,} bytes]"
-        return text
-
-    def _excerpt(self, exc: urllib.error.HTTPError) -> str:
-        """The start of an error answer's body, on one line (redacted before it is cut, so
-        a cut never leaves part of the token behind)."""
-        try:
-            text = exc.read(MAX_OUTPUT_BYTES).decode("utf-8", "replace")
-        except (OSError, http.client.HTTPException):
-            return "(body unreadable)"
-        return " ".join(self._redact(text).split())[:EXCERPT_CHARS] or "(empty body)"
+        return "ok", f"{where}: HTTP {status}\n{text}".rstrip("\n")
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        return self._http.redact(text)

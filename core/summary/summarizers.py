@@ -41,19 +41,16 @@ and both guarantee the answer counts at most ``max_tokens`` with the engine's on
 
 Ties go by position, so the same turns and budget always give the same text.
 
-``HttpSummarizer`` asks any OpenAI-compatible chat endpoint, via urllib only. As in the
-embeddings' http backend, redirects are refused (urllib would resend the Authorization header
-to the new host) and the API key is redacted from every message this module builds.
+``HttpSummarizer`` asks any OpenAI-compatible chat endpoint through
+:class:`core.http_post.SecretPost`, as the embeddings' http backend does: redirects are
+refused and the API key is redacted from every message this module builds.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import re
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -63,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.embeddings import short_reason
 from core.errors import InvalidInput, SummaryError
+from core.http_post import PostFailed, SecretPost
 
 if TYPE_CHECKING:
     from core.config import SummaryConfig
@@ -95,7 +93,6 @@ _WORD = re.compile(r"\w+(?:[.,'’/:@+-]\w+)*")
 _POSSESSIVE = re.compile(r"'s$")
 _LIST_MARKER = re.compile(r"^(?:\d{1,3}[.)]|[-*•+])\s+")
 _BULLET_HEAD = re.compile(r"- \S+ #\d+:")
-_EXCERPT_CHARS = 200
 
 STOPWORDS = frozenset("""
 about above after again against all also am an and any are as at be because been before being
@@ -399,13 +396,6 @@ def _longest_prefix(limit: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuses redirects: urllib would resend the Authorization header to the new host."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 class HttpSummarizer:
     """Summarises by asking an OpenAI-compatible chat endpoint."""
 
@@ -414,10 +404,8 @@ class HttpSummarizer:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.name = "http:" + model
         self._model = model
-        self._api_key = api_key
-        self._timeout = timeout
         self._counter = counter
-        self._opener = urllib.request.build_opener(_NoRedirect())
+        self._http = SecretPost(self.url, api_key, timeout)
 
     def __repr__(self) -> str:
         return self._redact(f"HttpSummarizer(name={self.name!r}, url={self.url!r})")
@@ -445,27 +433,10 @@ class HttpSummarizer:
                 "max_tokens": max_tokens, "temperature": 0}
 
     def _post(self, body: dict[str, Any]) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "memory-workbench"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        # Chained exceptions are dropped (``from None``): the message already carries the
-        # reason, and nothing from the request may reach a traceback unredacted.
         try:
-            request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
-                                             headers=headers, method="POST")
-            with self._opener.open(request, timeout=self._timeout) as response:
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            raise self._error(f"HTTP {exc.code} {exc.reason}: {self._excerpt(exc)}") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise self._error(f"timed out after {self._timeout:g} s") from None
-            raise self._error(short_reason(exc.reason if exc.reason else exc)) from None
-        except TimeoutError:
-            raise self._error(f"timed out after {self._timeout:g} s") from None
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise self._error(short_reason(exc)) from None
+            return self._http.post(body)[1]
+        except PostFailed as exc:
+            raise self._error(str(exc)) from None
 
     def _parse(self, raw: bytes) -> str:
         """``choices[0].message.content`` of the answer, stripped and not empty."""
@@ -483,18 +454,8 @@ class HttpSummarizer:
     def _error(self, detail: str) -> SummaryError:
         return SummaryError(self._redact(f"POST {self.url}: {detail}"))
 
-    def _excerpt(self, exc: urllib.error.HTTPError) -> str:
-        """The start of an error response's body, on one line."""
-        try:
-            text = exc.read().decode("utf-8", "replace")
-        except (OSError, http.client.HTTPException):
-            return "(body unreadable)"
-        return self._one_line(text) or "(empty body)"
-
     def _one_line(self, text: str) -> str:
-        """Redacted, whitespace collapsed and cut to the excerpt length (redacted first, so a
-        cut can never leave part of the key behind)."""
-        return " ".join(self._redact(text).split())[:_EXCERPT_CHARS]
+        return self._http.one_line(text)
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return self._http.redact(text)
