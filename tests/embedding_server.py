@@ -14,11 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.loopback import loopback
 
 
 def isolate_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -141,17 +143,6 @@ def make_handler(state: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def serve(state: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
     """Run ``state`` on 127.0.0.1 (any free port), with proxies out of the way, then stop it."""
-    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}{state.base_path}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
+    with loopback(make_handler(state), monkeypatch) as root:
+        state.url = root + state.base_path
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)

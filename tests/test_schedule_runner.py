@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from core.schedules.runner import Runner, next_fire, should_notify
 from core.schedules.store import parse_when
 from core.types import ScheduleDefinition
 from tests.conftest import DETERMINISTIC, rows
+from tests.loopback import loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG_AGO = "2000-01-01T00:00:00.000Z"
@@ -358,7 +359,7 @@ class Hook:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
 
     @contextmanager
-    def serve(self) -> Iterator[str]:
+    def serve(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -373,14 +374,8 @@ class Hook:
             def log_message(self, *args: Any) -> None:
                 return None
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/hook"
-        finally:
-            server.shutdown()
-            server.server_close()
+        with loopback(Handler, monkeypatch) as root:
+            yield f"{root}/hook"
 
 
 TOKEN = "tok-very-secret-1234"
@@ -390,7 +385,7 @@ async def test_a_webhook_gets_the_schedule_and_its_answer_decides_the_status(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_TOKEN", TOKEN)
     hook = Hook()
-    with hook.serve() as url:
+    with hook.serve(monkeypatch) as url:
         settings = config(webhook_url=url, webhook_token="${HOOK_TOKEN}", action_timeout_secs=1)
         async with Engine.open(db_path, config=settings) as engine:
             assert TOKEN not in repr(engine.config.scheduler)
