@@ -75,3 +75,34 @@ def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, A
     figures = _run(bench(lambda line: click.echo(line, err=True)))
     for line in figures.lines():
         click.echo(line)
+
+
+db_option = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+                         default=DEFAULT_DB, show_default=True, help="The memory file.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def quiet(config: Any) -> Any:
+    """The config without background consolidation: a command does its one job."""
+    import dataclasses
+
+    return dataclasses.replace(config, consolidation=dataclasses.replace(
+        config.consolidation, enabled=False))
+
+
+def on_engine(ctx: click.Context, db_path: Path, work: Callable[[Any], Coroutine[Any, Any, T]],
+              *, warn: bool = True, **open_kwargs: Any) -> T:
+    """Run ``work(engine)`` on an existing file for one command, without background
+    consolidation; its warnings go to stderr, its refusals become one line and exit 1."""
+    _require_db(db_path)
+    config = quiet(_load_config(ctx))
+
+    async def run() -> T:
+        from core import Engine
+
+        async with Engine.open(db_path, config=config, **open_kwargs) as engine:
+            if warn:
+                _echo_warnings(engine)
+            return await work(engine)
+
+    return _run(run())

@@ -8,18 +8,21 @@ the next five times the schedule fires, in its own time zone.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from workbench.cli_support import DEFAULT_DB, _echo_warnings, _load_config, _require_db, _run
-from workbench.summary_cli import _quiet
+from workbench.cli_support import (
+    _load_config,
+    _require_db,
+    db_option,
+    json_option,
+    on_engine,
+)
 
-_DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-                   default=DEFAULT_DB, show_default=True, help="The memory file.")
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 _REF = click.argument("ref", metavar="REF")
 _CRON = click.option("--cron", default=None,
                      help='Fire on a cron expression, e.g. "0 9 * * mon-fri".')
@@ -33,13 +36,14 @@ _NOTIFY = click.option("--notify", "notification_policy",
                        type=click.Choice(["always", "on_failure", "never"]), default=None,
                        help="When a run's user is to be told of it (default: always).")
 PREVIEW_COUNT = 5
+T = TypeVar("T")
 
 
-def _open(db_path: Path, config: Any) -> Any:
-    """The engine for one command: no embedding worker, no background consolidation."""
-    from core import Engine
-
-    return Engine.open(db_path, config=_quiet(config), start_worker=False)
+def _with_schedules(ctx: click.Context, db_path: Path,
+                    work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+    """Run ``work(engine.schedules)`` for one command, without the embedding worker."""
+    return on_engine(ctx, db_path, lambda engine: work(engine.schedules), warn=False,
+                     start_worker=False)
 
 
 def _dump(payload: Any) -> None:
@@ -114,7 +118,7 @@ def schedules_group() -> None:
 
 
 @schedules_group.command("list")
-@_DB
+@db_option
 @click.option("--user", "user_id", default=None, help="Only this user's schedules.")
 @click.option("--status", type=click.Choice(["active", "paused", "completed"]), default=None,
               help="Only schedules in this state.")
@@ -124,21 +128,18 @@ def schedules_group() -> None:
               help="Schedules to list, newest first.")
 @click.option("--offset", default=0, show_default=True, type=click.IntRange(min=0),
               help="Schedules to skip first.")
-@_JSON
+@json_option
 @click.pass_context
 def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status: str | None,
                  name: str | None, text: str | None, limit: int, offset: int,
                  as_json: bool) -> None:
     """List schedules: cadence, next run in the schedule's zone, last run, failures."""
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            return await engine.schedules.search_schedules(
-                user_id, status=status, name=name, text=text, limit=limit, offset=offset)
+    async def work(store: Any) -> Any:
+        return await store.search_schedules(
+            user_id, status=status, name=name, text=text, limit=limit, offset=offset)
 
-    found = _run(run())
+    found = _with_schedules(ctx, db_path, work)
     if as_json:
         _dump({"total": found.total, "offset": offset,
                "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
@@ -158,19 +159,13 @@ def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status:
 
 @schedules_group.command("show")
 @_REF
-@_DB
-@_JSON
+@db_option
+@json_option
 @click.pass_context
 def show_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> None:
     """Show one schedule (by id or name): every field and its next five times."""
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            return await engine.schedules.get_schedule(ref)
-
-    schedule = _run(run())
+    schedule = _with_schedules(ctx, db_path, lambda store: store.get_schedule(ref))
     if as_json:
         _dump(_with_preview(schedule))
         return
@@ -182,7 +177,7 @@ def show_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> 
 
 
 @schedules_group.command("add")
-@_DB
+@db_option
 @click.option("--user", "user_id", required=True, help="The user the schedule belongs to.")
 @click.option("--goal", required=True, help="What the schedule is to do, in words.")
 @_CRON
@@ -191,7 +186,7 @@ def show_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> 
 @_TZ
 @click.option("--name", default=None, help="A name to find it by (instead of its id).")
 @_NOTIFY
-@_JSON
+@json_option
 @click.pass_context
 def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron: str | None,
                 once: str | None, every: str | None, timezone: str | None, name: str | None,
@@ -200,17 +195,14 @@ def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron
     choice = _cadence_choice(cron, once, every)
     if choice is None:
         raise click.UsageError("give one of --cron, --once and --every")
-    _require_db(db_path)
-    config = _load_config(ctx)
     cadence = {"kind": choice[0], "value": choice[1], "timezone": timezone or "UTC"}
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            return await engine.schedules.create_schedule(
-                user_id, goal, cadence, name=name,
-                notification_policy=notification_policy or "always")
+    async def work(store: Any) -> Any:
+        return await store.create_schedule(
+            user_id, goal, cadence, name=name,
+            notification_policy=notification_policy or "always")
 
-    schedule = _run(run())
+    schedule = _with_schedules(ctx, db_path, work)
     if as_json:
         _dump(_with_preview(schedule))
         return
@@ -220,7 +212,7 @@ def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron
 
 @schedules_group.command("edit")
 @_REF
-@_DB
+@db_option
 @click.option("--goal", default=None, help="A new goal.")
 @click.option("--name", default=None, help="A new name.")
 @_CRON
@@ -228,7 +220,7 @@ def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron
 @_EVERY
 @_TZ
 @_NOTIFY
-@_JSON
+@json_option
 @click.pass_context
 def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
                  name: str | None, cron: str | None, once: str | None, every: str | None,
@@ -242,19 +234,16 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
     if choice is None and timezone is None and not patch:
         raise click.UsageError("nothing to change: give --goal, --name, --cron, --once, "
                                "--every, --tz or --notify")
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            if choice is not None or timezone is not None:
-                current = (await engine.schedules.get_schedule(ref)).cadence
-                kind, value = choice or (current["kind"], current["value"])
-                patch["cadence"] = {"kind": kind, "value": value,
-                                    "timezone": timezone or current.get("timezone") or "UTC"}
-            return await engine.schedules.update_schedule(ref, **patch)
+    async def work(store: Any) -> Any:
+        if choice is not None or timezone is not None:
+            current = (await store.get_schedule(ref)).cadence
+            kind, value = choice or (current["kind"], current["value"])
+            patch["cadence"] = {"kind": kind, "value": value,
+                                "timezone": timezone or current.get("timezone") or "UTC"}
+        return await store.update_schedule(ref, **patch)
 
-    schedule = _run(run())
+    schedule = _with_schedules(ctx, db_path, work)
     if as_json:
         _dump(_with_preview(schedule))
         return
@@ -264,22 +253,16 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
 
 @schedules_group.command("pause")
 @_REF
-@_DB
+@db_option
 @click.option("--reason", default="paused by hand", show_default=True,
               help="Why, kept as its status reason.")
-@_JSON
+@json_option
 @click.pass_context
 def pause_command(ctx: click.Context, ref: str, db_path: Path, reason: str,
                   as_json: bool) -> None:
     """Stop a schedule from firing until it is resumed."""
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            return await engine.schedules.pause_schedule(ref, reason)
-
-    schedule = _run(run())
+    schedule = _with_schedules(ctx, db_path, lambda store: store.pause_schedule(ref, reason))
     if as_json:
         _dump(schedule.to_dict())
     else:
@@ -288,19 +271,13 @@ def pause_command(ctx: click.Context, ref: str, db_path: Path, reason: str,
 
 @schedules_group.command("resume")
 @_REF
-@_DB
-@_JSON
+@db_option
+@json_option
 @click.pass_context
 def resume_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> None:
     """Let a paused schedule fire again, from its cadence's next time after now."""
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            return await engine.schedules.resume_schedule(ref)
-
-    schedule = _run(run())
+    schedule = _with_schedules(ctx, db_path, lambda store: store.resume_schedule(ref))
     if as_json:
         _dump(_with_preview(schedule))
         return
@@ -310,21 +287,18 @@ def resume_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -
 
 @schedules_group.command("rm")
 @_REF
-@_DB
-@_JSON
+@db_option
+@json_option
 @click.pass_context
 def rm_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> None:
     """Delete a schedule and its run history (exit 1 when there is none)."""
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            schedule = await engine.schedules.get_schedule(ref)
-            await engine.schedules.delete_schedule(schedule.schedule_id)
-            return schedule
+    async def work(store: Any) -> Any:
+        schedule = await store.get_schedule(ref)
+        await store.delete_schedule(schedule.schedule_id)
+        return schedule
 
-    schedule = _run(run())
+    schedule = _with_schedules(ctx, db_path, work)
     if as_json:
         _dump({"deleted": schedule.schedule_id, "name": schedule.name})
     else:
@@ -344,7 +318,7 @@ def _first_line(text: str, width: int = 70) -> str:
 
 @schedules_group.command("runs")
 @_REF
-@_DB
+@db_option
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1),
               help="Runs to list, newest first.")
 @click.option("--json", "as_json", is_flag=True,
@@ -353,15 +327,12 @@ def _first_line(text: str, width: int = 70) -> str:
 def runs_command(ctx: click.Context, ref: str, db_path: Path, limit: int,
                  as_json: bool) -> None:
     """A schedule's run history: when, how it went, how long, what it printed."""
-    _require_db(db_path)
-    config = _load_config(ctx)
 
-    async def run() -> Any:
-        async with _open(db_path, config) as engine:
-            schedule = await engine.schedules.get_schedule(ref)
-            return schedule, await engine.schedules.get_run_history(schedule.schedule_id, limit)
+    async def work(store: Any) -> Any:
+        schedule = await store.get_schedule(ref)
+        return schedule, await store.get_run_history(schedule.schedule_id, limit)
 
-    schedule, history = _run(run())
+    schedule, history = _with_schedules(ctx, db_path, work)
     if as_json:
         _dump([item.to_dict() for item in history])
         return
@@ -380,7 +351,7 @@ def scheduler_group() -> None:
 
 
 @scheduler_group.command("run")
-@_DB
+@db_option
 @click.option("--once", is_flag=True, help="Run what is due now, then stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print each run as one line of JSON.")
 @click.pass_context
@@ -393,9 +364,8 @@ def scheduler_run_command(ctx: click.Context, db_path: Path, once: bool, as_json
     from core.schedules.actions import action_from_config
 
     _require_db(db_path)
-    config = _load_config(ctx)
     try:  # refuse a runner with nothing to run before the file is opened
-        action_from_config(config.scheduler)
+        action_from_config(_load_config(ctx).scheduler)
     except ConfigError as exc:
         click.echo(f"error: config: {exc}", err=True)
         raise SystemExit(1) from None
@@ -406,7 +376,8 @@ def scheduler_run_command(ctx: click.Context, db_path: Path, once: bool, as_json
         else:
             click.echo(_run_line(run, schedule))
 
-    count = _run(_serve(db_path, config, once, emit))
+    count = on_engine(ctx, db_path, lambda engine: _serve(engine, once, emit),
+                      start_worker=False)
     if once and count == 0:
         click.echo("nothing was due", err=True)
 
@@ -427,7 +398,7 @@ def _run_line(run: Any, schedule: Any) -> str:
             f"{_seconds(run):.1f}s  {after}" + (f"  | {summary}" if summary else ""))
 
 
-async def _serve(db_path: Path, config: Any, once: bool, emit: Any) -> int:
+async def _serve(engine: Any, once: bool, emit: Any) -> int:
     """Run one pass or the loop; how many runs were recorded."""
     import asyncio
     import contextlib
@@ -442,36 +413,34 @@ async def _serve(db_path: Path, config: Any, once: bool, emit: Any) -> int:
         count += 1
         emit(run, schedule)
 
-    async with _open(db_path, config) as engine:
-        _echo_warnings(engine)
-        runner = Runner(engine)
-        if once:
-            await runner.run_once(on_run=counted)
-            return count
-        stop = asyncio.Event()
-        main_task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
+    runner = Runner(engine)
+    if once:
+        await runner.run_once(on_run=counted)
+        return count
+    stop = asyncio.Event()
+    main_task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
 
-        def on_signal() -> None:
-            if stop.is_set() and main_task is not None:
-                main_task.cancel()
-                return
-            click.echo("stopping after the run under way (Ctrl-C again to abandon it)",
-                       err=True)
-            stop.set()
+    def on_signal() -> None:
+        if stop.is_set() and main_task is not None:
+            main_task.cancel()
+            return
+        click.echo("stopping after the run under way (Ctrl-C again to abandon it)",
+                   err=True)
+        stop.set()
 
+    for number in (signal.SIGINT, signal.SIGTERM):
+        # Not in the main thread, or on Windows: Ctrl-C then stops at once (KeyboardInterrupt).
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(number, on_signal)
+    click.echo(f"runner {runner.runner_id}: {runner.action.describe()}; every "
+               f"{runner.config.poll_interval_secs:g} s; Ctrl-C stops", err=True)
+    try:
+        await runner.run_forever(stop, on_run=counted)
+    except asyncio.CancelledError:
+        click.echo("abandoned the run under way; it is due again", err=True)
+    finally:
         for number in (signal.SIGINT, signal.SIGTERM):
-            # Not in the main thread, or on Windows: Ctrl-C then stops at once (KeyboardInterrupt).
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(number, on_signal)
-        click.echo(f"runner {runner.runner_id}: {runner.action.describe()}; every "
-                   f"{runner.config.poll_interval_secs:g} s; Ctrl-C stops", err=True)
-        try:
-            await runner.run_forever(stop, on_run=counted)
-        except asyncio.CancelledError:
-            click.echo("abandoned the run under way; it is due again", err=True)
-        finally:
-            for number in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(number)
+                loop.remove_signal_handler(number)
     return count

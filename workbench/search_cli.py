@@ -10,10 +10,7 @@ import click
 
 from core.retrieval.fusion import FUSIONS
 from core.retrieval.search import MODES
-from workbench.cli_support import DEFAULT_DB, _load_config, _require_db, _run
-
-_DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-                   default=DEFAULT_DB, show_default=True, help="The memory file.")
+from workbench.cli_support import _load_config, _require_db, _run, db_option
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -55,7 +52,7 @@ def _print_results(found: Any, explain: bool) -> None:
 
 @click.command("search")
 @click.argument("query")
-@_DB
+@db_option
 @click.option("--session", "session_id", default=None, help="Search this session.")
 @click.option("--namespace", default=None,
               help="Search every session of this agent identity instead.")
@@ -106,7 +103,7 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
 
 
 @click.command("log")
-@_DB
+@db_option
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1),
               help="Entries to list, newest first.")
 @click.option("--caller", default=None, help="Only queries from this caller (agent, cli, app…).")

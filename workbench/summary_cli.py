@@ -8,33 +8,20 @@ from typing import Any
 
 import click
 
-from workbench.cli_support import DEFAULT_DB, _echo_warnings, _load_config, _require_db, _run
-
-_DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-                   default=DEFAULT_DB, show_default=True, help="The memory file.")
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-
-
-def _quiet(config: Any) -> Any:
-    """The config without background consolidation: a command does its one job."""
-    import dataclasses
-
-    return dataclasses.replace(config, consolidation=dataclasses.replace(
-        config.consolidation, enabled=False))
+from workbench.cli_support import db_option, json_option, on_engine
 
 
 @click.command("summarize")
 @click.argument("session_id")
-@_DB
+@db_option
 @click.option("--budget", type=click.IntRange(min=1), default=None,
               help="Token budget (default: summary.token_budget).")
-@_JSON
+@json_option
 @click.pass_context
 def summarize_command(ctx: click.Context, session_id: str, db_path: Path, budget: int | None,
                       as_json: bool) -> None:
     """Run the rolling-summary check on a session now, and say what it did."""
-    _require_db(db_path)
-    outcome = _run(_summarize(db_path, _quiet(_load_config(ctx)), session_id, budget))
+    outcome = on_engine(ctx, db_path, lambda engine: engine.summarize(session_id, budget))
     if as_json:
         click.echo(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -48,23 +35,14 @@ def summarize_command(ctx: click.Context, session_id: str, db_path: Path, budget
         raise SystemExit(1)
 
 
-async def _summarize(db_path: Path, config: Any, session_id: str, budget: int | None) -> Any:
-    from core import Engine
-
-    async with Engine.open(db_path, config=config) as engine:
-        _echo_warnings(engine)
-        return await engine.summarize(session_id, budget)
-
-
 @click.command("compact")
 @click.argument("session_id")
-@_DB
-@_JSON
+@db_option
+@json_option
 @click.pass_context
 def compact_command(ctx: click.Context, session_id: str, db_path: Path, as_json: bool) -> None:
     """Fold a session's history since its last marker into an archive note and a marker."""
-    _require_db(db_path)
-    result = _run(_compact(db_path, _quiet(_load_config(ctx)), session_id))
+    result = on_engine(ctx, db_path, lambda engine: engine.compact(session_id))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -74,25 +52,16 @@ def compact_command(ctx: click.Context, session_id: str, db_path: Path, as_json:
     click.echo(f"markdown: {result.file_path or 'not written: ' + str(result.file_error)}")
 
 
-async def _compact(db_path: Path, config: Any, session_id: str) -> Any:
-    from core import Engine
-
-    async with Engine.open(db_path, config=config) as engine:
-        _echo_warnings(engine)
-        return await engine.compact(session_id)
-
-
 @click.command("consolidate")
-@_DB
+@db_option
 @click.option("--idle-hours", type=click.FloatRange(min=0), default=None,
               help="Compact conversations idle this long (default: consolidation.idle_hours).")
-@_JSON
+@json_option
 @click.pass_context
 def consolidate_command(ctx: click.Context, db_path: Path, idle_hours: float | None,
                         as_json: bool) -> None:
     """Compact every idle conversation now (resumable: run it again after a crash)."""
-    _require_db(db_path)
-    report = _run(_consolidate(db_path, _quiet(_load_config(ctx)), idle_hours, as_json))
+    report = on_engine(ctx, db_path, lambda engine: _consolidate(engine, idle_hours, as_json))
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -108,21 +77,17 @@ def consolidate_command(ctx: click.Context, db_path: Path, idle_hours: float | N
         raise SystemExit(1)
 
 
-async def _consolidate(db_path: Path, config: Any, idle_hours: float | None,
-                       quiet: bool) -> Any:
+async def _consolidate(engine: Any, idle_hours: float | None, quiet: bool) -> Any:
+    """Consolidate with a progress bar (none when ``quiet``)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from core import Engine
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeRemainingColumn(), disable=quiet,
+                  console=None) as bar:
+        task = bar.add_task("compacting idle conversations", total=None)
 
-    async with Engine.open(db_path, config=config) as engine:
-        _echo_warnings(engine)
-        with Progress("[progress.description]{task.description}", BarColumn(),
-                      MofNCompleteColumn(), TimeRemainingColumn(), disable=quiet,
-                      console=None) as bar:
-            task = bar.add_task("compacting idle conversations", total=None)
+        def advance(done: int, total: int, session_id: str) -> None:
+            bar.update(task, completed=done, total=total,
+                       description=f"compacted {session_id}")
 
-            def advance(done: int, total: int, session_id: str) -> None:
-                bar.update(task, completed=done, total=total,
-                           description=f"compacted {session_id}")
-
-            return await engine.consolidate(idle_hours, progress=advance)
+        return await engine.consolidate(idle_hours, progress=advance)
