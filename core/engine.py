@@ -35,7 +35,6 @@ from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.notes import MEMORY_PREFIX
 from core.storage.sqlite_backend import SqliteBackend
 from core.summary.compaction import Compactor, Progress
-from core.summary.plan import summary_message
 from core.summary.service import Summaries
 from core.tokens import TokenCounter
 from core.types import (
@@ -344,41 +343,7 @@ class Engine:
         :class:`core.tokens.TokenCounter`: the embedding model's tokenizer when it has one,
         else about four characters a token, plus a per-message overhead.
         """
-        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
-            raise InvalidInput(f"token_budget must be a non-negative integer, got {token_budget!r}")
-        try:
-            replay = await self.summaries.replay(session_id)
-        except NotFound:
-            return RestoreResult(session_id, [], [], 0, token_budget, 0, self.tokens.description)
-        pinned: list[tuple[dict[str, Any], int | None]] = []
-        if replay.marker is not None:
-            pinned.append((replay.marker.payload, replay.marker.sequence))
-        if replay.summary:
-            pinned.append((summary_message(replay.summary), None))
-        used = 0
-        head: list[tuple[dict[str, Any], int | None]] = []
-        for payload, sequence in pinned:
-            cost = self.tokens.count_message(payload)
-            if used + cost <= token_budget:
-                head.append((payload, sequence))
-                used += cost
-        kept: list[MemoryRecord] = []
-        for record, cost in zip(reversed(replay.messages), reversed(
-                self.tokens.count_messages([r.payload for r in replay.messages])), strict=True):
-            if used + cost > token_budget:
-                break
-            kept.append(record)
-            used += cost
-        kept.reverse()
-        return RestoreResult(
-            session_id=session_id,
-            messages=[p for p, _ in head] + [r.payload for r in kept],
-            sequences=[s for _, s in head] + [r.sequence for r in kept], tokens_used=used,
-            token_budget=token_budget, dropped=len(replay.messages) - len(kept),
-            token_counting=self.tokens.description,
-            summarized_through=replay.upper_sequence if replay.summary else None,
-            marker_sequence=replay.marker.sequence if replay.marker else None,
-            last_sequence=replay.last_sequence)
+        return await self.summaries.restore(session_id, token_budget)
 
     # -- summaries, compaction, consolidation ------------------------------------------------
 

@@ -37,7 +37,7 @@ from core.summary.plan import (
     with_block,
 )
 from core.summary.summarizers import Summarizer, Turn, build_summarizer
-from core.types import MemoryRecord, SummaryOutcome, SummaryState
+from core.types import MemoryRecord, RestoreResult, SummaryOutcome, SummaryState
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -178,6 +178,47 @@ class Summaries:
             session_id, {"text": text, "upper_sequence": upper_sequence,
                          "summarizer": "caller"}, expected_epoch, utc_now())
         return epoch is not None
+
+    async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
+        """``Engine.restore``: marker and summary first while they fit, then the newest
+        messages after the summary that still fit, oldest first."""
+        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+            raise InvalidInput(f"token_budget must be a non-negative integer, "
+                               f"got {token_budget!r}")
+        counter = self._engine.tokens
+        try:
+            replay = await self.replay(session_id)
+        except NotFound:
+            return RestoreResult(session_id, [], [], 0, token_budget, 0, counter.description)
+        pinned: list[tuple[dict[str, Any], int | None]] = []
+        if replay.marker is not None:
+            pinned.append((replay.marker.payload, replay.marker.sequence))
+        if replay.summary:
+            pinned.append((summary_message(replay.summary), None))
+        used = 0
+        head: list[tuple[dict[str, Any], int | None]] = []
+        for payload, sequence in pinned:
+            cost = counter.count_message(payload)
+            if used + cost <= token_budget:
+                head.append((payload, sequence))
+                used += cost
+        kept: list[MemoryRecord] = []
+        costs = counter.count_messages([r.payload for r in replay.messages])
+        for record, cost in zip(reversed(replay.messages), reversed(costs), strict=True):
+            if used + cost > token_budget:
+                break
+            kept.append(record)
+            used += cost
+        kept.reverse()
+        return RestoreResult(
+            session_id=session_id,
+            messages=[p for p, _ in head] + [r.payload for r in kept],
+            sequences=[s for _, s in head] + [r.sequence for r in kept], tokens_used=used,
+            token_budget=token_budget, dropped=len(replay.messages) - len(kept),
+            token_counting=counter.description,
+            summarized_through=replay.upper_sequence if replay.summary else None,
+            marker_sequence=replay.marker.sequence if replay.marker else None,
+            last_sequence=replay.last_sequence)
 
     # -- one rolling summary ---------------------------------------------------------------
 
