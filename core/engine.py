@@ -8,12 +8,14 @@ operations on top of them. It never issues SQL itself: that is the backend's job
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -51,6 +53,7 @@ from core.types import (
     NoteExportResult,
     NoteImportResult,
     NotePage,
+    Pulse,
     RestoreResult,
     ScratchpadState,
     SessionInfo,
@@ -67,6 +70,35 @@ log = logging.getLogger(__name__)
 QUICK_QUERY_CHARS = 2000
 
 ConfigSource = str | os.PathLike[str] | dict[str, Any] | Config | None
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+class _LoadingEmbedder:
+    """Stands in for the model while :meth:`Engine.open` (``defer_model``) loads it."""
+
+    quick = False
+    tokenizer = None
+    dimension = 0
+
+    def __init__(self, configured: str) -> None:
+        self.name = f"{configured} (loading)"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise EmbeddingError("the embedding model is still loading")
+
+    def close(self) -> None:
+        pass
+
+
+def _needs_model(method: _Method) -> _Method:
+    """Make a method wait for a deferred model load (and raise what it failed with)."""
+
+    @functools.wraps(method)
+    async def waiting(self: Engine, *args: Any, **kwargs: Any) -> Any:
+        await self.model_ready()
+        return await method(self, *args, **kwargs)
+
+    return waiting  # type: ignore[return-value]
 
 
 class _Opening:
@@ -120,52 +152,90 @@ class Engine:
         self.schedules = Schedules(self)
         self.vectors_usable = False
         self._closed = False
+        self._model_task: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: ConfigSource = None, *,
              read_only: bool = False, reindex: bool = False,
-             start_worker: bool = True) -> _Opening:
+             start_worker: bool = True, defer_model: bool = False) -> _Opening:
         """Open (creating if missing) a memory file.
 
         ``reindex`` opens a file embedded with a model of another size so that
         :meth:`reindex` can move it; otherwise such a file is refused (seed 003).
+        ``defer_model`` returns as soon as the file is open and loads the model in the
+        background (the app browses meanwhile): what needs the model waits for it, and a
+        model the file refuses raises from those calls and from :meth:`model_ready`.
         """
         return _Opening(path, config, {"read_only": read_only, "reindex": reindex,
-                                       "start_worker": start_worker})
+                                       "start_worker": start_worker,
+                                       "defer_model": defer_model})
 
     @classmethod
     async def _open(cls, path: str | os.PathLike[str], config: ConfigSource, *,
-                    read_only: bool, reindex: bool, start_worker: bool) -> Engine:
+                    read_only: bool, reindex: bool, start_worker: bool,
+                    defer_model: bool) -> Engine:
         cfg = load_config(config)
         backend = await asyncio.to_thread(SqliteBackend.open, Path(path), cfg.storage,
                                           read_only=read_only)
+        if defer_model and not reindex:
+            placeholder = _LoadingEmbedder(cfg.embedding.model or cfg.embedding.backend)
+            engine = cls(backend, cfg, LoadedEmbedder(placeholder, None, False))
+            engine._model_task = asyncio.create_task(engine._load_model(start_worker))
+            return engine
         try:
-            file_dimension, file_model = await backend.vector_meta()
-            loaded = await asyncio.to_thread(
-                load_embedder, cfg.embedding,
-                file_dimension=None if reindex else file_dimension)
-            engine = cls(backend, cfg, loaded)
-            name, dimension = engine.embedder.name, engine.embedder.dimension
-            if not reindex:  # a reindexing engine has no usable vectors until reindex() runs
-                await backend.ensure_vector_table(dimension, name)
-                file_model = file_model or name
-                engine.vectors_usable = file_model == name or file_dimension is None
-                if not engine.vectors_usable:
-                    engine.embedding_warning = (
-                        f"this file's vectors come from {file_model}, but the engine runs "
-                        f"{name}: the vector leg is off and new chunks wait unembedded; run "
-                        f"`workbench reindex` to move the file to {name}")
-                    engine.warnings.append(engine.embedding_warning)
+            engine = cls(backend, cfg, LoadedEmbedder(_LoadingEmbedder(""), None, False))
+            await engine._load_model(start_worker, reindex=reindex)
         except BaseException:
             backend.close()
             raise
-        if start_worker and engine.vectors_usable and not backend.read_only and not reindex:
-            engine._start_worker()
-        if start_worker and not reindex:
-            engine.compactor.start()
         return engine
+
+    async def _load_model(self, start_worker: bool, *, reindex: bool = False) -> None:
+        """Load the embedder, check it against the file's vectors, start the background work."""
+        backend = self.backend
+        file_dimension, file_model = await backend.vector_meta()
+        loaded = await asyncio.to_thread(
+            load_embedder, self.config.embedding,
+            file_dimension=None if reindex else file_dimension)
+        self.embedder = loaded.embedder
+        self.embedding_fell_back = loaded.fell_back
+        self.embedding_warning = self._fallback_warning = loaded.warning
+        if loaded.warning:
+            self.warnings.append(loaded.warning)
+        self.tokens = TokenCounter(getattr(self.embedder, "tokenizer", None))
+        self.summaries.use_counter(self.tokens)
+        name, dimension = self.embedder.name, self.embedder.dimension
+        if not reindex:  # a reindexing engine has no usable vectors until reindex() runs
+            await backend.ensure_vector_table(dimension, name)
+            file_model = file_model or name
+            self.vectors_usable = file_model == name or file_dimension is None
+            if not self.vectors_usable:
+                self.embedding_warning = (
+                    f"this file's vectors come from {file_model}, but the engine runs "
+                    f"{name}: the vector leg is off and new chunks wait unembedded; run "
+                    f"`workbench reindex` to move the file to {name}")
+                self.warnings.append(self.embedding_warning)
+        if self._closed:
+            return
+        if start_worker and self.vectors_usable and not backend.read_only and not reindex:
+            self._start_worker()
+        if start_worker and not reindex:
+            self.compactor.start()
+
+    @property
+    def model_loaded(self) -> bool:
+        """False while a deferred model load is still running (or failed)."""
+        task = self._model_task
+        return task is None or (task.done() and not task.cancelled()
+                                and task.exception() is None)
+
+    async def model_ready(self) -> None:
+        """Wait for a deferred model load; raises what it failed with (e.g. the file's
+        vectors have another dimension)."""
+        if self._model_task is not None:
+            await asyncio.shield(self._model_task)
 
     def _start_worker(self) -> None:
         emb = self.config.embedding
@@ -178,6 +248,10 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        if self._model_task is not None and not self._model_task.done():
+            self._model_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._model_task
         await self.compactor.stop()
         await self.summaries.stop()
         await self.retrieval.flush_logs()
@@ -234,6 +308,7 @@ class Engine:
             chunk_metadata=chunk_metadata, agent_identity=agent or self.config.agent,
             created_at=created_at)
 
+    @_needs_model
     async def store(self, session_id: str, sequence: int, payload: dict[str, Any], *,
                     agent: str | None = None) -> StoreResult:
         """Store one message durably (seed 001's nine steps, one transaction).
@@ -245,6 +320,7 @@ class Engine:
             raise InvalidInput("sequence is required; use append() to allocate the next one")
         return await self._store_one(session_id, sequence, payload, agent)
 
+    @_needs_model
     async def append(self, session_id: str, message: dict[str, Any], *,
                      agent: str | None = None) -> StoreResult:
         """Store a message at the session's next sequence (allocated in the transaction)."""
@@ -276,6 +352,7 @@ class Engine:
             prepared.session_id, sequence, json.loads(prepared.payload_json),
             prepared.created_at, prepared.importance))
 
+    @_needs_model
     async def store_many(self, items: Iterable[tuple[str, int | None, dict[str, Any]]], *,
                          agent: str | None = None, batch_size: int = 1000) -> BulkStoreResult:
         """The importers' bulk path: many messages per transaction, refusals reported.
@@ -286,6 +363,7 @@ class Engine:
         """
         return await self.bulk.store_many(items, agent=agent, batch_size=batch_size)
 
+    @_needs_model
     async def drain(self, timeout: float | None = None) -> None:
         """Wait until the embedding backlog is empty (chunks that failed for good excepted)
         and the rolling-summary checks that stores scheduled have finished."""
@@ -333,6 +411,7 @@ class Engine:
             raise NotFound(f"no session {session_id!r}")
         return state
 
+    @_needs_model
     async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
         """The session's context for a new run, within ``token_budget``, oldest first.
 
@@ -358,16 +437,19 @@ class Engine:
         return await self.summaries.write_state(session_id, text, upper_sequence,
                                                 expected_epoch)
 
+    @_needs_model
     async def summarize(self, session_id: str, token_budget: int | None = None) -> SummaryOutcome:
         """Run the rolling-summary check now (it also runs after each store with
         ``summary.auto``); the outcome says whether it fired, and why."""
         return await self.summaries.summarize(session_id, token_budget)
 
+    @_needs_model
     async def compact(self, session_id: str) -> CompactionResult:
         """Fold the history since the last compact marker into an Archive note and a new
         marker (seed 004), with a markdown copy (seed 002)."""
         return await self.compactor.compact(session_id)
 
+    @_needs_model
     async def consolidate(self, idle_hours: float | None = None,
                           progress: Progress | None = None) -> ConsolidationReport:
         """Compact every conversation idle for ``idle_hours`` (seed 000); resumable."""
@@ -379,12 +461,14 @@ class Engine:
 
     # -- retrieval -------------------------------------------------------------------------
 
+    @_needs_model
     async def embed_query(self, text: str) -> np.ndarray:
         """The query's vector from the engine's embedder (on the loop when that is quicker)."""
         if getattr(self.embedder, "quick", False) and len(text) <= QUICK_QUERY_CHARS:
             return embed_checked(self.embedder, [text])[0]
         return (await asyncio.to_thread(embed_checked, self.embedder, [text]))[0]
 
+    @_needs_model
     async def hybrid_query(self, *, session_id: str | None = None, query: str, top_k: int = 10,
                            vector_weight: float | None = None, fts_weight: float | None = None,
                            tags: Sequence[str] | None = None,
@@ -407,6 +491,7 @@ class Engine:
             min_score=min_score, raw_fts=raw_fts, caller=caller)
         return found.results
 
+    @_needs_model
     async def search(self, **request: Any) -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
@@ -418,6 +503,7 @@ class Engine:
         """Logged queries, newest first (``caller=``, ``session_id=``, ``namespace=``)."""
         return await self.retrieval.retrieval_log(limit, **filters)
 
+    @_needs_model
     async def replay(self, log_id: int, **changes: Any) -> SearchResult:
         """Run a logged query again, exactly as it was asked (``changes`` override a knob)."""
         return await self.retrieval.replay(log_id, **changes)
@@ -430,6 +516,7 @@ class Engine:
         """chunk_id -> grade recorded for a query in a scope."""
         return await self.retrieval.judgments(query, **scope)
 
+    @_needs_model
     async def get_context(self, session_id: str, query: str) -> ContextResult:
         """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated."""
         return await self.retrieval.get_context(session_id, query)
@@ -444,6 +531,7 @@ class Engine:
         searches exactly those notes (``namespace=`` finds them beside the conversations)."""
         return self.notes.session_id(namespace)
 
+    @_needs_model
     async def add_note(self, name: str, content: str, *, namespace: str | None = None,
                        kind: str = "Note", category: str | None = None,
                        tags: Sequence[str] | None = None, source: str = "",
@@ -453,6 +541,7 @@ class Engine:
                                     category=category, tags=tags, source=source,
                                     importance=importance, aliases=aliases)
 
+    @_needs_model
     async def write_note(self, ref: str, content: str | None = None, *,
                          namespace: str | None = None, kind: str | None = None,
                          category: str | None = None, tags: Sequence[str] | None = None,
@@ -497,6 +586,7 @@ class Engine:
         """Write a namespace's notes to one JSON file, atomically."""
         return await transfer.export_notes(self.notes, path, namespace)
 
+    @_needs_model
     async def import_notes(self, path: str | os.PathLike[str], *, namespace: str | None = None,
                            overwrite: bool = False) -> NoteImportResult:
         """Import a notes file: all of it, or (``ImportCollision``) nothing."""
@@ -504,11 +594,13 @@ class Engine:
 
     # -- seed 002's memory tools -----------------------------------------------------------
 
+    @_needs_model
     async def save_memory(self, key: str, content: str, category: str | None = None, *,
                           namespace: str | None = None) -> Note:
         """Store content under a key (the note of that name, written or added)."""
         return await self.notes.save_memory(key, content, category, namespace=namespace)
 
+    @_needs_model
     async def recall_memories(self, query: str, *, namespace: str | None = None,
                               limit: int = 10) -> list[MemoryHit]:
         """Memories for a query: BM25, else the LIKE substring fallback."""
@@ -571,6 +663,7 @@ class Engine:
             other_models=others, fell_back=self.embedding_fell_back,
             warning=self.embedding_warning)
 
+    @_needs_model
     async def reindex(self, progress: Any = None) -> int:
         """Re-embed every chunk with the engine's model; returns the number of chunks.
 
@@ -595,6 +688,15 @@ class Engine:
         finally:
             self.worker.on_progress = None
         return total
+
+    async def pulse(self) -> Pulse:
+        """What a watching front end polls, cheaply: the file's change counter (``PRAGMA
+        data_version``, which moves when any connection or process commits), the embedding
+        backlog and failures, and whether the model has loaded."""
+        version, backlog, failed = await self.backend.pulse()
+        return Pulse(data_version=version, backlog=backlog, failed=failed,
+                     model=self.embedder.name, model_loaded=self.model_loaded,
+                     fell_back=self.embedding_fell_back, warning=self.embedding_warning)
 
     async def counts(self) -> dict[str, int]:
         """Row counts per table (for doctor and for checking cascades)."""

@@ -123,6 +123,19 @@ class EmbeddingStatus(_AsDict):
 
 
 @dataclass(frozen=True)
+class Pulse(_AsDict):
+    """What a front end polls to stay live: the file's change counter and the backlog."""
+
+    data_version: int  # moves whenever any connection or process commits to the file
+    backlog: int
+    failed: int
+    model: str
+    model_loaded: bool
+    fell_back: bool
+    warning: str | None
+
+
+@dataclass(frozen=True)
 class ContextItem(_AsDict):
     """One event in a tri-hybrid context, and which strategies chose it (seed 000)."""
 

@@ -36,6 +36,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
+from core import clock
 from core.errors import InvalidCadence
 
 CADENCE_KINDS = ("cron", "once", "interval")
@@ -164,7 +165,7 @@ def validate_cadence(cadence: Cadence, min_interval_secs: int, now: datetime | N
     checked = parse_cadence(cadence.kind, cadence.value, cadence.timezone)
     if checked.kind == "once":
         zone = _zone(checked.timezone)
-        now_utc = datetime.now(UTC) if now is None else _as_utc(now)
+        now_utc = clock.now() if now is None else _as_utc(now)
         if _once_instant(checked.value, zone) <= now_utc:
             raise InvalidCadence(f"{checked.describe()} is in the past (now "
                                  f"{_wall_text(now_utc.astimezone(zone))} {checked.timezone})")

@@ -26,9 +26,10 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from core import clock
 from core.clock import utc_now
 from core.errors import ConfigError, InvalidInput, NotFound, ReadOnlyDatabase, WorkbenchError
 from core.schedules.actions import Action, ActionResult, action_from_config
@@ -170,7 +171,7 @@ class Runner:
                     await self._schedules.release_claim(schedule.schedule_id, self.runner_id)
                 raise
             due = None if scheduled_for is None else parse_when(scheduled_for)
-            next_at = next_fire(cadence, due, now or datetime.now(UTC))
+            next_at = next_fire(cadence, due, now or clock.now())
             if next_at is None:
                 new_status = "completed"
                 reason = (f"ran once, at {started_at} ({result.status})" if cadence.kind == "once"

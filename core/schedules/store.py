@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from core import clock
 from core.clock import format_utc, utc_now
 from core.errors import InvalidInput, NotFound
 from core.schedules.cadence import (
@@ -80,7 +81,7 @@ def run_record(row: dict[str, Any]) -> ScheduleRun:
 def parse_when(value: datetime | str | None) -> datetime:
     """An aware UTC datetime from a datetime, an engine timestamp or ISO text (None: now)."""
     if value is None:
-        return datetime.now(UTC)
+        return clock.now()
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -106,7 +107,7 @@ class Schedules:
                               channel_context_id: str | None = None) -> ScheduleDefinition:
         """Validate and store a schedule; its first run is the cadence's next after now."""
         parsed = as_cadence(cadence)
-        now = datetime.now(UTC)
+        now = clock.now()
         validate_cadence(parsed, self._config.min_interval_secs, now)
         stamp = format_utc(now)
         row = {"schedule_id": new_schedule_id(),
@@ -174,7 +175,7 @@ class Schedules:
         if unknown:
             raise InvalidInput(f"cannot change {', '.join(sorted(unknown))} of a schedule")
         changes: dict[str, Any] = {}
-        now = datetime.now(UTC)
+        now = clock.now()
         if "name" in patch:
             changes["name"] = _text(patch["name"], "name", MAX_NAME_CHARS, optional=True)
         if "goal" in patch:

@@ -246,6 +246,7 @@ class Database:
         # the others only wake when queries overlap. (Round-robin spread each page over five
         # caches and cost a session query ~1 ms of page reads.)
         self._idle: asyncio.LifoQueue[Lane] | None = None
+        self._watch: Lane | None = None
 
     def _lane(self, name: str, read_only: bool) -> Lane:
         path, timeout, sync, mmap_mb = (self.path, self._busy_timeout_ms, self._synchronous,
@@ -281,8 +282,20 @@ class Database:
         finally:
             self._idle.put_nowait(lane)
 
+    async def watch(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on the watch lane: one connection of its own, so
+        ``PRAGMA data_version`` read on it moves whenever any other connection commits."""
+        assert self.writer is not None, "database is closed"
+        if self._watch is None:
+            self._watch = self._lane("sqlite-watch", True)
+            self._watch.start()
+        return await self._watch.run(fn, *args)
+
     def close(self) -> None:
         """Close every lane, readers first so the writer's close can checkpoint the WAL."""
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         for lane in self._readers:
             lane.close()
         self._readers.clear()

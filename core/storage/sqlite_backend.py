@@ -149,6 +149,10 @@ class SqliteBackend:
         """The session's state_json."""
         return await self._db.read(events.read_session_state, session_id)
 
+    async def pulse(self) -> tuple[int, int, int]:
+        """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""
+        return await self._db.watch(vectors.pulse)
+
     async def table_counts(self) -> dict[str, int]:
         """Row counts per table."""
         return await self._db.read(events.table_counts)

@@ -179,6 +179,15 @@ def embedding_counts(conn: Any) -> dict[str, Any]:
             "done": by_status.get("done", 0), "models": models}
 
 
+def pulse(conn: Any) -> tuple[int, int, int]:
+    """The connection's data_version, the backlog and the failures, each by an index."""
+    version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+    backlog = backlog_count(conn)
+    failed = int(conn.execute(
+        "SELECT count(*) FROM chunks WHERE embedding_status = 'failed'").fetchone()[0])
+    return version, backlog, failed
+
+
 def backlog_count(conn: Any) -> int:
     """Chunks still waiting for a vector."""
     return int(conn.execute(

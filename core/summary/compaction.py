@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core import clock
 from core.clock import format_utc, utc_now
 from core.errors import InvalidInput, NotFound, SummaryConflict, SummaryError
 from core.notes.fields import MAX_IDENTIFIER_CHARS
@@ -207,7 +208,7 @@ class Compactor:
             if last is None:  # a new file: the first pass is one interval from now
                 last = utc_now()
                 await self._backend.write_meta(LAST_RUN_KEY, last)
-            wait = (parse_utc(last) + interval - datetime.now(UTC)).total_seconds()
+            wait = (parse_utc(last) + interval - clock.now()).total_seconds()
             if wait > 0:
                 await asyncio.sleep(wait)
                 continue  # another process may have run it meanwhile: read again

@@ -41,6 +41,7 @@ from core.types import MemoryRecord, RestoreResult, SummaryOutcome, SummaryState
 
 if TYPE_CHECKING:
     from core.engine import Engine
+    from core.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,10 @@ class Summaries:
         self._again: set[str] = set()
         self._tallies: OrderedDict[str, _Tally] = OrderedDict()
 
+    def use_counter(self, counter: TokenCounter) -> None:
+        """Count with the loaded model's tokenizer (the engine loads it after opening)."""
+        self.summarizer = build_summarizer(self._config, counter)
+        self._tallies.clear()
 
     @property
     def limits(self) -> Limits:
