@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from core.retrieval.fusion import FUSIONS
+from workbench.app_cli import OpensByDefault
 from workbench.cli_support import (
     DEFAULT_DB,
     _echo_figures,
@@ -27,13 +28,17 @@ from workbench.cli_support import (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OpensByDefault, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               envvar="WORKBENCH_CONFIG", help="TOML config file (default: $WORKBENCH_CONFIG).")
 @click.version_option(package_name="memory-workbench", prog_name="workbench")
 @click.pass_context
 def main(ctx: click.Context, config_path: Path | None) -> None:
-    """Memory Workbench: open, inspect and tune the memory your agent reads and writes."""
+    """Memory Workbench: open, inspect and tune the memory your agent reads and writes.
+
+    `workbench [DB]` opens the app on DB (default ./data/memory.db); `workbench demo`
+    builds a demo memory and opens it.
+    """
     ctx.ensure_object(dict)
     ctx.obj["config_path"] = config_path
 
@@ -310,12 +315,14 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
 
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
+    from workbench.app_cli import demo_command, open_command
     from workbench.schedules_cli import scheduler_group, schedules_group
     from workbench.search_cli import log_command, search_command
     from workbench.summary_cli import compact_command, consolidate_command, summarize_command
 
-    for command in (search_command, log_command, summarize_command, compact_command,
-                    consolidate_command, schedules_group, scheduler_group):
+    for command in (open_command, demo_command, search_command, log_command,
+                    summarize_command, compact_command, consolidate_command, schedules_group,
+                    scheduler_group):
         main.add_command(command)
 
 

@@ -1,0 +1,138 @@
+"""A small fixture memory and an app factory for the app's Pilot and snapshot tests.
+
+The fixture is written under a frozen engine clock and read by an app whose clock is
+frozen at the same moment, with no polling, blinking or animation, so a snapshot renders
+the same on every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from core import Engine, clock
+from workbench.app import AppSettings, WorkbenchApp
+from workbench.themes import PROJECT_THEMES
+
+FIXTURE_NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
+FIXTURE_CONFIG: dict[str, Any] = {
+    "embedding": {"backend": "deterministic", "fallback_dimensions": 64},
+    "consolidation": {"enabled": False},
+    "summary": {"auto": False},
+}
+SIZE = (160, 48)
+
+TRIP = [
+    {"role": "system", "content": "You are a trip-planning assistant. Be brief."},
+    {"role": "user", "content": "I want to hike in the Dolomites in late June."},
+    {"role": "assistant", "content": "Late June is good: most huts open on 20 June."},
+    {"role": "assistant", "content": "",
+     "tool_calls": [{"id": "call_1", "type": "function",
+                     "function": {"name": "weather_forecast",
+                                  "arguments": "{\"place\": \"Cortina\", \"month\": 6}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "tool_name": "weather_forecast",
+     "content": "{\"avg_high_c\": 19, \"rain_days\": 9}"},
+    {"role": "assistant", "content": "Expect about 19 °C and nine rainy days in June."},
+    {"role": "user", "content": "I am allergic to peanuts, remember that for hut meals.",
+     "importance": 0.95},
+    {"role": "assistant", "content": "Noted: no peanuts. I will flag it when booking huts."},
+]
+BILLING = [
+    {"role": "user", "content": "Why was I charged twice for invoice INV-2291?",
+     "metadata": {"tags": ["billing", "refund"]}},
+    {"role": "assistant", "content": "Let me look that invoice up."},
+    {"role": "tool", "tool_call_id": "call_7", "tool_name": "lookup_invoice",
+     "content": "{\"invoice\": \"INV-2291\", \"charges\": 2, \"amount\": 49.0}"},
+    {"role": "assistant", "content": "It was charged twice; I have refunded the second charge."},
+]
+
+
+@contextlib.contextmanager
+def fixture_clock(moment: datetime = FIXTURE_NOW) -> Iterator[None]:
+    """The engine's clock stopped at the fixture's "now" for the block."""
+    with clock.frozen(moment):
+        yield
+
+
+async def build_fixture(path: Path) -> None:
+    """Two agents' sessions (with a tool call and its result), notes, a scratchpad,
+    schedules with runs and logged queries, every timestamp fixed."""
+    start = FIXTURE_NOW - timedelta(days=2)
+    async with Engine.open(path, config=FIXTURE_CONFIG) as engine:
+        for offset, (session, agent, messages) in enumerate(
+                (("trip-dolomites", "planner", TRIP), ("billing-4471", "support", BILLING))):
+            for index, message in enumerate(messages):
+                clock.set_time(start + timedelta(hours=offset * 20, minutes=index * 3))
+                await engine.append(session, message, agent=agent)
+        clock.set_time(FIXTURE_NOW - timedelta(hours=3))
+        await engine.add_note("packing-list", "Boots, rain shell, hut sleeping bag liner.",
+                              namespace="planner", category="core", tags=["trip", "gear"],
+                              aliases=["packing"], source="user", importance=0.7)
+        await engine.add_note("refund-policy", "Refunds within 30 days, no questions asked.",
+                              namespace="support", category="core", tags=["billing"],
+                              source="import")
+        await engine.add_note("standup", "Standup moved to 9:30 on Tuesdays.",
+                              namespace="support", category="daily", tags=["team"])
+        await engine.write_scratchpad("trip-dolomites", ["book Rifugio Lagazuoi",
+                                                         "check cable car times"],
+                                      agent="planner")
+        schedules = engine.schedules
+        daily = await schedules.create_schedule(
+            "planner", "Check hut availability", {"kind": "cron", "value": "0 8 * * *",
+                                                  "timezone": "Europe/Rome"},
+            name="hut-check")
+        await schedules.create_schedule(
+            "support", "Summarise open refund tickets",
+            {"kind": "interval", "value": "6h", "timezone": "UTC"}, name="refund-digest")
+        for hours, status, output in ((26, "ok", "3 huts free on 24 June"),
+                                      (2, "failed", "booking site answered 503")):
+            moment = FIXTURE_NOW - timedelta(hours=hours)
+            await schedules.record_run_and_reschedule(
+                daily.schedule_id, {"status": status, "output": output,
+                                    "started_at": moment,
+                                    "finished_at": moment + timedelta(seconds=4)},
+                FIXTURE_NOW + timedelta(hours=20))
+        clock.set_time(FIXTURE_NOW - timedelta(hours=1))
+        await engine.hybrid_query(session_id="trip-dolomites", query="peanut allergy",
+                                  caller="agent")
+        await engine.hybrid_query(namespace="support", query="charged twice refund",
+                                  caller="agent")
+        await engine.drain()
+        clock.set_time(None)
+
+
+def fixture_path(tmp_path: Path) -> Path:
+    """Build the fixture memory in ``tmp_path`` (under the frozen clock) and return it."""
+    path = tmp_path / "fixture.db"
+    with fixture_clock():
+        asyncio.run(build_fixture(path)) if not _loop_running() else None
+    return path
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def make_app(path: Path, **settings: Any) -> WorkbenchApp:
+    """The app the tests drive: still (no polling, blink or animation), the project's dark
+    theme, no user theme folder, the model loaded before the panes ask for it."""
+    options: dict[str, Any] = {"still": True, "theme": "workbench-dusk",
+                               "theme_dirs": (PROJECT_THEMES,), "defer_model": False}
+    options.update(settings)
+    return WorkbenchApp(path, FIXTURE_CONFIG, AppSettings(**options))
+
+
+async def settle(pilot: Any) -> None:
+    """Wait until the app's workers are done and the screen has caught up (never sleeps
+    for a fixed time)."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()

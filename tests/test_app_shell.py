@@ -1,0 +1,74 @@
+"""The app's shell: opening, the header, pane keys, help, the command palette, copying."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app_support import build_fixture, fixture_clock, make_app, settle
+from workbench.widgets.header import StatusHeader
+
+
+@pytest.fixture
+def fixture_db(tmp_path: Path) -> Path:
+    path = tmp_path / "fixture.db"
+    return path
+
+
+async def test_the_header_shows_file_schema_model_and_backlog(fixture_db: Path) -> None:
+    with fixture_clock():
+        await build_fixture(fixture_db)
+        app = make_app(fixture_db)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            text = str(app.query_one(StatusHeader).render())
+            assert "fixture.db" in text and "schema 7" in text
+            assert "deterministic" in text and "backlog 0" in text
+
+
+async def test_number_keys_switch_panes_and_help_lists_keys(fixture_db: Path) -> None:
+    with fixture_clock():
+        await build_fixture(fixture_db)
+        app = make_app(fixture_db)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            for key, pane_id in (("2", "notes"), ("4", "playground"), ("5", "schedules"),
+                                 ("1", "sessions")):
+                await pilot.press(key)
+                await settle(pilot)
+                assert app.active_pane is not None and app.active_pane.id == pane_id
+            await pilot.press("question_mark")
+            await settle(pilot)
+            assert type(app.screen).__name__ == "HelpScreen"
+            await pilot.press("escape")
+            assert type(app.screen).__name__ != "HelpScreen"
+
+
+async def test_a_file_that_cannot_open_says_why_in_the_header(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()
+    app = make_app(folder)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.engine is None
+        assert "cannot open" in str(app.query_one(StatusHeader).render())
+
+
+async def test_copy_json_says_when_there_is_no_clipboard(
+        fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyperclip
+
+    def no_clipboard(text: str) -> None:
+        raise pyperclip.PyperclipException("could not find a copy/paste mechanism")
+
+    monkeypatch.setattr(pyperclip, "copy", no_clipboard)
+    with fixture_clock():
+        await build_fixture(fixture_db)
+        app = make_app(fixture_db)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            messages: list[str] = []
+            monkeypatch.setattr(app, "notify", lambda message, **kw: messages.append(message))
+            app.copy_json({"a": 1}, "the thing")
+            assert any("no system clipboard" in m and "the thing" in m for m in messages)

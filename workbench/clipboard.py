@@ -1,0 +1,27 @@
+"""Copying as JSON: pyperclip first, the terminal's OSC 52 as well, and plain words when
+there is no clipboard to copy to."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+
+def to_json(value: Any) -> str:
+    """``value`` (a dataclass, a dict, a list) as indented JSON text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def copy_text(text: str) -> str | None:
+    """Put ``text`` on the system clipboard; None when done, else why it could not be."""
+    try:
+        import pyperclip
+
+        pyperclip.copy(text)
+    except Exception as exc:  # pyperclip raises its own exception or OSError per platform
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"no system clipboard here ({reason[:120]})"
+    return None

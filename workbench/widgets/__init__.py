@@ -1,0 +1,1 @@
+"""Widgets the panes share: the status header, score bars, the sweep plot."""
