@@ -72,3 +72,31 @@ async def test_copy_json_says_when_there_is_no_clipboard(
             monkeypatch.setattr(app, "notify", lambda message, **kw: messages.append(message))
             app.copy_json({"a": 1}, "the thing")
             assert any("no system clipboard" in m and "the thing" in m for m in messages)
+
+
+async def test_the_app_notices_another_process_writing_the_file(fixture_db: Path) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from tests.app_support import FIXTURE_CONFIG
+
+    with fixture_clock():
+        await build_fixture(fixture_db)
+    app = make_app(fixture_db, still=False, poll_interval=0.05)
+    seen: list[int] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.memory_changed.subscribe(app, lambda pulse: seen.append(pulse.data_version))
+        script = ("import asyncio, sys\nfrom core import Engine\n"
+                  "async def main():\n"
+                  f"    async with Engine.open(sys.argv[1], config={FIXTURE_CONFIG!r}) as e:\n"
+                  "        await e.append('agent-live', {'role': 'user', 'content': 'hello'})\n"
+                  "asyncio.run(main())\n")
+        await asyncio.to_thread(subprocess.run, [sys.executable, "-c", script,
+                                                 str(fixture_db)], check=True, timeout=60)
+        for _ in range(400):  # polls every 0.05 s; gives up after a generous wait
+            if seen:
+                break
+            await pilot.pause(0.05)
+        assert seen, "the app never saw the other process's write"

@@ -313,6 +313,25 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
                                               say=say))
 
 
+@bench.command("app")
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The memory file to open (e.g. one `workbench bench query` built).")
+@model_option
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(min=1),
+              help="How many times to start the app.")
+@click.pass_context
+def bench_app(ctx: click.Context, db_path: Path, model: str | None, runs: int) -> None:
+    """Start-up: first paint, file open, sessions listed and model loaded, in ms."""
+    import dataclasses
+
+    from workbench.bench_app import run_app_bench
+
+    _require_db(db_path)
+    config = _with_model(_load_config(ctx), model)
+    as_dict = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config
+    run_app_bench(db_path, as_dict, runs, click.echo)
+
+
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
     from workbench.app_cli import demo_command, open_command

@@ -1,0 +1,45 @@
+"""``workbench``, ``workbench FILE`` and ``workbench open`` all open the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from workbench import app_cli
+from workbench.cli import main
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, str | None]]:
+    calls: list[tuple[Path, str | None]] = []
+
+    def fake_run(db_path: Path, config: Any, theme: str | None) -> None:
+        calls.append((db_path, theme))
+
+    monkeypatch.setattr(app_cli, "_run_app", fake_run)
+    return calls
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ([], (Path("data/memory.db"), None)),
+    (["agent.db"], (Path("agent.db"), None)),
+    (["open", "agent.db", "--theme", "nord"], (Path("agent.db"), "nord")),
+    (["--theme", "nord"], (Path("data/memory.db"), "nord")),
+    (["agent.db", "--theme", "nord"], (Path("agent.db"), "nord")),
+])
+def test_the_app_opens_by_default(runner: CliRunner, opened: list[Any], args: list[str],
+                                  expected: tuple[Path, str | None]) -> None:
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert opened == [expected]
+
+
+def test_commands_still_run_and_help_still_lists_them(runner: CliRunner,
+                                                      opened: list[Any]) -> None:
+    result = runner.invoke(main, ["--help"])
+    assert result.exit_code == 0 and "demo" in result.output and "doctor" in result.output
+    assert runner.invoke(main, ["doctor", "--help"]).exit_code == 0
+    assert opened == []
