@@ -397,3 +397,15 @@ def test_build_http_without_url_or_model_says_which_key(values: dict[str, str],
                                                         named: str) -> None:
     with pytest.raises(SummaryError, match=named):
         build_summarizer(SummaryConfig(backend="http", **values), TokenCounter())
+
+
+def test_a_salient_turn_outlasts_raw_tool_output_when_turns_must_go() -> None:
+    counter = TokenCounter()
+    tool_json = '{"invoice": "INV-2291", "charges": 2, "amount": 49.0, "currency": "EUR"}'
+    fact = "I am allergic to peanuts."
+    turns = [Turn(1, "tool", tool_json, weight=0.36), Turn(2, "user", fact, weight=3.24)]
+    one_line = counter.count(f"- user #2: {fact}") + 2
+    summary = ExtractiveSummarizer(counter).summarize(turns, one_line)
+    assert summary == f"- user #2: {fact}"
+    unweighted = [Turn(1, "tool", tool_json), Turn(2, "user", fact)]
+    assert "INV-2291" in ExtractiveSummarizer(counter).summarize(unweighted, one_line + 8)

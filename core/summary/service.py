@@ -66,9 +66,20 @@ class Replay:
 
 
 def turns_of(records: Sequence[MemoryRecord]) -> list[Turn]:
-    """Messages as the summarizer sees them: sequence, role and indexable text."""
-    return [Turn(r.sequence, str(r.payload.get("role", "user")), extract_indexable_text(r.payload))
+    """Messages as the summarizer sees them: sequence, role, indexable text and weight (the
+    importance over the default 0.5, squared: tool output and system text weigh less)."""
+    return [Turn(r.sequence, str(r.payload.get("role", "user")), extract_indexable_text(r.payload),
+                 weight=(max(float(r.importance), 0.0) / 0.5) ** 2)
             for r in records]
+
+
+def summary_state_of(session_id: str, state: dict[str, Any]) -> SummaryState:
+    """The rolling summary held in a session's ``state_json``."""
+    summary = state.get("summary_state") or {}
+    error = (state.get("summary_error") or {}).get("error")
+    return SummaryState(session_id, str(summary.get("text") or ""),
+                        int(summary.get("upper_sequence", 0)), int(summary.get("epoch", 0)),
+                        summary.get("updated_at"), summary.get("summarizer"), error)
 
 
 _BULLET = re.compile(r"- (\S+) #(\d+): (.*)")
@@ -162,11 +173,7 @@ class Summaries:
         state = await self._backend.read_session_state(session_id)
         if state is None:
             raise NotFound(f"no session {session_id!r}")
-        summary = state.get("summary_state") or {}
-        error = (state.get("summary_error") or {}).get("error")
-        return SummaryState(session_id, str(summary.get("text") or ""),
-                            int(summary.get("upper_sequence", 0)), int(summary.get("epoch", 0)),
-                            summary.get("updated_at"), summary.get("summarizer"), error)
+        return summary_state_of(session_id, state)
 
     async def write_state(self, session_id: str, text: str, upper_sequence: int,
                           expected_epoch: int) -> bool:

@@ -23,8 +23,12 @@ and both guarantee the answer counts at most ``max_tokens`` with the engine's on
    worth its idf over the turns being summarised, log(1 + turns / turns containing it),
    doubled when it holds a digit or is capitalised other than as its sentence's first word
    (numbers, dates, names, places). A sentence scores the sum over its distinct words divided
-   by the square root of its word count, so filler dilutes it; a turn is as informative as
-   its best sentence.
+   by the square root of its word count, so filler dilutes it, times its turn's weight: the
+   square of the message's importance over the default 0.5 (seed 000's by role: a tool
+   result 0.3 weighs 0.36, a system message 0.04; a salient fact the agent marked 0.9 weighs
+   3.24). Squared, because raw tool output is full of the digits and names the idf doubles;
+   this way it gives way to what was said about it. A turn is as informative as its best
+   sentence.
 3. Turns. Every turn with text keeps at least its best sentence when the budget holds all those
    lines; otherwise the least informative turn is dropped (the earlier of equals: later turns
    lead into the live history) until it does or one turn is left.
@@ -120,6 +124,8 @@ class Turn:
     """One of "user", "assistant", "tool" or "system"."""
     text: str
     """The message's indexable text, already extracted."""
+    weight: float = 1.0
+    """How much the turn's sentences count: (importance / 0.5) squared."""
 
 
 class Summarizer(Protocol):
@@ -285,8 +291,9 @@ class ExtractiveSummarizer:
         costs = iter(self._counter.count_many(SKIP_MARK + sentence for _, sentences in split
                                               for sentence in sentences))
         plans = []
-        for index, ((_, sentences), turn_words) in enumerate(zip(split, words, strict=True)):
-            scored = [_Sentence(text, index, position, _score(weights, count, idf), next(costs))
+        for index, ((turn, sentences), turn_words) in enumerate(zip(split, words, strict=True)):
+            scored = [_Sentence(text, index, position,
+                                _score(weights, count, idf) * turn.weight, next(costs))
                       for position, (text, (weights, count))
                       in enumerate(zip(sentences, turn_words, strict=True))]
             plans.append(_TurnPlan(index, headers[index], header_costs[index], scored))
