@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from core import indexing
+from core import indexing, sessions_export
 from core.bulk import BulkIngest
 from core.clock import utc_now
 from core.config import Config, load_config
@@ -56,6 +56,7 @@ from core.types import (
     Pulse,
     RestoreResult,
     ScratchpadState,
+    SessionExportResult,
     SessionInfo,
     StoreResult,
     SummaryOutcome,
@@ -411,6 +412,12 @@ class Engine:
             raise NotFound(f"no session {session_id!r}")
         return state
 
+    async def export_session(self, session_id: str,
+                             path: str | os.PathLike[str]) -> SessionExportResult:
+        """Write a session's events, rolling summary and scratchpad to one JSON file,
+        atomically (see :mod:`core.sessions_export`); ``NotFound`` when there is none."""
+        return await sessions_export.export_session(self, session_id, path)
+
     @_needs_model
     async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
         """The session's context for a new run, within ``token_budget``, oldest first.
@@ -551,6 +558,22 @@ class Engine:
                                       category=category, tags=tags, source=source,
                                       importance=importance)
 
+    @_needs_model
+    async def edit_note(self, ref: str, *, namespace: str | None = None,
+                        name: str | None = None, aliases: Sequence[str] | None = None,
+                        content: str | None = None, kind: str | None = None,
+                        category: str | None = None, tags: Sequence[str] | None = None,
+                        source: str | None = None, importance: float | None = None) -> Note:
+        """Rename a note, replace its aliases and write any field given, in one transaction:
+        all of it or (``NameTaken``, ``InvalidInput``, ``NotFound``) nothing."""
+        return await self.notes.edit(ref, namespace=namespace, name=name, aliases=aliases,
+                                     content=content, kind=kind, category=category, tags=tags,
+                                     source=source, importance=importance)
+
+    async def note_namespaces(self) -> list[str]:
+        """Every namespace that holds a note, in order (for pickers; an empty one has none)."""
+        return await self.notes.namespaces()
+
     async def rename_note(self, ref: str, new_name: str, *,
                           namespace: str | None = None) -> Note:
         """Change a note's name (seed 004 Rename); the old name is released."""
@@ -650,6 +673,10 @@ class Engine:
     async def clear_scratchpad(self, session_id: str) -> bool:
         """Empty a session's scratchpad; False when it had none."""
         return await self.scratchpad.clear(session_id)
+
+    async def scratchpad_sessions(self, limit: int = 200) -> list[ScratchpadState]:
+        """The sessions that have a scratchpad, most recently written first."""
+        return await self.scratchpad.sessions(limit)
 
     # -- embeddings ------------------------------------------------------------------------
 

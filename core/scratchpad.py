@@ -80,3 +80,11 @@ class Scratchpad:
     async def clear(self, session_id: str) -> bool:
         """Empty the session's scratchpad; False when it had none."""
         return await self._backend.clear_scratchpad(_session(session_id), utc_now())
+
+    async def sessions(self, limit: int = 200) -> list[ScratchpadState]:
+        """The sessions that have a scratchpad, most recently written first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInput(f"limit must be a positive integer, got {limit!r}")
+        rows = await self._backend.scratchpad_sessions(limit)
+        return [ScratchpadState(row["session_id"], list(row["items"]), row["updated_at"])
+                for row in rows]

@@ -369,3 +369,14 @@ class ScheduleSearchResult(_AsDict):
 
     total: int
     schedules: list[ScheduleDefinition]
+
+
+@dataclass(frozen=True)
+class SessionExportResult(_AsDict):
+    """Where a session was written as JSON, and what the file holds."""
+
+    path: str
+    session_id: str
+    events: int
+    has_summary: bool
+    scratchpad_items: int  # 0 when the session has no scratchpad

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,7 +34,6 @@ _TZ = click.option("--tz", "timezone", default=None,
 _NOTIFY = click.option("--notify", "notification_policy",
                        type=click.Choice(["always", "on_failure", "never"]), default=None,
                        help="When a run's user is to be told of it (default: always).")
-PREVIEW_COUNT = 5
 T = TypeVar("T")
 
 
@@ -60,21 +58,6 @@ def _cadence_choice(cron: str | None, once: str | None,
     return given[0] if given else None
 
 
-def upcoming(schedule: Any, count: int = PREVIEW_COUNT) -> list[datetime]:
-    """The next ``count`` times a schedule fires: from its next run when active, from now
-    when paused (what resuming would give), none when completed."""
-    from core.schedules.cadence import next_runs
-    from core.schedules.store import as_cadence, parse_when
-
-    cadence = as_cadence(schedule.cadence)
-    if schedule.status == "active" and schedule.next_run_at:
-        first = parse_when(schedule.next_run_at)
-        return [first, *next_runs(cadence, first, count - 1)]
-    if schedule.status == "paused":
-        return next_runs(cadence, datetime.now(UTC), count)
-    return []
-
-
 def _local(moment: Any, schedule: Any) -> str:
     from core.schedules.cadence import format_in_timezone
     from core.schedules.store import as_cadence
@@ -91,6 +74,7 @@ def _describe(schedule: Any) -> str:
 def _with_preview(schedule: Any) -> dict[str, Any]:
     """A schedule as JSON, with its cadence in words and its next five times."""
     from core.clock import format_utc
+    from core.schedules.drafts import upcoming
 
     times = upcoming(schedule)
     return {**schedule.to_dict(), "cadence_description": _describe(schedule),
@@ -99,6 +83,8 @@ def _with_preview(schedule: Any) -> dict[str, Any]:
 
 
 def _echo_preview(schedule: Any) -> None:
+    from core.schedules.drafts import upcoming
+
     times = upcoming(schedule)
     if not times:
         click.echo(f"next runs: none ({schedule.status})")

@@ -110,6 +110,20 @@ class Notes:
             importance=clean_importance(importance), chunks=self.chunks(text),
             schema_version=NOTE_SCHEMA_VERSION, created_at=created_at, updated_at=updated_at)
 
+    def changes(self, content: Any = None, *, kind: Any = None, category: Any = None,
+                tags: Iterable[str] | None = None, source: Any = None,
+                importance: Any = None) -> NoteChanges:
+        """What a write changes, every field given checked and the content chunked; None
+        keeps the note's value."""
+        text = None if content is None else clean_content(content)
+        return NoteChanges(
+            content=text, chunks=None if text is None else self.chunks(text),
+            kind=None if kind is None else clean_kind(kind),
+            category=None if category is None else clean_category(category),
+            tags=None if tags is None else self.tags(tags),
+            source=None if source is None else clean_source(source),
+            importance=None if importance is None else clean_importance(importance))
+
     def _changed(self, row: dict[str, Any]) -> Note:
         """A written note, after telling the worker and dropping stale working memory."""
         self._engine.working_memory.drop(row["session_id"])
@@ -136,17 +150,32 @@ class Notes:
                     source: str | None = None, importance: float | None = None) -> Note:
         """Replace a note's content (and any field given): its chunks are deleted and stored
         again; id, name, aliases and created_at are kept."""
-        text = None if content is None else clean_content(content)
-        changes = NoteChanges(
-            content=text, chunks=None if text is None else self.chunks(text),
-            kind=None if kind is None else clean_kind(kind),
-            category=None if category is None else clean_category(category),
-            tags=None if tags is None else self.tags(tags),
-            source=None if source is None else clean_source(source),
-            importance=None if importance is None else clean_importance(importance))
+        changes = self.changes(content, kind=kind, category=category, tags=tags, source=source,
+                               importance=importance)
         row = await self._backend.write_note(self.namespace(namespace), self.reference(ref),
                                              changes, utc_now())
         return self._changed(row)
+
+    async def edit(self, ref: str, *, namespace: str | None = None, name: str | None = None,
+                   aliases: Iterable[str] | None = None, content: str | None = None,
+                   kind: str | None = None, category: str | None = None,
+                   tags: Iterable[str] | None = None, source: str | None = None,
+                   importance: float | None = None) -> Note:
+        """Rename a note, replace its aliases and write any field given, all or nothing:
+        every value is checked first, then one transaction applies them (a name or alias
+        another note holds raises ``NameTaken`` and nothing changes)."""
+        new_name = None if name is None else clean_name(name)
+        # An alias equal to the note's current name binds nothing (storage keeps it the name).
+        kept_aliases = None if aliases is None else clean_aliases(aliases, new_name or "")
+        changes = self.changes(content, kind=kind, category=category, tags=tags, source=source,
+                               importance=importance)
+        row = await self._backend.edit_note(self.namespace(namespace), self.reference(ref),
+                                            new_name, kept_aliases, changes, utc_now())
+        return self._changed(row)
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace that holds a note, in order."""
+        return await self._backend.note_namespaces()
 
     async def rename(self, ref: str, new_name: str, *, namespace: str | None = None) -> Note:
         """Give a note a new name; the old name is released."""

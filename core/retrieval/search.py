@@ -56,8 +56,20 @@ class KeptLegs:
 def matched_terms(terms: list[str], text: str) -> list[str]:
     """The query terms a chunk contains (a term also matches words it is a prefix of)."""
     words = set(_WORD.findall(text.lower()))
-    return [t for t in terms if t in words or (len(t) >= 4 and any(w.startswith(t[:-1])
-                                                                  for w in words))]
+    return [t for t in terms if any(_term_matches(t, w) for w in words)]
+
+
+def matched_spans(terms: list[str], text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a word some query term matches, as ``(start, end)`` offsets
+    in order, by the same rule as :func:`matched_terms` (for highlighting)."""
+    return [match.span() for match in _WORD.finditer(text)
+            if any(_term_matches(term, match.group().lower()) for term in terms)]
+
+
+def _term_matches(term: str, word: str) -> bool:
+    """A word matches a term it equals; a term of 4+ letters also matches words that start
+    with all but its last letter ("peanut" finds "peanuts", "allergy" finds "allergic")."""
+    return word == term or (len(term) >= 4 and word.startswith(term[:-1]))
 
 
 @dataclass

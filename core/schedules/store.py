@@ -270,6 +270,10 @@ class Schedules:
         rows = await self._backend.schedule_read("run_history", schedule_id, limit)
         return [run_record(row) for row in rows]
 
+    async def count_runs(self, schedule_id: str) -> int:
+        """How many runs of a schedule its history holds (0 for none, or no such schedule)."""
+        return await self._backend.schedule_read("count_runs", schedule_id)
+
     async def get_run_by_id(self, run_id: str) -> ScheduleRun:
         """One run; ``NotFound`` when there is none."""
         return run_record(await self._backend.schedule_read("get_run", run_id))

@@ -343,6 +343,37 @@ def remove_note(conn: Any, namespace: str, ref: NoteRef) -> bool:
         return True
 
 
+def edit_note(conn: Any, namespace: str, ref: NoteRef, new_name: str | None,
+              aliases: Sequence[str] | None, changes: NoteChanges, now: str) -> dict[str, Any]:
+    """Rename a note, set its aliases and write its fields in one transaction, so a name
+    that is taken (or any other refusal) leaves the note exactly as it was."""
+    with transaction(conn):
+        ref = NoteRef(note_id=_require(conn, namespace, ref)["note_id"])
+        if new_name is not None:
+            rename_note(conn, namespace, ref, new_name, now)
+        if aliases is not None:
+            current = _require(conn, namespace, ref)["aliases"]
+            for alias in current:
+                if alias not in aliases:
+                    unalias_note(conn, namespace, alias, now)
+            for alias in aliases:
+                if alias not in current:
+                    alias_note(conn, namespace, ref, alias, now)
+        return write_note(conn, namespace, ref, changes, now)
+
+
+def namespaces(conn: Any) -> list[str]:
+    """Every namespace that holds a note, in order: one index seek per namespace (a skip
+    scan), not a walk over every note."""
+    rows = conn.execute(
+        "WITH RECURSIVE found(namespace) AS ("
+        " SELECT min(namespace) FROM notes"
+        " UNION ALL SELECT (SELECT min(n.namespace) FROM notes n"
+        "  WHERE n.namespace > found.namespace) FROM found WHERE found.namespace IS NOT NULL)"
+        " SELECT namespace FROM found WHERE namespace IS NOT NULL").fetchall()
+    return [row[0] for row in rows]
+
+
 # -- import ----------------------------------------------------------------------------------
 
 

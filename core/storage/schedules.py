@@ -186,6 +186,12 @@ def run_history(conn: Any, schedule_id: str, limit: int) -> list[dict[str, Any]]
     return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows]
 
 
+def count_runs(conn: Any, schedule_id: str) -> int:
+    """How many runs of a schedule the history holds."""
+    return conn.execute("SELECT count(*) FROM schedule_runs WHERE schedule_id = ?",
+                        (schedule_id,)).fetchone()[0]
+
+
 def get_run(conn: Any, run_id: str) -> dict[str, Any]:
     """One run; ``NotFound`` when there is none."""
     row = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM schedule_runs WHERE run_id = ?",

@@ -49,3 +49,13 @@ def clear_scratchpad(conn: Any, session_id: str, now: str) -> bool:
             " updated_at = ? WHERE session_id = ?"
             " AND json_type(state_json, '$.scratchpad') IS NOT NULL", (now, session_id))
         return cursor.rowcount > 0
+
+
+def scratchpad_sessions(conn: Any, limit: int) -> list[dict[str, Any]]:
+    """The sessions that have a scratchpad, most recently written first, with their items."""
+    rows = conn.execute(
+        "SELECT session_id, json_extract(state_json, '$.scratchpad') AS pad FROM session_state"
+        " WHERE json_type(state_json, '$.scratchpad') IS NOT NULL"
+        " ORDER BY json_extract(pad, '$.updated_at') DESC, session_id LIMIT ?",
+        (limit,)).fetchall()
+    return [{"session_id": session_id, **json.loads(pad)} for session_id, pad in rows]

@@ -27,6 +27,7 @@ from core.storage import (
     schedules,
     scratchpad,
     search,
+    session_snapshot,
     summaries,
     vectors,
 )
@@ -41,7 +42,8 @@ from core.storage.migrations import (
 log = logging.getLogger(__name__)
 
 _SCHEDULE_READS = frozenset({"get_schedule", "schedules_named", "search_schedules",
-                             "count_schedules", "due_schedules", "run_history", "get_run"})
+                             "count_schedules", "due_schedules", "run_history", "get_run",
+                             "count_runs"})
 _SCHEDULE_WRITES = frozenset({"insert_schedule", "update_schedule", "delete_schedule",
                               "claim_due", "release_claim", "record_run_and_reschedule",
                               "prune_run_history"})
@@ -149,6 +151,10 @@ class SqliteBackend:
         """The session's state_json."""
         return await self._db.read(events.read_session_state, session_id)
 
+    async def read_session_snapshot(self, session_id: str) -> dict[str, Any] | None:
+        """The session's row, events and state, read in one transaction (None: no session)."""
+        return await self._db.read(session_snapshot.read_session_snapshot, session_id)
+
     async def pulse(self) -> tuple[int, int, int]:
         """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""
         return await self._db.watch(vectors.pulse)
@@ -222,7 +228,7 @@ class SqliteBackend:
 
     async def schedule_read(self, name: str, *args: Any) -> Any:
         """Run a read of :mod:`core.storage.schedules` by name (get_schedule, schedules_named,
-        search_schedules, count_schedules, due_schedules, run_history, get_run)."""
+        search_schedules, count_schedules, due_schedules, run_history, get_run, count_runs)."""
         assert name in _SCHEDULE_READS, name
         return await self._db.read(getattr(schedules, name), *args)
 
@@ -367,6 +373,18 @@ class SqliteBackend:
         self.require_writable()
         return await self._db.write(notes.remove_note, namespace, ref)
 
+    async def edit_note(self, namespace: str, ref: notes.NoteRef, new_name: str | None,
+                        aliases: Sequence[str] | None, changes: notes.NoteChanges,
+                        now: str) -> dict[str, Any]:
+        """Rename, re-alias and write a note in one transaction."""
+        self.require_writable()
+        return await self._db.write(notes.edit_note, namespace, ref, new_name, aliases,
+                                    changes, now)
+
+    async def note_namespaces(self) -> list[str]:
+        """Every namespace that holds a note, in order."""
+        return await self._db.read(notes.namespaces)
+
     async def read_note(self, namespace: str, ref: notes.NoteRef) -> dict[str, Any] | None:
         """The note a reference names in a namespace."""
         return await self._db.read(notes.read_note, namespace, ref)
@@ -439,6 +457,10 @@ class SqliteBackend:
         """Remove a session's scratchpad."""
         self.require_writable()
         return await self._db.write(scratchpad.clear_scratchpad, session_id, now)
+
+    async def scratchpad_sessions(self, limit: int) -> list[dict[str, Any]]:
+        """The sessions that have a scratchpad, most recently written first."""
+        return await self._db.read(scratchpad.scratchpad_sessions, limit)
 
     # -- diagnostics -----------------------------------------------------------------------
 
