@@ -7,7 +7,6 @@ the same on every run.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -61,6 +60,11 @@ def fixture_clock(moment: datetime = FIXTURE_NOW) -> Iterator[None]:
 async def build_fixture(path: Path) -> None:
     """Two agents' sessions (with a tool call and its result), notes, a scratchpad,
     schedules with runs and logged queries, every timestamp fixed."""
+    with clock.frozen(FIXTURE_NOW):  # restores whatever the clock was, frozen or not
+        await _write_fixture(path)
+
+
+async def _write_fixture(path: Path) -> None:
     start = FIXTURE_NOW - timedelta(days=2)
     async with Engine.open(path, config=FIXTURE_CONFIG) as engine:
         for offset, (session, agent, messages) in enumerate(
@@ -102,23 +106,6 @@ async def build_fixture(path: Path) -> None:
         await engine.hybrid_query(namespace="support", query="charged twice refund",
                                   caller="agent")
         await engine.drain()
-        clock.set_time(None)
-
-
-def fixture_path(tmp_path: Path) -> Path:
-    """Build the fixture memory in ``tmp_path`` (under the frozen clock) and return it."""
-    path = tmp_path / "fixture.db"
-    with fixture_clock():
-        asyncio.run(build_fixture(path)) if not _loop_running() else None
-    return path
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def make_app(path: Path, **settings: Any) -> WorkbenchApp:

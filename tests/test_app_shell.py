@@ -33,12 +33,22 @@ async def test_number_keys_switch_panes_and_help_lists_keys(fixture_db: Path) ->
         app = make_app(fixture_db)
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot)
-            for key, pane_id in (("2", "notes"), ("4", "playground"), ("5", "schedules"),
-                                 ("1", "sessions")):
+            for key, pane_id in (("f2", "notes"), ("f4", "playground"), ("f5", "schedules"),
+                                 ("f1", "sessions"), ("f4", "playground")):
                 await pilot.press(key)
                 await settle(pilot)
                 assert app.active_pane is not None and app.active_pane.id == pane_id
-            await pilot.press("question_mark")
+            await pilot.press("5")  # the query box has focus: a digit is text, not a pane
+            await settle(pilot)
+            assert app.active_pane.id == "playground"
+            await pilot.press("escape", "5")  # from the results a digit... grades; F5 moves
+            await pilot.press("f5")
+            await settle(pilot)
+            assert app.active_pane.id == "schedules"
+            await pilot.press("2")  # the schedules table has focus: digits switch panes
+            await settle(pilot)
+            assert app.active_pane.id == "notes"
+            await pilot.press("f5", "question_mark")
             await settle(pilot)
             assert type(app.screen).__name__ == "HelpScreen"
             await pilot.press("escape")

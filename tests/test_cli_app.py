@@ -37,6 +37,13 @@ def test_the_app_opens_by_default(runner: CliRunner, opened: list[Any], args: li
     assert opened == [expected]
 
 
+def test_a_mistyped_command_is_a_usage_error_not_a_new_file(runner: CliRunner,
+                                                            opened: list[Any]) -> None:
+    result = runner.invoke(main, ["serach"])
+    assert result.exit_code == 2 and "No such command" in result.output
+    assert opened == []
+
+
 def test_commands_still_run_and_help_still_lists_them(runner: CliRunner,
                                                       opened: list[Any]) -> None:
     result = runner.invoke(main, ["--help"])

@@ -69,13 +69,18 @@ class WorkbenchApp(App[None]):
     """Memory Workbench: browse, edit and replay an agent's memory."""
 
     TITLE = "Memory Workbench"
+    AUTO_FOCUS = None  # each pane focuses its own list when shown, so digits switch panes
     CSS = """
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }
     .empty-state { color: $text-muted; padding: 1 2; }
     """
     BINDINGS = [
+        # A digit switches panes unless a field takes it as text; F1-F5 always switch.
         *(Binding(key, f"show_pane('{pane_id}')", pane.pane_title, id=f"app.pane.{pane_id}")
+          for pane_id, pane, key in PANES),
+        *(Binding(f"f{key}", f"show_pane('{pane_id}')", pane.pane_title,
+                  id=f"app.pane.{pane_id}.fkey", show=False, priority=True)
           for pane_id, pane, key in PANES),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("ctrl+x", "cancel_work", "Cancel work", id="app.cancel", show=False),
@@ -217,7 +222,13 @@ class WorkbenchApp(App[None]):
     # -- panes ---------------------------------------------------------------------------------
 
     def action_show_pane(self, pane_id: str) -> None:
-        self.query_one(TabbedContent).active = f"tab-{pane_id}"
+        # Focus leaves the old pane first: left inside it, Textual would move focus to a
+        # neighbour there and the old tab would take over again.
+        tabs = self.query_one(TabbedContent)
+        if tabs.active == f"tab-{pane_id}":
+            return
+        self.screen.set_focus(None)
+        tabs.active = f"tab-{pane_id}"
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane = self.active_pane

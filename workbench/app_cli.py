@@ -22,9 +22,18 @@ class OpensByDefault(click.Group):
         while index < len(args) and args[index].startswith("--config="):
             index += 1
         rest = args[index:]
-        if not rest or rest[0] not in self.commands and rest[0] not in GROUP_FLAGS:
+        if not rest or rest[0].startswith("-") and rest[0] not in GROUP_FLAGS or (
+                rest[0] not in self.commands and looks_like_a_file(rest[0])):
             args = [*args[:index], "open", *rest]
         return super().parse_args(ctx, args)
+
+
+def looks_like_a_file(word: str) -> bool:
+    """A word that names a memory file rather than a mistyped command: it exists, has a
+    folder in it, or ends like a database (``workbench serach`` stays a usage error)."""
+    path = Path(word)
+    return (path.exists() or len(path.parts) > 1
+            or path.suffix.lower() in (".db", ".sqlite", ".sqlite3", ".memory"))
 
 
 GROUP_FLAGS = ("-h", "--help", "--version")
