@@ -119,7 +119,9 @@ def make_app(path: Path, **settings: Any) -> WorkbenchApp:
 
 async def settle(pilot: Any) -> None:
     """Wait until the app's workers are done and the screen has caught up (never sleeps
-    for a fixed time)."""
-    for _ in range(3):
+    for a fixed time): again while handling what finished starts more work."""
+    for _ in range(10):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        if not any(worker.is_running for worker in pilot.app.workers):
+            return

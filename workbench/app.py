@@ -65,11 +65,17 @@ class AppSettings:
     """No cursor blink, no animation, no polling: for snapshot tests and screenshots."""
 
 
+class MainScreen(Screen[None]):
+    """The panes' screen: nothing is focused for the user (a filter box would take the
+    digits that switch panes); each pane focuses its own list when it is shown."""
+
+    AUTO_FOCUS = None
+
+
 class WorkbenchApp(App[None]):
     """Memory Workbench: browse, edit and replay an agent's memory."""
 
     TITLE = "Memory Workbench"
-    AUTO_FOCUS = None  # each pane focuses its own list when shown, so digits switch panes
     CSS = """
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }
@@ -104,6 +110,9 @@ class WorkbenchApp(App[None]):
             self.animation_level = "none"
 
     # -- layout ------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         header = StatusHeader()
