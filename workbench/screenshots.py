@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -44,23 +45,38 @@ async def type_text(pilot: Any, text: str) -> None:
 
 
 async def sessions_scene(pilot: Any) -> None:
-    await press(pilot, "1")
+    """The long trip-planning session: its rolling summary, the restore preview, a tool
+    call unfolded."""
+    await press(pilot, "1", "slash")
+    await type_text(pilot, "alta")
+    await press(pilot, "enter", "tab", "tab", "tab")
+    await press(pilot, "down", "down", "down", "down", "down", "down")
+    await press(pilot, "enter")
 
 
 async def notes_scene(pilot: Any) -> None:
-    await press(pilot, "2")
+    """A note open in the editor, with its aliases and tags."""
+    await press(pilot, "2", "down", "enter")
 
 
 async def scratchpad_scene(pilot: Any) -> None:
-    await press(pilot, "3")
+    """The gear list's scratchpad, near the 32-item limit."""
+    await press(pilot, "1", "slash")
+    await type_text(pilot, "gear")
+    await press(pilot, "enter", "3")
 
 
 async def playground_scene(pilot: Any) -> None:
+    """A query in the ops agent's namespace, judged, swept, with the vector weight moved."""
     await press(pilot, "4")
+    await type_text(pilot, "deploy on a friday")
+    await press(pilot, "enter", "escape", "space", "down", "down", "space", "w")
+    await press(pilot, "left_square_bracket", "left_square_bracket")
 
 
 async def schedules_scene(pilot: Any) -> None:
-    await press(pilot, "5")
+    """The schedules with their run history, a failed run selected."""
+    await press(pilot, "5", "down")
 
 
 SCENES: dict[str, Scene] = {
@@ -94,12 +110,18 @@ async def main_async(out: Path, model: str | None, names: list[str]) -> list[Pat
                                  {"backend": "deterministic"})
     config = {"embedding": embedding, "consolidation": {"enabled": False},
               "summary": {"auto": False}}
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    home = Path.cwd()
     with tempfile.TemporaryDirectory() as folder:
-        db_path = Path(folder) / "demo.db"
-        await build_demo(db_path, config)
-        with clock.frozen(ANCHOR):
-            return await shoot(db_path, config, out, names)
+        os.chdir(folder)  # the header shows data/demo.db, as after `workbench demo`
+        try:
+            db_path = Path("data") / "demo.db"
+            await build_demo(db_path, config)
+            with clock.frozen(ANCHOR):
+                return await shoot(db_path, config, out, names)
+        finally:
+            os.chdir(home)
 
 
 def main() -> None:
