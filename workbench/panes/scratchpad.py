@@ -216,7 +216,7 @@ class ScratchpadPane(Pane):
         await self._show_items()
 
     def _show_choices(self, pads: list[ScratchpadState], sessions: list[str]) -> None:
-        choices = [(f"{pad.session_id}  · {len(pad.items)} items", pad.session_id)
+        choices = [(f"{pad.session_id}  · {_items(len(pad.items))}", pad.session_id)
                    for pad in pads]
         with_pads = {pad.session_id for pad in pads}
         choices += [(session, session) for session in sessions if session not in with_pads]
@@ -458,3 +458,7 @@ class ScratchpadPane(Pane):
             await self._show_items(cursor=0)
         self.notify(f"Cleared the scratchpad of {session_id!r}.")
         self.workbench.memory_written()
+
+
+def _items(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
