@@ -124,4 +124,5 @@ async def settle(pilot: Any) -> None:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if not any(worker.is_running for worker in pilot.app.workers):
+            await pilot.pause()  # one more idle pass: tables size their columns on idle
             return

@@ -357,6 +357,11 @@ def test_snapshot_schedule_editor_with_preview(snap_compare: Any, fixture_db: Pa
         await settle(pilot)
         pilot.app.action_show_pane("schedules")
         await settle(pilot)
+        table = pilot.app.query_one("#schedule-table", DataTable)
+        for _ in range(50):  # the list behind the editor: laid out before it is covered
+            if table.row_count and table.virtual_size.width > 100:
+                break
+            await pilot.pause()
         await pilot.press("n")
         await settle(pilot)
         editor = pilot.app.screen
