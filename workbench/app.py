@@ -7,7 +7,6 @@ does. Panes live in :mod:`workbench.panes`, one module each.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -212,9 +211,11 @@ class WorkbenchApp(App[None]):
         self._data_version = pulse.data_version
 
     def memory_written(self) -> None:
-        """A pane wrote through the engine: reload what shows it without waiting a poll."""
-        if self.engine is not None and self.settings.still:
-            self.run_worker(self._poll_once(), group="pulse", exclusive=True)
+        """A pane wrote through the engine: poll now, so every pane showing what changed
+        reloads without waiting for the next poll (and still mode, which never polls,
+        sees it at all)."""
+        if self.engine is not None:
+            self._poll_worker()
 
     async def _close_engine(self) -> None:
         engine, self.engine = self.engine, None
@@ -259,8 +260,6 @@ class WorkbenchApp(App[None]):
 
     def copy_json(self, value: Any, what: str) -> None:
         """Copy ``value`` as JSON with pyperclip, and say plainly when there is no clipboard."""
-        if dataclasses.is_dataclass(value) and hasattr(value, "to_dict"):
-            value = value.to_dict()
         text = to_json(value)
         problem = copy_text(text)
         if problem is None:

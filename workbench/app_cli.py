@@ -77,20 +77,12 @@ def demo_command(ctx: click.Context, db_path: Path, fresh: bool, no_open: bool,
             Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     if not db_path.exists():
         click.echo(f"building the demo memory in {db_path} …", err=True)
-        summary = asyncio.run(build_demo(db_path, _demo_config(config),
+        summary = asyncio.run(build_demo(db_path, config,
                                          progress=lambda line: click.echo(f"  {line}", err=True)))
         click.echo(f"  {summary.sessions} sessions, {summary.messages} messages, "
                    f"{summary.notes} notes, {summary.schedules} schedules", err=True)
     if not no_open:
         _run_app(db_path, config, theme)
-
-
-def _demo_config(config: Any) -> Any:
-    """The demo is built without background consolidation (it compacts on purpose)."""
-    import dataclasses
-
-    return dataclasses.replace(
-        config, consolidation=dataclasses.replace(config.consolidation, enabled=False))
 
 
 def _run_app(db_path: Path, config: Any, theme: str | None) -> None:

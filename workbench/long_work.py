@@ -83,7 +83,8 @@ def export_notes(app: WorkbenchApp) -> None:
 
 
 def import_locomo(app: WorkbenchApp) -> None:
-    """Ask for a LoCoMo JSON file and store its conversations (resumable, in batches)."""
+    """Ask for a LoCoMo JSON file and store its conversations, as `workbench import locomo`
+    does (a second import adds nothing)."""
 
     def chosen(path: str | None) -> None:
         engine = app.engine
@@ -91,29 +92,18 @@ def import_locomo(app: WorkbenchApp) -> None:
             return
 
         async def job(report: Report) -> str:
-            from core.evaluation import convert_locomo_file
+            from core.evaluation import convert_locomo_file, store_dataset
             from core.evaluation.dataset import Dataset
 
             conversions = await asyncio.to_thread(convert_locomo_file, Path(path).expanduser())
             dataset = Dataset()
             for conversion in conversions:
                 dataset.extend(conversion.dataset)
-            items = [(sid, m.sequence, m.message)
-                     for sid, messages in dataset.messages.items() for m in messages]
-            held = {s.session_id: s.last_sequence for s in await engine.list_sessions()}
-            items = [item for item in items
-                     if held.get(item[0]) is None or item[1] > (held[item[0]] or 0)]
-            batch = 200
-            for start in range(0, len(items), batch):
-                report(start, len(items), f"Importing {path}")
-                result = await engine.store_many(items[start:start + batch])
-                if result.rejected:
-                    first = result.rejected[0]
-                    raise ValueError(f"{len(result.rejected)} messages refused, the first: "
-                                     f"{first.reason}")
-            report(len(items), len(items), None)
-            return (f"imported {len(items):,} messages in {len(dataset.messages)} "
-                    f"conversations")
+            report(0, None, f"Importing {dataset.message_count:,} messages from {path}")
+            stored = await store_dataset(engine, dataset)  # resumes; refusals raise
+            added = sum(session.stored for session in stored.sessions)
+            return (f"imported {added:,} messages in {len(dataset.messages)} conversations "
+                    f"({dataset.message_count - added:,} were already there)")
 
         app.run_long("Importing LoCoMo conversations", job)
 
