@@ -8,13 +8,14 @@ the same on every run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from core import Engine, clock
 from workbench.app import AppSettings, WorkbenchApp
+from workbench.screenshots import settle  # noqa: F401  (the tests import it from here)
 from workbench.themes import PROJECT_THEMES
 
 FIXTURE_NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
@@ -117,12 +118,14 @@ def make_app(path: Path, **settings: Any) -> WorkbenchApp:
     return WorkbenchApp(path, FIXTURE_CONFIG, AppSettings(**options))
 
 
-async def settle(pilot: Any) -> None:
-    """Wait until the app's workers are done and the screen has caught up (never sleeps
-    for a fixed time): again while handling what finished starts more work."""
-    for _ in range(10):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(worker.is_running for worker in pilot.app.workers):
-            await pilot.pause()  # one more idle pass: tables size their columns on idle
-            return
+@contextlib.asynccontextmanager
+async def running_app(path: Path, *, build: bool = True, size: tuple[int, int] = SIZE,
+                      **settings: Any) -> AsyncIterator[tuple[WorkbenchApp, Any]]:
+    """The app running on ``path`` (with its Pilot), the fixture memory built there first
+    unless ``build`` is False, the engine clock frozen at the fixture's "now" throughout."""
+    with fixture_clock():
+        if build:
+            await build_fixture(path)
+        app = make_app(path, **settings)
+        async with app.run_test(size=size) as pilot:
+            yield app, pilot

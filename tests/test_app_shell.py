@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_support import build_fixture, fixture_clock, make_app, settle
+from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
 from workbench.widgets.header import StatusHeader
 
 
@@ -17,42 +17,36 @@ def fixture_db(tmp_path: Path) -> Path:
 
 
 async def test_the_header_shows_file_schema_model_and_backlog(fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=(160, 48)) as pilot:
-            await settle(pilot)
-            text = str(app.query_one(StatusHeader).render())
-            assert "fixture.db" in text and "schema 7" in text
-            assert "deterministic" in text and "backlog 0" in text
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        text = str(app.query_one(StatusHeader).render())
+        assert "fixture.db" in text and "schema 7" in text
+        assert "deterministic" in text and "backlog 0" in text
 
 
 async def test_number_keys_switch_panes_and_help_lists_keys(fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=(160, 48)) as pilot:
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        for key, pane_id in (("f2", "notes"), ("f4", "playground"), ("f5", "schedules"),
+                             ("f1", "sessions"), ("f4", "playground")):
+            await pilot.press(key)
             await settle(pilot)
-            for key, pane_id in (("f2", "notes"), ("f4", "playground"), ("f5", "schedules"),
-                                 ("f1", "sessions"), ("f4", "playground")):
-                await pilot.press(key)
-                await settle(pilot)
-                assert app.active_pane is not None and app.active_pane.id == pane_id
-            await pilot.press("5")  # the query box has focus: a digit is text, not a pane
-            await settle(pilot)
-            assert app.active_pane.id == "playground"
-            await pilot.press("escape", "5")  # from the results a digit... grades; F5 moves
-            await pilot.press("f5")
-            await settle(pilot)
-            assert app.active_pane.id == "schedules"
-            await pilot.press("2")  # the schedules table has focus: digits switch panes
-            await settle(pilot)
-            assert app.active_pane.id == "notes"
-            await pilot.press("f5", "question_mark")
-            await settle(pilot)
-            assert type(app.screen).__name__ == "HelpScreen"
-            await pilot.press("escape")
-            assert type(app.screen).__name__ != "HelpScreen"
+            assert app.active_pane is not None and app.active_pane.id == pane_id
+        await pilot.press("5")  # the query box has focus: a digit is text, not a pane
+        await settle(pilot)
+        assert app.active_pane.id == "playground"
+        await pilot.press("escape", "5")  # from the results a digit... grades; F5 moves
+        await pilot.press("f5")
+        await settle(pilot)
+        assert app.active_pane.id == "schedules"
+        await pilot.press("2")  # the schedules table has focus: digits switch panes
+        await settle(pilot)
+        assert app.active_pane.id == "notes"
+        await pilot.press("f5", "question_mark")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        assert type(app.screen).__name__ != "HelpScreen"
 
 
 async def test_a_file_that_cannot_open_says_why_in_the_header(tmp_path: Path) -> None:
@@ -73,15 +67,12 @@ async def test_copy_json_says_when_there_is_no_clipboard(
         raise pyperclip.PyperclipException("could not find a copy/paste mechanism")
 
     monkeypatch.setattr(pyperclip, "copy", no_clipboard)
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=(160, 48)) as pilot:
-            await settle(pilot)
-            messages: list[str] = []
-            monkeypatch.setattr(app, "notify", lambda message, **kw: messages.append(message))
-            app.copy_json({"a": 1}, "the thing")
-            assert any("no system clipboard" in m and "the thing" in m for m in messages)
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        messages: list[str] = []
+        monkeypatch.setattr(app, "notify", lambda message, **kw: messages.append(message))
+        app.copy_json({"a": 1}, "the thing")
+        assert any("no system clipboard" in m and "the thing" in m for m in messages)
 
 
 async def test_the_app_notices_another_process_writing_the_file(fixture_db: Path) -> None:

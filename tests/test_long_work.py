@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_support import build_fixture, fixture_clock, make_app, settle
+from tests.app_support import running_app, settle
 from tests.test_evaluation import tiny_locomo
 from workbench import long_work
 
@@ -18,18 +18,15 @@ async def test_importing_locomo_twice_adds_nothing_the_second_time(
     source.write_text(json.dumps([tiny_locomo()]))
     db = tmp_path / "fixture.db"
     outcomes: list[str] = []
-    with fixture_clock():
-        await build_fixture(db)
-        app = make_app(db)
-        async with app.run_test(size=(120, 30)) as pilot:
+    async with running_app(db, size=(120, 30)) as (app, pilot):
+        await settle(pilot)
+        monkeypatch.setattr(app, "notify", lambda message, **kw: outcomes.append(message))
+        for _ in range(2):
+            long_work.import_locomo(app)
             await settle(pilot)
-            monkeypatch.setattr(app, "notify", lambda message, **kw: outcomes.append(message))
-            for _ in range(2):
-                long_work.import_locomo(app)
-                await settle(pilot)
-                app.screen.dismiss(str(source))
-                await settle(pilot)
-            sessions = {s.session_id for s in await app.engine.list_sessions()}
+            app.screen.dismiss(str(source))
+            await settle(pilot)
+        sessions = {s.session_id for s in await app.engine.list_sessions()}
     assert outcomes[0].startswith("imported ") and "(0 were already there)" in outcomes[0]
     assert outcomes[1].startswith("imported 0 messages")
     assert any(session.startswith("locomo") for session in sessions)

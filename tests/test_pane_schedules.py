@@ -15,7 +15,15 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from core import Engine
-from tests.app_support import FIXTURE_CONFIG, SIZE, build_fixture, fixture_clock, make_app, settle
+from tests.app_support import (
+    FIXTURE_CONFIG,
+    SIZE,
+    build_fixture,
+    fixture_clock,
+    make_app,
+    running_app,
+    settle,
+)
 from workbench.app import WorkbenchApp
 from workbench.panes.schedules import EMPTY, SchedulesPane
 from workbench.screens.confirm import ConfirmScreen
@@ -44,13 +52,11 @@ def fixture_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seeded_ids: None
 @contextlib.asynccontextmanager
 async def schedules_pane(path: Path) -> AsyncIterator[tuple[WorkbenchApp, Any, SchedulesPane]]:
     """The app on the Schedules pane, its clock frozen at the fixture's now."""
-    with fixture_clock():
-        app = make_app(path)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.action_show_pane("schedules")  # not key 5: another pane's input may hold focus
-            await settle(pilot)
-            yield app, pilot, app.query_one(SchedulesPane)
+    async with running_app(path, build=False) as (app, pilot):
+        await settle(pilot)
+        app.action_show_pane("schedules")  # not key 5: another pane's input may hold focus
+        await settle(pilot)
+        yield app, pilot, app.query_one(SchedulesPane)
 
 
 def cells(table: DataTable, row: int) -> list[str]:

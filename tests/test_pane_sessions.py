@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from core import Engine
-from tests.app_support import FIXTURE_CONFIG, build_fixture, fixture_clock, make_app, settle
+from tests.app_support import (
+    FIXTURE_CONFIG,
+    build_fixture,
+    fixture_clock,
+    make_app,
+    running_app,
+    settle,
+)
 from workbench.panes.sessions import SessionsPane, export_file_name
 from workbench.screens.confirm import ConfirmScreen
 from workbench.screens.prompt import PromptScreen
@@ -56,156 +63,138 @@ async def highlight(pilot: Any, sequence: int) -> Timeline:
 
 
 async def test_sessions_newest_first_and_the_filter(fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            assert table_ids(pane) == ["trip-dolomites", "billing-4471"]
-            assert "2 note stores hidden" in text_of(pane, "#sessions-count")
-            assert pane.selected == app.current_session == "trip-dolomites"
-            await pilot.press("slash", *"support")
-            await settle(pilot)
-            assert table_ids(pane) == ["billing-4471"]
-            assert pane.selected == app.current_session == "billing-4471"
-            assert "1 of 2 sessions" in text_of(pane, "#sessions-count")
-            pane.query_one("#sessions-filter").value = "nothing-like-it"  # type: ignore[attr-defined]
-            await settle(pilot)
-            assert table_ids(pane) == []
-            assert "No session matches" in text_of(pane, "#session-title")
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        assert table_ids(pane) == ["trip-dolomites", "billing-4471"]
+        assert "2 note stores hidden" in text_of(pane, "#sessions-count")
+        assert pane.selected == app.current_session == "trip-dolomites"
+        await pilot.press("slash", *"support")
+        await settle(pilot)
+        assert table_ids(pane) == ["billing-4471"]
+        assert pane.selected == app.current_session == "billing-4471"
+        assert "1 of 2 sessions" in text_of(pane, "#sessions-count")
+        pane.query_one("#sessions-filter").value = "nothing-like-it"  # type: ignore[attr-defined]
+        await settle(pilot)
+        assert table_ids(pane) == []
+        assert "No session matches" in text_of(pane, "#session-title")
 
 
 async def test_selecting_shows_the_timeline_with_tool_calls_folded(fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            pane.table.focus()
-            await pilot.press("down")
-            await settle(pilot)
-            assert app.current_session == "billing-4471"
-            assert [r.sequence for r in pane.timeline.records] == [1, 2, 3, 4]
-            assert "← lookup_invoice: " in prompt_of(pane.timeline, 3)
-            await pilot.press("up")
-            await settle(pilot)
-            assert app.current_session == "trip-dolomites"
-            timeline = pane.timeline
-            assert len(timeline.records) == 8
-            folded = prompt_of(timeline, 4)
-            assert '▸ → weather_forecast(place="Cortina", month=6)' in folded
-            assert '"place": "Cortina",' not in folded
-            assert "← weather_forecast: " in prompt_of(timeline, 5)  # named from its call
-            assert "★ 0.95" in prompt_of(timeline, 7)  # salient
-            await highlight(pilot, 4)
-            await pilot.press("enter")
-            await settle(pilot)
-            unfolded = prompt_of(timeline, 4)
-            assert "▾ → weather_forecast" in unfolded and '"place": "Cortina",' in unfolded
-            await pilot.press("space")
-            await settle(pilot)
-            assert prompt_of(timeline, 4) == folded
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        pane.table.focus()
+        await pilot.press("down")
+        await settle(pilot)
+        assert app.current_session == "billing-4471"
+        assert [r.sequence for r in pane.timeline.records] == [1, 2, 3, 4]
+        assert "← lookup_invoice: " in prompt_of(pane.timeline, 3)
+        await pilot.press("up")
+        await settle(pilot)
+        assert app.current_session == "trip-dolomites"
+        timeline = pane.timeline
+        assert len(timeline.records) == 8
+        folded = prompt_of(timeline, 4)
+        assert '▸ → weather_forecast(place="Cortina", month=6)' in folded
+        assert '"place": "Cortina",' not in folded
+        assert "← weather_forecast: " in prompt_of(timeline, 5)  # named from its call
+        assert "★ 0.95" in prompt_of(timeline, 7)  # salient
+        await highlight(pilot, 4)
+        await pilot.press("enter")
+        await settle(pilot)
+        unfolded = prompt_of(timeline, 4)
+        assert "▾ → weather_forecast" in unfolded and '"place": "Cortina",' in unfolded
+        await pilot.press("space")
+        await settle(pilot)
+        assert prompt_of(timeline, 4) == folded
 
 
 async def test_a_small_restore_budget_drops_the_oldest_messages(fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            assert pane.restore_result is not None and pane.restore_result.dropped == 0
-            budget = pane.query_one("#restore-budget")
-            budget.value = "60"  # type: ignore[attr-defined]
-            await settle(pilot)
-            result = pane.restore_result
-            assert result is not None and result.token_budget == 60
-            assert 0 < result.dropped < 8
-            kept = {s for s in result.sequences if s is not None}
-            assert 8 in kept and 1 not in kept
-            assert prompt_of(pane.timeline, 1).startswith("○")
-            assert prompt_of(pane.timeline, 8).startswith("●")
-            status = text_of(pane, "#restore-status")
-            assert f"{result.tokens_used} / 60 tokens" in status
-            assert f"{result.dropped} dropped" in status
-            budget.value = ""  # type: ignore[attr-defined]
-            await settle(pilot)
-            assert "enter a token budget" in text_of(pane, "#restore-status")
-            assert prompt_of(pane.timeline, 8).startswith("  #8")
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        assert pane.restore_result is not None and pane.restore_result.dropped == 0
+        budget = pane.query_one("#restore-budget")
+        budget.value = "60"  # type: ignore[attr-defined]
+        await settle(pilot)
+        result = pane.restore_result
+        assert result is not None and result.token_budget == 60
+        assert 0 < result.dropped < 8
+        kept = {s for s in result.sequences if s is not None}
+        assert 8 in kept and 1 not in kept
+        assert prompt_of(pane.timeline, 1).startswith("○")
+        assert prompt_of(pane.timeline, 8).startswith("●")
+        status = text_of(pane, "#restore-status")
+        assert f"{result.tokens_used} / 60 tokens" in status
+        assert f"{result.dropped} dropped" in status
+        budget.value = ""  # type: ignore[attr-defined]
+        await settle(pilot)
+        assert "enter a token budget" in text_of(pane, "#restore-status")
+        assert prompt_of(pane.timeline, 8).startswith("  #8")
 
 
 async def test_delete_asks_first_and_says_what_goes(fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            await pilot.press("d")
-            await settle(pilot)
-            assert isinstance(app.screen, ConfirmScreen)
-            question = app.screen.question
-            assert "8 events" in question and "8 chunks" in question
-            assert "the scratchpad (2 items)" in question
-            await pilot.press("escape")
-            await settle(pilot)
-            assert table_ids(pane) == ["trip-dolomites", "billing-4471"]
-            assert [s.session_id for s in await app.engine.list_sessions()].count(
-                "trip-dolomites") == 1
-            await pilot.press("d")
-            await settle(pilot)
-            await pilot.press("y")
-            await settle(pilot)
-            assert table_ids(pane) == ["billing-4471"]
-            assert pane.selected == app.current_session == "billing-4471"
-            assert "trip-dolomites" not in [s.session_id for s in await app.engine.list_sessions()]
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        question = app.screen.question
+        assert "8 events" in question and "8 chunks" in question
+        assert "the scratchpad (2 items)" in question
+        await pilot.press("escape")
+        await settle(pilot)
+        assert table_ids(pane) == ["trip-dolomites", "billing-4471"]
+        assert [s.session_id for s in await app.engine.list_sessions()].count(
+            "trip-dolomites") == 1
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert table_ids(pane) == ["billing-4471"]
+        assert pane.selected == app.current_session == "billing-4471"
+        assert "trip-dolomites" not in [s.session_id for s in await app.engine.list_sessions()]
 
 
 async def test_summarize_and_compact_now_say_what_they_did(
         fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            messages = captured(app, monkeypatch)
-            await pilot.press("s")
-            await settle(pilot)
-            assert any(m.startswith("No summary written: ") for m in messages), messages
-            await pilot.press("c")
-            await settle(pilot)
-            assert any("Compacted 8 messages (#1–#8) into “archive trip-dolomites #1”" in m
-                       for m in messages), messages
-            marker = pane.timeline.records[-1]
-            assert marker.sequence == 9
-            shown = prompt_of(pane.timeline, 9)
-            assert "◆ compact marker" in shown and "archive trip-dolomites #1" in shown
-            assert "archived" in prompt_of(pane.timeline, 2)
-            await pilot.press("c")
-            await settle(pilot)
-            assert any("nothing to compact" in m for m in messages), messages
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        messages = captured(app, monkeypatch)
+        await pilot.press("s")
+        await settle(pilot)
+        assert any(m.startswith("No summary written: ") for m in messages), messages
+        await pilot.press("c")
+        await settle(pilot)
+        assert any("Compacted 8 messages (#1–#8) into “archive trip-dolomites #1”" in m
+                   for m in messages), messages
+        marker = pane.timeline.records[-1]
+        assert marker.sequence == 9
+        shown = prompt_of(pane.timeline, 9)
+        assert "◆ compact marker" in shown and "archive trip-dolomites #1" in shown
+        assert "archived" in prompt_of(pane.timeline, 2)
+        await pilot.press("c")
+        await settle(pilot)
+        assert any("nothing to compact" in m for m in messages), messages
 
 
 async def test_export_writes_the_events_to_the_file_named(fixture_db: Path,
                                                           tmp_path: Path) -> None:
     target = tmp_path / "out" / "trip.json"
     target.parent.mkdir()
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            await pilot.press("e")
-            await settle(pilot)
-            assert isinstance(app.screen, PromptScreen)
-            field = app.screen.query_one("#prompt-input")
-            assert field.value == "trip-dolomites.json"  # type: ignore[attr-defined]
-            field.value = str(target)  # type: ignore[attr-defined]
-            await pilot.press("enter")
-            await settle(pilot)
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        field = app.screen.query_one("#prompt-input")
+        assert field.value == "trip-dolomites.json"  # type: ignore[attr-defined]
+        field.value = str(target)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(pilot)
     document = json.loads(target.read_text(encoding="utf-8"))
     assert [e["sequence"] for e in document["events"]] == list(range(1, 9))
     assert document["scratchpad"]["items"] == ["book Rifugio Lagazuoi", "check cable car times"]
@@ -214,46 +203,40 @@ async def test_export_writes_the_events_to_the_file_named(fixture_db: Path,
 
 async def test_copy_event_copies_the_highlighted_record(
         fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            copied: list[tuple[Any, str]] = []
-            monkeypatch.setattr(app, "copy_json", lambda value, what: copied.append(
-                (value, what)))
-            await highlight(pilot, 4)
-            await pilot.press("y")
-            assert copied[0][1] == "event #4"
-            assert copied[0][0]["payload"]["tool_calls"][0]["function"]["name"] == (
-                "weather_forecast")
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        copied: list[tuple[Any, str]] = []
+        monkeypatch.setattr(app, "copy_json", lambda value, what: copied.append(
+            (value, what)))
+        await highlight(pilot, 4)
+        await pilot.press("y")
+        assert copied[0][1] == "event #4"
+        assert copied[0][0]["payload"]["tool_calls"][0]["function"]["name"] == (
+            "weather_forecast")
 
 
 async def test_live_refresh_keeps_the_selection_and_shows_new_messages(
         fixture_db: Path) -> None:
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            pane.table.focus()
-            await pilot.press("down")
-            await settle(pilot)
-            assert pane.selected == "billing-4471"
-            async with Engine.open(fixture_db, config=FIXTURE_CONFIG) as agent:
-                await agent.append("billing-4471", {"role": "user",
-                                                    "content": "Thanks, refund received."})
-                await agent.write_summary_state("billing-4471", "- user #1: charged twice", 1, 0)
-            await app._poll_once()
-            await settle(pilot)
-            assert table_ids(pane) == ["billing-4471", "trip-dolomites"]  # newest first
-            assert pane.selected == app.current_session == "billing-4471"
-            assert pane.table.cursor_row == 0
-            assert pane.timeline.records[-1].payload["content"] == "Thanks, refund received."
-            summary = text_of(pane, "#session-summary")
-            assert "epoch 1" in summary and "covers up to #1" in summary
-            assert "summarized" in prompt_of(pane.timeline, 1)
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        pane.table.focus()
+        await pilot.press("down")
+        await settle(pilot)
+        assert pane.selected == "billing-4471"
+        async with Engine.open(fixture_db, config=FIXTURE_CONFIG) as agent:
+            await agent.append("billing-4471", {"role": "user",
+                                                "content": "Thanks, refund received."})
+            await agent.write_summary_state("billing-4471", "- user #1: charged twice", 1, 0)
+        await app._poll_once()
+        await settle(pilot)
+        assert table_ids(pane) == ["billing-4471", "trip-dolomites"]  # newest first
+        assert pane.selected == app.current_session == "billing-4471"
+        assert pane.table.cursor_row == 0
+        assert pane.timeline.records[-1].payload["content"] == "Thanks, refund received."
+        summary = text_of(pane, "#session-summary")
+        assert "epoch 1" in summary and "covers up to #1" in summary
+        assert "summarized" in prompt_of(pane.timeline, 1)
 
 
 async def test_long_sessions_load_the_latest_events_then_earlier_ones(
@@ -261,23 +244,20 @@ async def test_long_sessions_load_the_latest_events_then_earlier_ones(
     import workbench.panes.sessions as sessions_module
 
     monkeypatch.setattr(sessions_module, "PAGE", 3)
-    with fixture_clock():
-        await build_fixture(fixture_db)
-        app = make_app(fixture_db)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            pane = pane_of(app)
-            assert [r.sequence for r in pane.timeline.records] == [6, 7, 8]
-            assert "5 earlier events" in str(pane.timeline.get_option("earlier").prompt)
-            await pilot.press("l")
-            await settle(pilot)
-            assert [r.sequence for r in pane.timeline.records] == [3, 4, 5, 6, 7, 8]
-            assert pane.timeline.highlighted_record.sequence == 5  # type: ignore[union-attr]
-            pane.timeline.focus()
-            pane.timeline.highlighted = 0
-            await pilot.press("enter")
-            await settle(pilot)
-            assert len(pane.timeline.records) == 8 and not pane.timeline.earlier
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        pane = pane_of(app)
+        assert [r.sequence for r in pane.timeline.records] == [6, 7, 8]
+        assert "5 earlier events" in str(pane.timeline.get_option("earlier").prompt)
+        await pilot.press("l")
+        await settle(pilot)
+        assert [r.sequence for r in pane.timeline.records] == [3, 4, 5, 6, 7, 8]
+        assert pane.timeline.highlighted_record.sequence == 5  # type: ignore[union-attr]
+        pane.timeline.focus()
+        pane.timeline.highlighted = 0
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len(pane.timeline.records) == 8 and not pane.timeline.earlier
 
 
 async def test_an_empty_file_says_what_to_do(tmp_path: Path) -> None:

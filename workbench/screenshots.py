@@ -27,10 +27,15 @@ Scene = Callable[[Any], Awaitable[None]]
 
 
 async def settle(pilot: Any) -> None:
-    """Wait for the app's workers and a repaint (no fixed sleeps)."""
-    for _ in range(3):
+    """Wait until the app's workers are done and the screen has caught up (never sleeps
+    for a fixed time): again while handling what finished starts more work. The tests
+    drive the app with it too."""
+    for _ in range(10):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        if not any(worker.is_running for worker in pilot.app.workers):
+            await pilot.pause()  # one more idle pass: tables size their columns on idle
+            return
 
 
 async def press(pilot: Any, *keys: str) -> None:
