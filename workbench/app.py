@@ -19,7 +19,8 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.signal import Signal
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widget import Widget
+from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
 from core import Engine
@@ -257,6 +258,15 @@ class WorkbenchApp(App[None]):
         sections: list[tuple[str, list[Any]]] = [("Everywhere", list(self.BINDINGS))]
         sections += [(pane.pane_title, list(pane.BINDINGS)) for pane in self.panes]
         self.push_screen(HelpScreen(sections))
+
+    def steady_cursors(self, *roots: Widget) -> None:
+        """In still mode (snapshots, screenshots) the text cursors of ``roots`` and of the
+        fields inside them do not blink; otherwise they do."""
+        blink = not self.settings.still
+        for root in roots:
+            for widget in (root, *root.query("Input, TextArea")):
+                if isinstance(widget, Input | TextArea):
+                    widget.cursor_blink = blink
 
     def copy_json(self, value: Any, what: str) -> None:
         """Copy ``value`` as JSON with pyperclip, and say plainly when there is no clipboard."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.containers import Vertical
+from textual.widget import Widget
 
 if TYPE_CHECKING:
     from core import Engine
@@ -28,6 +29,7 @@ class Pane(Vertical):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._stale = True
+        self._subscribed = False
 
     @property
     def workbench(self) -> WorkbenchApp:
@@ -45,7 +47,12 @@ class Pane(Vertical):
         return self.workbench.engine is not None
 
     def on_mount(self) -> None:
-        self.workbench.memory_changed.subscribe(self, self._memory_changed)
+        # Textual calls this for every pane, besides the subclass's own on_mount: a subclass
+        # that also calls super().on_mount() must not subscribe twice (two reloads a change).
+        if not self._subscribed:
+            self._subscribed = True
+            self.workbench.memory_changed.subscribe(self, self._memory_changed)
+        self.workbench.steady_cursors(self)
 
     def _memory_changed(self, pulse: Pulse) -> None:
         self._stale = True
@@ -58,10 +65,24 @@ class Pane(Vertical):
 
     def activate(self) -> None:
         """Reload if the memory changed since the last load (the tab was shown or the file
-        changed); the app calls it when the pane becomes visible."""
+        changed), and take the focus; the app calls it when the pane becomes visible."""
         if self._stale and self.engine_open:
             self._stale = False
             self.reload()
+        self._take_focus()
+
+    def focus_target(self) -> Widget | None:
+        """What takes the focus when the pane is shown (its list); None leaves it alone."""
+        return None
+
+    def _take_focus(self) -> None:
+        """Focus :meth:`focus_target` unless the focus is already inside the pane, so the
+        pane's keys work at once and a reload never pulls the cursor out of a field."""
+        focused = self.screen.focused
+        target = self.focus_target()
+        if target is not None and self.is_shown and self.screen.is_current and (
+                focused is None or self not in focused.ancestors):
+            target.focus()
 
     def reload(self) -> None:
         """Start the worker that reads the pane's data again, keeping the user's place."""

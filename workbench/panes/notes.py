@@ -22,6 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import DataTable, Input, Select
 
 from core.errors import InvalidInput, NotFound, WorkbenchError
@@ -87,21 +88,12 @@ class NotesPane(Pane):
             yield NoteList(id="notes-list")
             yield NoteEditor(id="note-editor")
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        if self.workbench.settings.still:
-            for widget in self.query(Input):
-                widget.cursor_blink = False
-
     @property
     def editor(self) -> NoteEditor:
         return self.query_one(NoteEditor)
 
-    def activate(self) -> None:
-        super().activate()
-        focused = self.screen.focused
-        if focused is None or self not in focused.ancestors:
-            self.query_one(DataTable).focus()
+    def focus_target(self) -> Widget | None:
+        return self.query_one(DataTable)
 
     # -- loading --------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Input, Select
 
 from core.errors import WorkbenchError
@@ -124,9 +125,6 @@ class PlaygroundPane(Pane):
         return self.query_one(RankingView)
 
     def on_mount(self) -> None:
-        still = self.workbench.settings.still
-        for box in self.query(Input):
-            box.cursor_blink = not still
         self.query_one(JudgedBox).border_title = "Judged"
         self.query_one(SweepPlot).border_title = "Weight sweep (w)"
         self.query_one(LogList).border_title = "Retrieval log (l · enter replays)"
@@ -135,12 +133,9 @@ class PlaygroundPane(Pane):
 
     # -- loading (live reloads keep the query, the controls and the selection) -------------
 
-    def activate(self) -> None:
-        """Reload if stale; put the cursor in the query box when the pane is first shown."""
-        super().activate()
-        focused = self.screen.focused
-        if focused is None or self not in focused.ancestors:
-            self.query_one("#pg-query", Input).focus()
+    def focus_target(self) -> Widget | None:
+        """The query box: the cursor is there when the pane is first shown."""
+        return self.query_one("#pg-query", Input)
 
     def reload(self) -> None:
         self._load()

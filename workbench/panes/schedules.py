@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.coordinate import Coordinate
 from textual.markup import escape
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from core.schedules.drafts import ScheduleDraft, upcoming
@@ -104,7 +105,6 @@ class SchedulesPane(Pane):
                 yield Static(id="run-output-text")
 
     def on_mount(self) -> None:
-        super().on_mount()
         self.query_one("#schedule-table", DataTable).add_columns(*SCHEDULE_COLUMNS)
         self.query_one("#run-table", DataTable).add_columns(*RUN_COLUMNS)
         self.watch(self.app, "theme", self._recolour, init=False)
@@ -128,12 +128,8 @@ class SchedulesPane(Pane):
     def selected_run(self) -> ScheduleRun | None:
         return self.runs.get(self.selected_run_id or "")
 
-    def activate(self) -> None:
-        super().activate()
-        focused = self.screen.focused
-        if self.is_shown and self.screen.is_current and (
-                focused is None or self not in focused.ancestors):
-            self.query_one("#schedule-table", DataTable).focus()
+    def focus_target(self) -> Widget | None:
+        return self.query_one("#schedule-table", DataTable)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -265,8 +261,7 @@ class SchedulesPane(Pane):
         if schedule_id is not None:
             self.selected_id = schedule_id
         self.notify(message, markup=False)
-        self.reload()
-        self.workbench.memory_written()
+        self.workbench.memory_written()  # the pulse it takes reloads this pane once
 
     def action_new_schedule(self) -> None:
         near = self.selected

@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input, Label, ListItem, ListView, Select, Static
 
 from core.errors import WorkbenchError
@@ -162,7 +163,6 @@ class ScratchpadPane(Pane):
         yield Static(id="scratch-message")
 
     def on_mount(self) -> None:
-        super().on_mount()
         self.watch(self.app, "current_session", self._follow_session)
         self._show_empty()
 
@@ -177,15 +177,9 @@ class ScratchpadPane(Pane):
     def limits(self) -> Any:
         return self.engine.config.scratchpad
 
-    def activate(self) -> None:
-        super().activate()
-        focused = self.screen.focused
-        if focused is None or self not in focused.ancestors:
-            self._focus_list()
-
-    def _focus_list(self) -> None:
+    def focus_target(self) -> Widget | None:
         view = self.query_one(ListView)
-        (view if view.display else self.query_one("#scratch-session", Select)).focus()
+        return view if view.display else self.query_one("#scratch-session", Select)
 
     def _follow_session(self, session_id: str | None) -> None:
         if session_id == self.session_id:
@@ -270,8 +264,7 @@ class ScratchpadPane(Pane):
         view.index = min(self._cursor, len(rows) - 1)
         if edit is not None and (typed := self._input()) is not None:
             typed.focus()
-            if self.workbench.settings.still:
-                typed.cursor_blink = False
+            self.workbench.steady_cursors(typed)
         elif self.is_shown:
             view.focus()
 

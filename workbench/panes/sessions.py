@@ -18,6 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from core.errors import NotFound, WorkbenchError
@@ -124,8 +125,6 @@ class SessionsPane(Pane):
         table.add_column("Agent", key="agent", width=10)
         table.add_column("Events", key="events", width=6)
         table.add_column("Last activity", key="updated", width=16)
-        for field in self.query(Input):
-            field.cursor_blink = not self.workbench.settings.still
         self.query_one("#sessions-empty").display = False
         self.detail.display = False
         self.watch(self.workbench, "current_session", self._follow_session, init=False)
@@ -142,17 +141,9 @@ class SessionsPane(Pane):
     def timeline(self) -> Timeline:
         return self.detail.timeline
 
-    def activate(self) -> None:
-        """Reload if stale, and take the focus from the tab bar so the pane's keys work."""
-        super().activate()
-        self._take_focus()
-
-    def _take_focus(self) -> None:
-        """Focus the list unless the focus is already in the pane (or the list is hidden)."""
-        focused = self.screen.focused
-        if (focused is None or self not in focused.ancestors) and \
-                self.query_one("#sessions-side").display:
-            self.table.focus()
+    def focus_target(self) -> Widget | None:
+        """The list, unless it is hidden (an empty file)."""
+        return self.table if self.query_one("#sessions-side").display else None
 
     # -- the list --------------------------------------------------------------------------
 

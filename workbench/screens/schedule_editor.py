@@ -136,11 +136,7 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
 
     def on_mount(self) -> None:
-        settings = getattr(self.app, "settings", None)
-        if settings is not None and settings.still:
-            for widget in self.query(Input):
-                widget.cursor_blink = False
-            self.query_one(TextArea).cursor_blink = False
+        self.app.steady_cursors(self)  # type: ignore[attr-defined]
         self.query_one("#value" if self.schedule is not None else "#name").focus()
         self.run_check()
 

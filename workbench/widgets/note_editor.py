@@ -96,10 +96,6 @@ class NoteEditor(Vertical):
         yield NoteField("Content", TextArea(id="note-content", soft_wrap=True), "content")
 
     def on_mount(self) -> None:
-        if getattr(getattr(self.app, "settings", None), "still", False):
-            for widget in self.query(Input):
-                widget.cursor_blink = False
-            self.query_one(TextArea).cursor_blink = False
         self.set_fields(self.loaded)
 
     # -- what the fields hold ----------------------------------------------------------------
