@@ -26,6 +26,7 @@ from workbench.cli_support import (
     _with_model,
     model_option,
 )
+from workbench.text import count
 
 
 @click.group(cls=OpensByDefault, context_settings={"help_option_names": ["-h", "--help"]})
@@ -138,9 +139,6 @@ async def _drain_with_progress(engine: Any) -> Any:
     return status
 
 
-def _count(number: int, noun: str) -> str:
-    """``1 string``, ``2 strings``."""
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 @main.group("import")
@@ -180,10 +178,10 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
         click.echo(f"  turns     {conversion['turns']:,} in {conversion['sessions']} LoCoMo "
                    f"sessions; {conversion['images']} with an image caption")
         click.echo(f"  queries   {conversion['queries']} by category ({categories})")
-        click.echo(f"  evidence  {_count(conversion['split_evidence'], 'string')} held several "
-                   f"ids (split); {_count(len(unknown), 'id')} named no turn"
+        click.echo(f"  evidence  {count(conversion['split_evidence'], 'string')} held several "
+                   f"ids (split); {count(len(unknown), 'id')} named no turn"
                    + (f" ({', '.join(unknown)})" if unknown else "")
-                   + f"; {_count(conversion['without_evidence'], 'question')} without "
+                   + f"; {count(conversion['without_evidence'], 'question')} without "
                      "evidence left out")
         if stored["stored"]:
             click.echo(f"  stored    {stored['stored']:,} messages"
@@ -193,7 +191,7 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
     embedding = summary["embedding"]
     click.echo(f"embedding   {embedding['model']}: backlog {embedding['backlog']:,}, "
                f"{embedding['embedded']:,} chunks embedded, {embedding['failed']:,} failed")
-    click.echo(f"dataset     {summary['dataset']}: {_count(summary['sessions'], 'session')}, "
+    click.echo(f"dataset     {summary['dataset']}: {count(summary['sessions'], 'session')}, "
                f"{summary['messages']:,} messages, {summary['queries']:,} queries")
 
 

@@ -21,6 +21,7 @@ from workbench.cli_support import (
     json_option,
     on_engine,
 )
+from workbench.text import one_line
 
 _REF = click.argument("ref", metavar="REF")
 _CRON = click.option("--cron", default=None,
@@ -297,9 +298,6 @@ def _seconds(run: Any) -> float:
     return (parse_when(run.finished_at) - parse_when(run.started_at)).total_seconds()
 
 
-def _first_line(text: str, width: int = 70) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 @schedules_group.command("runs")
@@ -328,7 +326,7 @@ def runs_command(ctx: click.Context, ref: str, db_path: Path, limit: int,
     click.echo(f"{'started':<24}  {'status':<7}  {'took':>8}  summary")
     for item in history:
         click.echo(f"{item.started_at:<24}  {item.status:<7}  {_seconds(item):>7.1f}s  "
-                   f"{_first_line(item.output_summary)}".rstrip())
+                   f"{one_line(item.output_summary, 70)}".rstrip())
 
 
 @click.group("scheduler")
@@ -379,7 +377,7 @@ def _run_line(run: Any, schedule: Any) -> str:
         after = f"next {_local(schedule.next_run_at, schedule)}"
     else:
         after = f"{schedule.status}: {schedule.status_reason}"
-    summary = _first_line(run.output_summary, 60)
+    summary = one_line(run.output_summary, 60)
     return (f"{run.started_at}  {schedule.name or schedule.schedule_id}  {run.status}  "
             f"{_seconds(run):.1f}s  {after}" + (f"  | {summary}" if summary else ""))
 

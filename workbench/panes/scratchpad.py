@@ -29,6 +29,7 @@ from core.storage.notes import MEMORY_PREFIX
 from core.types import ScratchpadState
 from workbench.panes.base import Pane
 from workbench.screens.confirm import ConfirmScreen
+from workbench.text import count, short_time
 
 SESSION_CHOICES = 200
 """Sessions offered in the picker besides those with a scratchpad (most recent first)."""
@@ -210,7 +211,7 @@ class ScratchpadPane(Pane):
         await self._show_items()
 
     def _show_choices(self, pads: list[ScratchpadState], sessions: list[str]) -> None:
-        choices = [(f"{pad.session_id}  · {_items(len(pad.items))}", pad.session_id)
+        choices = [(f"{pad.session_id}  · {count(len(pad.items), 'item')}", pad.session_id)
                    for pad in pads]
         with_pads = {pad.session_id for pad in pads}
         choices += [(session, session) for session in sessions if session not in with_pads]
@@ -302,7 +303,7 @@ class ScratchpadPane(Pane):
         limit = self.limits.max_items
         count.update(f"{len(self.items)} / {limit} items")
         count.set_classes(near_limit(len(self.items), limit))
-        updated.update(f"written {self.state.updated_at[:16].replace('T', ' ')} · at most "
+        updated.update(f"written {short_time(self.state.updated_at)} · at most "
                        f"{self.limits.max_item_chars} characters an item")
 
     def _show_empty(self) -> None:
@@ -451,7 +452,3 @@ class ScratchpadPane(Pane):
             await self._show_items(cursor=0)
         self.notify(f"Cleared the scratchpad of {session_id!r}.")
         self.workbench.memory_written()
-
-
-def _items(count: int) -> str:
-    return f"{count} item" if count == 1 else f"{count} items"

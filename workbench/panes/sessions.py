@@ -27,6 +27,7 @@ from core.types import RestoreResult, ScratchpadState, SessionInfo, SummaryState
 from workbench.panes.base import Pane
 from workbench.screens.confirm import ConfirmScreen
 from workbench.screens.prompt import PromptScreen
+from workbench.text import count
 from workbench.widgets.session_detail import SessionDetail
 from workbench.widgets.timeline import Timeline, short_time
 
@@ -48,18 +49,14 @@ def export_file_name(session_id: str) -> str:
     return f"{stem or 'session'}.json"
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 def delete_question(session_id: str, info: SessionInfo | None,
                     scratchpad: ScratchpadState | None, summary: SummaryState) -> str:
     """What deleting a session removes, in words, for the confirmation."""
-    goes = [plural(info.event_count, "event") if info else "its events",
-            (plural(info.chunk_count, "chunk") if info else "their chunks")
+    goes = [count(info.event_count, "event") if info else "its events",
+            (count(info.chunk_count, "chunk") if info else "their chunks")
             + " (with their search index and vectors)"]
     if scratchpad is not None:
-        goes.append(f"the scratchpad ({plural(len(scratchpad.items), 'item')})")
+        goes.append(f"the scratchpad ({count(len(scratchpad.items), 'item')})")
     if summary.text:
         goes.append(f"the rolling summary (epoch {summary.epoch})")
     listed = ", ".join(goes[:-1]) + " and " + goes[-1]
@@ -177,12 +174,12 @@ class SessionsPane(Pane):
                       short_time(s.updated_at)) for s in visible)
         if rows != self._shown_rows:
             self._fill_table(rows)
-        count = plural(len(self.sessions), "session")
+        shown = count(len(self.sessions), "session")
         if len(visible) != len(self.sessions):
-            count = f"{len(visible):,} of {count}"
+            shown = f"{len(visible):,} of {shown}"
         if self.note_sessions:
-            count += f" · {plural(self.note_sessions, 'note store')} hidden (Notes pane)"
-        self.query_one("#sessions-count", Static).update(count)
+            shown += f" · {count(self.note_sessions, 'note store')} hidden (Notes pane)"
+        self.query_one("#sessions-count", Static).update(shown)
         self._select(self._cursor_session())
 
     def _fill_table(self, rows: tuple[tuple[object, ...], ...]) -> None:
@@ -397,7 +394,7 @@ class SessionsPane(Pane):
             if outcome.error:
                 raise WorkbenchError(f"{outcome.reason}: {outcome.error}")
             if outcome.applied:
-                return (f"Summarized {plural(outcome.condensed, 'message')} (epoch "
+                return (f"Summarized {count(outcome.condensed, 'message')} (epoch "
                         f"{outcome.epoch}): {outcome.reason}")
             return f"No summary written: {outcome.reason}"
 
@@ -412,7 +409,7 @@ class SessionsPane(Pane):
             self._written()
             where = (f"; markdown at {result.file_path}" if result.file_path
                      else f"; the markdown copy failed: {result.file_error}")
-            return (f"Compacted {plural(result.compacted, 'message')} (#{result.first_sequence}"
+            return (f"Compacted {count(result.compacted, 'message')} (#{result.first_sequence}"
                     f"–#{result.last_sequence}) into “{result.archive_name}”{where}")
 
         self.workbench.run_long(f"Compact {session_id}", job)
@@ -440,6 +437,6 @@ class SessionsPane(Pane):
         if result.has_summary:
             extras.append("the summary")
         if result.scratchpad_items:
-            extras.append(plural(result.scratchpad_items, "scratchpad item"))
+            extras.append(count(result.scratchpad_items, "scratchpad item"))
         more = f" with {' and '.join(extras)}" if extras else ""
-        self.notify(f"Exported {plural(result.events, 'event')}{more} to {result.path}")
+        self.notify(f"Exported {count(result.events, 'event')}{more} to {result.path}")

@@ -16,12 +16,8 @@ from textual.widgets import Input, Label, Select, Static, TextArea
 
 from core.notes.fields import CATEGORIES, KINDS
 from core.types import Note
+from workbench.text import short_time as stamp
 from workbench.widgets.note_form import FIELD_NAMES, NoteForm
-
-
-def stamp(text: str) -> str:
-    """A stored timestamp as ``YYYY-MM-DD HH:MM`` (UTC)."""
-    return text[:16].replace("T", " ")
 
 
 class NoteField(Vertical):

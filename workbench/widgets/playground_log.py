@@ -11,13 +11,10 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from workbench.text import short_time as stamp
+
 CALLER_STYLES = {"agent": "bold $warning", "workbench": "$primary", "replay": "$secondary",
                  "api": "$accent"}
-
-
-def stamp(created_at: str) -> str:
-    """A stored timestamp as ``YYYY-MM-DD HH:MM`` (UTC, as stored)."""
-    return created_at[:16].replace("T", " ")
 
 
 def scope_label(kind: str, value: str) -> str:

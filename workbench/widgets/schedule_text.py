@@ -19,6 +19,7 @@ from core.schedules.cadence import Cadence, format_in_timezone
 from core.schedules.store import parse_when
 from core.schedules.wording import in_words
 from core.types import ScheduleDefinition, ScheduleRun
+from workbench.text import one_line
 
 NO_RUNS_YET = ("has not run yet. `workbench scheduler run` fires due schedules; an agent's own "
                "runner records runs with engine.schedules.record_run_and_reschedule().")
@@ -89,9 +90,6 @@ def took(run: ScheduleRun) -> str:
     return f"{seconds:.1f} s"
 
 
-def first_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def schedule_cells(schedule: ScheduleDefinition, palette: Palette) -> list[Text]:
@@ -101,7 +99,7 @@ def schedule_cells(schedule: ScheduleDefinition, palette: Palette) -> list[Text]
                 else "—")
     status = Text(schedule.status, style=palette.status(schedule.status))
     if schedule.status_reason and schedule.status != "active":
-        status.append(f": {first_line(schedule.status_reason, 28)}", style="dim")
+        status.append(f": {one_line(schedule.status_reason, 28)}", style="dim")
     failures = schedule.consecutive_failures
     return [
         Text(label(schedule), style="bold"),
@@ -120,7 +118,7 @@ def run_cells(run: ScheduleRun, cadence: Cadence, palette: Palette) -> list[Text
     return [Text(local_time(run.started_at, cadence, zone=False)),
             Text(run.status, style=palette.status(run.status)),
             Text(took(run), justify="right"),
-            Text(first_line(run.output_summary or run.output, 60))]
+            Text(one_line(run.output_summary or run.output, 60))]
 
 
 def _row(name: str, *parts: str | tuple[str, str] | Content) -> Content:
@@ -147,7 +145,7 @@ def schedule_detail(schedule: ScheduleDefinition, upcoming: list[datetime]) -> C
         (label(schedule), "bold $accent"),
         (f"  {schedule.schedule_id} · user {schedule.user_id} · notify "
          f"{schedule.notification_policy}\n", "$text-muted"),
-        _row("Goal", first_line(schedule.goal, 400)),
+        _row("Goal", one_line(schedule.goal, 400)),
         _row("Cadence", in_words(cadence), (f"   {cadence.describe()}", "$text-muted")),
         _row("Status", *status),
         _row("If resumed" if schedule.status == "paused" else "Next", times),

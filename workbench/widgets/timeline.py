@@ -19,6 +19,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from core.types import MemoryRecord
+from workbench.text import one_line, short_time
 
 MUTED = "$foreground-muted"
 """Dim text in ``Content`` ($text-muted is "auto 60%", which only CSS can resolve)."""
@@ -34,11 +35,6 @@ ROLE_STYLES = {"user": "bold $accent", "assistant": "bold $primary", "tool": "bo
                "system": f"bold {MUTED}"}
 
 
-def short_time(timestamp: str | None) -> str:
-    """An engine timestamp as ``YYYY-MM-DD HH:MM`` (UTC), or "" for none."""
-    return f"{timestamp[:10]} {timestamp[11:16]}" if timestamp else ""
-
-
 def compact_marker(record: MemoryRecord) -> dict[str, Any] | None:
     """The compact marker an event carries (written by compaction), or None."""
     metadata = record.payload.get("metadata")
@@ -47,8 +43,7 @@ def compact_marker(record: MemoryRecord) -> dict[str, Any] | None:
 
 
 def _one_line(text: str, limit: int = FOLDED_LINE_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _pretty(text: str) -> str:
