@@ -16,15 +16,13 @@ the new one. The format::
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.clock import utc_now
-from core.errors import InvalidInput, NotFound
-from core.notes.transfer import write_atomically
+from core.errors import NotFound
+from core.notes.transfer import write_json_document
 from core.summary.service import summary_state_of
 from core.types import SessionExportResult
 
@@ -64,11 +62,7 @@ async def export_session(engine: Engine, session_id: str,
         raise NotFound(f"no session {session_id!r}")
     document = session_document(snapshot)
     target = Path(path).expanduser()
-    data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
-    try:
-        await asyncio.to_thread(write_atomically, target, data)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {target}: {exc.strerror or exc}") from None
+    await write_json_document(target, document)
     scratchpad = document["scratchpad"]
     return SessionExportResult(
         path=str(target), session_id=session_id, events=len(document["events"]),

@@ -45,6 +45,16 @@ _NOTE_KEYS = {"note_id", "name", "aliases", "content", "kind", "category", "tags
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 
 
+async def write_json_document(target: Path, document: Any) -> None:
+    """Write ``document`` as indented JSON to ``target``, atomically, off the event loop;
+    ``InvalidInput`` when the file cannot be written (nothing is then left behind)."""
+    data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
+    try:
+        await asyncio.to_thread(write_atomically, target, data)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old file or the new one.
 
@@ -95,11 +105,7 @@ async def export_notes(notes: Notes, path: str | os.PathLike[str],
     namespace = notes.namespace(namespace)
     target = Path(path).expanduser()
     rows = list(await notes.all_rows(namespace))
-    data = json.dumps(_document(namespace, rows), ensure_ascii=False, indent=1).encode("utf-8")
-    try:
-        await asyncio.to_thread(write_atomically, target, data)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {target}: {exc.strerror or exc}") from None
+    await write_json_document(target, _document(namespace, rows))
     return NoteExportResult(str(target), namespace, len(rows))
 
 

@@ -6,10 +6,9 @@ the same time can never make the events and the state disagree in what they retu
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from core.storage.events import read_events
+from core.storage.events import read_events, read_session_state
 
 
 def read_session_snapshot(conn: Any, session_id: str) -> dict[str, Any] | None:
@@ -21,14 +20,11 @@ def read_session_snapshot(conn: Any, session_id: str) -> dict[str, Any] | None:
             " WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
             return None
-        state_row = conn.execute(
-            "SELECT state_json FROM session_state WHERE session_id = ?", (session_id,)
-        ).fetchone()
         return {
             "session": {"session_id": row[0], "agent_identity": row[1],
                         "created_at": str(row[2]), "updated_at": str(row[3])},
             "events": read_events(conn, session_id),
-            "state": {} if state_row is None else json.loads(state_row[0]),
+            "state": read_session_state(conn, session_id) or {},
         }
     finally:
         conn.execute("COMMIT")
