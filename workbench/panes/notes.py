@@ -69,7 +69,6 @@ class NotesPane(Pane):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.namespace: str | None = None
-        self.page: NotePage | None = None
         self._namespaces: list[str] = []
         self._focus_note: str | None = None
         """The note the next load puts the cursor on (one just saved)."""
@@ -160,7 +159,6 @@ class NotesPane(Pane):
         editor, note_list = self.editor, self.query_one(NoteList)
         shown = editor.note.note_id if editor.note is not None and not editor.dirty else None
         keep, self._focus_note = self._focus_note or shown or note_list.highlighted_id, None
-        self.page = page
         note_list.show(page, unfiltered, self.namespace or "", keep)
         if page.notes and self.screen.focused is None and self.is_shown:
             note_list.table.focus()  # hiding the empty table took the focus away
