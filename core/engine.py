@@ -24,7 +24,13 @@ from core.bulk import BulkIngest
 from core.clock import utc_now
 from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
-from core.embeddings import Embedder, LoadedEmbedder, embed_checked, load_embedder
+from core.embeddings import (
+    Embedder,
+    LoadedEmbedder,
+    LoadingEmbedder,
+    embed_checked,
+    load_embedder,
+)
 from core.errors import EmbeddingError, InvalidInput, NotFound
 from core.notes import transfer
 from core.notes.facts import Facts
@@ -72,23 +78,6 @@ QUICK_QUERY_CHARS = 2000
 
 ConfigSource = str | os.PathLike[str] | dict[str, Any] | Config | None
 _Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-class _LoadingEmbedder:
-    """Stands in for the model while :meth:`Engine.open` (``defer_model``) loads it."""
-
-    quick = False
-    tokenizer = None
-    dimension = 0
-
-    def __init__(self, configured: str) -> None:
-        self.name = f"{configured} (loading)"
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        raise EmbeddingError("the embedding model is still loading")
-
-    def close(self) -> None:
-        pass
 
 
 def _needs_model(method: _Method) -> _Method:
@@ -181,12 +170,12 @@ class Engine:
         backend = await asyncio.to_thread(SqliteBackend.open, Path(path), cfg.storage,
                                           read_only=read_only)
         if defer_model and not reindex:
-            placeholder = _LoadingEmbedder(cfg.embedding.model or cfg.embedding.backend)
+            placeholder = LoadingEmbedder(cfg.embedding.model or cfg.embedding.backend)
             engine = cls(backend, cfg, LoadedEmbedder(placeholder, None, False))
             engine._model_task = asyncio.create_task(engine._load_model(start_worker))
             return engine
         try:
-            engine = cls(backend, cfg, LoadedEmbedder(_LoadingEmbedder(""), None, False))
+            engine = cls(backend, cfg, LoadedEmbedder(LoadingEmbedder(""), None, False))
             await engine._load_model(start_worker, reindex=reindex)
         except BaseException:
             backend.close()

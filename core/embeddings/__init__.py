@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
     from core.config import EmbeddingConfig
 
-__all__ = ["Embedder", "LoadedEmbedder", "l2_normalise", "load_embedder", "short_reason"]
+__all__ = ["Embedder", "LoadedEmbedder", "LoadingEmbedder", "l2_normalise", "load_embedder",
+           "short_reason"]
 
 
 class Embedder(Protocol):
@@ -49,6 +50,24 @@ class LoadedEmbedder:
     embedder: Embedder
     warning: str | None
     fell_back: bool
+
+
+class LoadingEmbedder:
+    """Stands in for the model while ``Engine.open(..., defer_model=True)`` loads it: it has
+    no vectors to give, and says so."""
+
+    quick = False
+    tokenizer = None
+    dimension = 0
+
+    def __init__(self, configured: str) -> None:
+        self.name = f"{configured} (loading)"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise EmbeddingError("the embedding model is still loading")
+
+    def close(self) -> None:
+        pass
 
 
 def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
