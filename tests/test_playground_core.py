@@ -63,11 +63,11 @@ def test_judged_score_counts_only_grades_of_one_or_more() -> None:
 def test_the_sweep_reranks_the_kept_legs_at_eleven_weights() -> None:
     found = _result(top_k=1)
     judgments = {"c": 2}  # the full-text leg's best: found only when full text weighs more
-    points = weight_sweep(found, judgments)
+    points = list(weight_sweep(found, judgments))
     assert [p.vector_weight for p in points] == [i / 10 for i in range(11)]
     assert all(abs(p.vector_weight + p.fts_weight - 1) < 1e-9 for p in points)
     assert points[0].score.recall == 1.0 and points[-1].score.recall == 0.0
     assert best_point(points) == 0
     assert best_point([]) is None
-    assert weight_sweep(found, {}) == [] and sweep_point(found, {}, 0.5) is None
+    assert list(weight_sweep(found, {})) == [] and sweep_point(found, {}, 0.5) is None
     assert found.ranking.vector_weight == 0.5  # the sweep did not change the ranking it swept

@@ -9,7 +9,7 @@ playground can draw it while the person watches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.evaluation.metrics import ndcg_at, recall_at
@@ -70,10 +70,13 @@ def sweep_point(result: SearchResult, judgments: Mapping[str, int],
 
 
 def weight_sweep(result: SearchResult, judgments: Mapping[str, int],
-                 weights: Sequence[float] = SWEEP_WEIGHTS) -> list[SweepPoint]:
-    """Every weight's point, in order; empty when nothing is judged relevant."""
-    points = [sweep_point(result, judgments, weight) for weight in weights]
-    return [point for point in points if point is not None]
+                 weights: Sequence[float] = SWEEP_WEIGHTS) -> Iterator[SweepPoint]:
+    """Every weight's point, in order, one at a time (a caller can report each and stop
+    between them); none when nothing is judged relevant."""
+    for weight in weights:
+        point = sweep_point(result, judgments, weight)
+        if point is not None:
+            yield point
 
 
 def best_point(points: Sequence[SweepPoint]) -> int | None:

@@ -32,6 +32,12 @@ class Ranking:
     top_k: int = 10
     min_score: float | None = None
 
+    def applied_weights(self, mode: str) -> tuple[float, float]:
+        """The ``(vector, fts)`` weights this ranking really applies in ``mode``: keyword mode
+        switches the vector leg off, vector mode the full-text leg."""
+        return (0.0 if mode == "keyword" else self.vector_weight,
+                0.0 if mode == "vector" else self.fts_weight)
+
 
 @dataclass
 class KeptLegs:
@@ -56,7 +62,9 @@ class KeptLegs:
 def matched_terms(terms: list[str], text: str) -> list[str]:
     """The query terms a chunk contains (a term also matches words it is a prefix of)."""
     words = set(_WORD.findall(text.lower()))
-    return [t for t in terms if any(_term_matches(t, w) for w in words)]
+    # A term found as a whole word needs no scan; a short one can match nothing else.
+    return [t for t in terms if t in words
+            or (len(t) >= 4 and any(_term_matches(t, w) for w in words))]
 
 
 def matched_spans(terms: list[str], text: str) -> list[tuple[int, int]]:
@@ -85,8 +93,9 @@ class SearchResult:
         """The same legs ranked under other weights, fusion, top_k or min_score; no I/O."""
         return rank(self.legs, dataclasses.replace(self.ranking, **changes))
 
-    def explain(self) -> dict[str, Any]:
-        """The whole query's explanation, JSON-ready (``workbench search --explain``)."""
+    def explain(self, *, with_results: bool = True) -> dict[str, Any]:
+        """The whole query's explanation, JSON-ready (``workbench search --explain``);
+        without ``with_results``, only its query-level parts (no per-result ``results``)."""
         legs, ranking = self.legs, self.ranking
         vector_only_max = ranking.vector_weight * _leg_ceiling(ranking, "vector")
         fts_only_max = ranking.fts_weight * _leg_ceiling(ranking, "fts")
@@ -103,7 +112,7 @@ class SearchResult:
                          "answered (seed 002)")
         if legs.vector_note:
             notes.append(legs.vector_note)
-        return {
+        explained: dict[str, Any] = {
             "query": legs.query, "scope": legs.scope, "mode": legs.mode,
             "parsed_terms": legs.terms, "fts_expression": legs.fts_expression,
             "raw_fts": legs.raw_fts,
@@ -111,21 +120,24 @@ class SearchResult:
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
                      "fts_fallback": legs.fts_fallback},
             "timings_ms": legs.timings_ms, "notes": notes,
-            "results": [self.explain_result(r) for r in self.results],
-            "cut": self.cut,
         }
+        if with_results:
+            explained["results"] = [self.explain_result(r) for r in self.results]
+        explained["cut"] = self.cut
+        return explained
 
     def explain_result(self, result: HybridQueryResult) -> dict[str, Any]:
         """One result's explanation: per leg raw, normalised, rank; matched terms; score."""
+        in_text = matched_terms(self.legs.terms, result.text)
         return {
             "chunk_id": result.chunk_id, "score": result.score,
             "vector": {"raw": result.vector_raw, "normalised": result.vector_score,
                        "rank": result.vector_rank},
             "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
                     "rank": result.fts_rank},
-            "matched_terms": matched_terms(self.legs.terms, result.text),
+            "matched_terms": in_text,
             "context_terms": [term for term in matched_terms(self.legs.terms, result.context)
-                              if term not in matched_terms(self.legs.terms, result.text)],
+                              if term not in in_text],
             "sequence_start": result.sequence_start, "sequence_end": result.sequence_end,
             "session_id": result.session_id, "text": result.text, "context": result.context,
         }
@@ -140,8 +152,7 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     """Fuse kept legs under ``ranking``: results, best first, and the candidates cut."""
     if ranking.fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {ranking.fusion!r}")
-    vector_weight = 0.0 if legs.mode == "keyword" else ranking.vector_weight
-    fts_weight = 0.0 if legs.mode == "vector" else ranking.fts_weight
+    vector_weight, fts_weight = ranking.applied_weights(legs.mode)
     recency = {cid: chunk["sequence_end"] for cid, chunk in legs.chunks.items()}
     fused = fuse(legs.vector, legs.fts, vector_weight=vector_weight, fts_weight=fts_weight,
                  method=ranking.fusion, rrf_k=ranking.rrf_k, recency=recency)

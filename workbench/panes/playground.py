@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Select
 
 from core.errors import WorkbenchError
-from core.evaluation.judged import SweepPoint, best_point, relevant_chunks, sweep_point
+from core.evaluation.judged import SweepPoint, best_point, relevant_chunks, weight_sweep
 from core.evaluation.runner import SWEEP_WEIGHTS
 from core.retrieval import query_terms
 from core.retrieval.search import Ranking, SearchResult, rank
@@ -410,11 +410,9 @@ class PlaygroundPane(Pane):
 
         async def job(report: Callable[[int, int | None, str | None], None]) -> str:
             points: list[SweepPoint] = []
-            for done, weight in enumerate(SWEEP_WEIGHTS, 1):
-                point = sweep_point(found, judgments, weight)
-                assert point is not None  # something is judged relevant
+            for point in weight_sweep(found, judgments):  # one per weight: something is relevant
                 points.append(point)
-                report(done, len(SWEEP_WEIGHTS), None)
+                report(len(points), len(SWEEP_WEIGHTS), None)
                 await asyncio.sleep(0)  # a cancel lands between points
             self.sweep = (key, points)
             self._draw_sweep()

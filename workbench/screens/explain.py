@@ -50,7 +50,9 @@ class ExplainScreen(ModalScreen[None]):
         self.found = found
         self.result = result
         self.rank = rank
-        self.query_explained = found.explain()
+        # The query's parts only, unless the query is what is shown: one result's screen
+        # needs no explanation of the others.
+        self.query_explained = found.explain(with_results=result is None)
         self.result_explained = None if result is None else found.explain_result(result)
 
     def compose(self) -> ComposeResult:
@@ -76,9 +78,7 @@ class ExplainScreen(ModalScreen[None]):
 
     def _weights(self) -> tuple[float, float]:
         """The weights the ranking really applied (a mode switches a leg off)."""
-        ranking, mode = self.found.ranking, self.found.legs.mode
-        return (0.0 if mode == "keyword" else ranking.vector_weight,
-                0.0 if mode == "vector" else ranking.fts_weight)
+        return self.found.ranking.applied_weights(self.found.legs.mode)
 
     def _score_line(self) -> Content:
         result = self.result
@@ -193,8 +193,7 @@ class ExplainScreen(ModalScreen[None]):
         """What ``c`` copies: the result's explanation with the query's, or the query's."""
         if self.result_explained is None:
             return self.query_explained
-        return {"rank": self.rank, **self.result_explained,
-                "query": {k: v for k, v in self.query_explained.items() if k != "results"}}
+        return {"rank": self.rank, **self.result_explained, "query": dict(self.query_explained)}
 
     def action_copy(self) -> None:
         what = f"the explanation of #{self.rank}" if self.rank else "the query's explanation"

@@ -15,11 +15,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Select
 
+from core.storage.notes import MEMORY_PREFIX
 from core.types import SessionInfo
 
 MODES = ("keyword", "vector", "hybrid", "tri-hybrid")
 TRI_HYBRID = "tri-hybrid"
-NOTES_PREFIX = "memory:"  # a namespace's notes live in a session of this name
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,8 @@ class AskBar(Horizontal):
         chosen = self.scope
         if chosen not in [value for _, value in options]:
             ids = [s.session_id for s in sessions]
-            conversations = [sid for sid in ids if not sid.startswith(NOTES_PREFIX)] or ids
+            # a namespace's notes live in a session named with MEMORY_PREFIX: not a conversation
+            conversations = [sid for sid in ids if not sid.startswith(MEMORY_PREFIX)] or ids
             newest = conversations[0] if conversations else None
             chosen = ("session", current_session if current_session in ids else newest)
         self._set_scopes(options, chosen)
