@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
+from workbench.clipboard import to_json
+
 DEFAULT_DB = Path("data") / "memory.db"
 T = TypeVar("T")
 
@@ -80,6 +82,11 @@ def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, A
 db_option = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
                          default=DEFAULT_DB, show_default=True, help="The memory file.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def echo_json(payload: Any) -> None:
+    """Print what ``--json`` asks for: indented, non-ASCII kept as it is."""
+    click.echo(to_json(payload))
 
 
 def quiet(config: Any) -> Any:

@@ -18,6 +18,7 @@ from workbench.cli_support import (
     _load_config,
     _require_db,
     db_option,
+    echo_json,
     json_option,
     on_engine,
 )
@@ -45,10 +46,6 @@ def _with_schedules(ctx: click.Context, db_path: Path,
                      start_worker=False)
 
 
-def _dump(payload: Any) -> None:
-    click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-
-
 def _cadence_choice(cron: str | None, once: str | None,
                     every: str | None) -> tuple[str, str] | None:
     """The (kind, value) of the one cadence option given; None when none was."""
@@ -60,10 +57,10 @@ def _cadence_choice(cron: str | None, once: str | None,
 
 
 def _local(moment: Any, schedule: Any) -> str:
-    from core.schedules.cadence import format_in_timezone
+    from core.schedules.cadence import local_time
     from core.schedules.store import as_cadence
 
-    return "-" if moment is None else format_in_timezone(moment, as_cadence(schedule.cadence))
+    return local_time(moment, as_cadence(schedule.cadence), missing="-")
 
 
 def _describe(schedule: Any) -> str:
@@ -72,27 +69,31 @@ def _describe(schedule: Any) -> str:
     return as_cadence(schedule.cadence).describe()
 
 
-def _with_preview(schedule: Any) -> dict[str, Any]:
-    """A schedule as JSON, with its cadence in words and its next five times."""
-    from core.clock import format_utc
-    from core.schedules.drafts import upcoming
+def _report(schedule: Any, as_json: bool, *lines: str) -> None:
+    """The schedule as JSON with its next five times; else ``lines``, then those times."""
+    from core.schedules.drafts import schedule_preview
 
-    times = upcoming(schedule)
-    return {**schedule.to_dict(), "cadence_description": _describe(schedule),
-            "next_runs": [format_utc(t) for t in times],
-            "next_runs_local": [_local(t, schedule) for t in times]}
+    if as_json:
+        echo_json(schedule_preview(schedule))
+        return
+    for line in lines:
+        click.echo(line)
+    _echo_preview(schedule)
 
 
 def _echo_preview(schedule: Any) -> None:
+    from core.schedules.cadence import local_time
     from core.schedules.drafts import upcoming
+    from core.schedules.store import as_cadence
 
-    times = upcoming(schedule)
+    cadence = as_cadence(schedule.cadence)
+    times = upcoming(schedule, cadence=cadence)
     if not times:
         click.echo(f"next runs: none ({schedule.status})")
         return
     click.echo("next runs if resumed:" if schedule.status == "paused" else "next runs:")
     for moment in times:
-        click.echo(f"  {_local(moment, schedule)}")
+        click.echo(f"  {local_time(moment, cadence, missing='-')}")
 
 
 def _label(schedule: Any) -> str:
@@ -128,9 +129,9 @@ def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status:
 
     found = _with_schedules(ctx, db_path, work)
     if as_json:
-        _dump({"total": found.total, "offset": offset,
-               "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
-                             for s in found.schedules]})
+        echo_json({"total": found.total, "offset": offset,
+                   "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
+                                 for s in found.schedules]})
         return
     rows = [(s.schedule_id, s.name or "-", s.status, _describe(s),
              _local(s.next_run_at, s) if s.status == "active" else "-",
@@ -153,14 +154,10 @@ def show_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> 
     """Show one schedule (by id or name): every field and its next five times."""
 
     schedule = _with_schedules(ctx, db_path, lambda store: store.get_schedule(ref))
-    if as_json:
-        _dump(_with_preview(schedule))
-        return
     fields = schedule.to_dict()
     fields["cadence"] = f"{_describe(schedule)}  {json.dumps(schedule.cadence)}"
-    for key, value in fields.items():
-        click.echo(f"{key + ':':<22}{'-' if value is None else value}")
-    _echo_preview(schedule)
+    _report(schedule, as_json, *(f"{key + ':':<22}{'-' if value is None else value}"
+                                 for key, value in fields.items()))
 
 
 @schedules_group.command("add")
@@ -190,11 +187,7 @@ def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron
             notification_policy=notification_policy or "always")
 
     schedule = _with_schedules(ctx, db_path, work)
-    if as_json:
-        _dump(_with_preview(schedule))
-        return
-    click.echo(f"added {_label(schedule)}: {_describe(schedule)}")
-    _echo_preview(schedule)
+    _report(schedule, as_json, f"added {_label(schedule)}: {_describe(schedule)}")
 
 
 @schedules_group.command("edit")
@@ -231,11 +224,8 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
         return await store.update_schedule(ref, **patch)
 
     schedule = _with_schedules(ctx, db_path, work)
-    if as_json:
-        _dump(_with_preview(schedule))
-        return
-    click.echo(f"changed {_label(schedule)}: {_describe(schedule)}, {schedule.status}")
-    _echo_preview(schedule)
+    _report(schedule, as_json,
+            f"changed {_label(schedule)}: {_describe(schedule)}, {schedule.status}")
 
 
 @schedules_group.command("pause")
@@ -251,7 +241,7 @@ def pause_command(ctx: click.Context, ref: str, db_path: Path, reason: str,
 
     schedule = _with_schedules(ctx, db_path, lambda store: store.pause_schedule(ref, reason))
     if as_json:
-        _dump(schedule.to_dict())
+        echo_json(schedule.to_dict())
     else:
         click.echo(f"paused {_label(schedule)}: {schedule.status_reason}")
 
@@ -265,11 +255,7 @@ def resume_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -
     """Let a paused schedule fire again, from its cadence's next time after now."""
 
     schedule = _with_schedules(ctx, db_path, lambda store: store.resume_schedule(ref))
-    if as_json:
-        _dump(_with_preview(schedule))
-        return
-    click.echo(f"resumed {_label(schedule)}: {_describe(schedule)}")
-    _echo_preview(schedule)
+    _report(schedule, as_json, f"resumed {_label(schedule)}: {_describe(schedule)}")
 
 
 @schedules_group.command("rm")
@@ -287,17 +273,9 @@ def rm_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> No
 
     schedule = _with_schedules(ctx, db_path, work)
     if as_json:
-        _dump({"deleted": schedule.schedule_id, "name": schedule.name})
+        echo_json({"deleted": schedule.schedule_id, "name": schedule.name})
     else:
         click.echo(f"deleted {_label(schedule)} and its run history")
-
-
-def _seconds(run: Any) -> float:
-    from core.schedules.store import parse_when
-
-    return (parse_when(run.finished_at) - parse_when(run.started_at)).total_seconds()
-
-
 
 
 @schedules_group.command("runs")
@@ -311,6 +289,7 @@ def _seconds(run: Any) -> float:
 def runs_command(ctx: click.Context, ref: str, db_path: Path, limit: int,
                  as_json: bool) -> None:
     """A schedule's run history: when, how it went, how long, what it printed."""
+    from core.schedules.store import run_seconds
 
     async def work(store: Any) -> Any:
         schedule = await store.get_schedule(ref)
@@ -318,14 +297,14 @@ def runs_command(ctx: click.Context, ref: str, db_path: Path, limit: int,
 
     schedule, history = _with_schedules(ctx, db_path, work)
     if as_json:
-        _dump([item.to_dict() for item in history])
+        echo_json([item.to_dict() for item in history])
         return
     if not history:
         click.echo(f"{_label(schedule)} has not run yet")
         return
     click.echo(f"{'started':<24}  {'status':<7}  {'took':>8}  summary")
     for item in history:
-        click.echo(f"{item.started_at:<24}  {item.status:<7}  {_seconds(item):>7.1f}s  "
+        click.echo(f"{item.started_at:<24}  {item.status:<7}  {run_seconds(item):>7.1f}s  "
                    f"{one_line(item.output_summary, 70)}".rstrip())
 
 
@@ -373,13 +352,15 @@ def _run_record(run: Any, schedule: Any) -> dict[str, Any]:
 
 
 def _run_line(run: Any, schedule: Any) -> str:
+    from core.schedules.store import run_seconds
+
     if schedule.status == "active":
         after = f"next {_local(schedule.next_run_at, schedule)}"
     else:
         after = f"{schedule.status}: {schedule.status_reason}"
     summary = one_line(run.output_summary, 60)
     return (f"{run.started_at}  {schedule.name or schedule.schedule_id}  {run.status}  "
-            f"{_seconds(run):.1f}s  {after}" + (f"  | {summary}" if summary else ""))
+            f"{run_seconds(run):.1f}s  {after}" + (f"  | {summary}" if summary else ""))
 
 
 async def _serve(engine: Any, once: bool, emit: Any) -> int:

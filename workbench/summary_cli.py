@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from workbench.cli_support import db_option, json_option, on_engine
+from workbench.cli_support import db_option, echo_json, json_option, on_engine
 
 
 @click.command("summarize")
@@ -23,7 +22,7 @@ def summarize_command(ctx: click.Context, session_id: str, db_path: Path, budget
     """Run the rolling-summary check on a session now, and say what it did."""
     outcome = on_engine(ctx, db_path, lambda engine: engine.summarize(session_id, budget))
     if as_json:
-        click.echo(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False))
+        echo_json(outcome.to_dict())
         return
     verdict = "summarised" if outcome.applied else "not summarised"
     click.echo(f"{session_id}: {verdict}: {outcome.reason}")
@@ -44,7 +43,7 @@ def compact_command(ctx: click.Context, session_id: str, db_path: Path, as_json:
     """Fold a session's history since its last marker into an archive note and a marker."""
     result = on_engine(ctx, db_path, lambda engine: engine.compact(session_id))
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        echo_json(result.to_dict())
         return
     click.echo(f"{session_id}: {result.compacted} messages (#{result.first_sequence}-"
                f"#{result.last_sequence}) archived as {result.archive_name!r}; marker at "
@@ -63,7 +62,7 @@ def consolidate_command(ctx: click.Context, db_path: Path, idle_hours: float | N
     """Compact every idle conversation now (resumable: run it again after a crash)."""
     report = on_engine(ctx, db_path, lambda engine: _consolidate(engine, idle_hours, as_json))
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        echo_json(report.to_dict())
     else:
         click.echo(f"consolidated {len(report.compacted)} conversations idle since before "
                    f"{report.idle_before}; {len(report.skipped)} skipped, "

@@ -138,7 +138,7 @@ def parse_cadence(kind: str, value: str, timezone: str = "UTC") -> Cadence:
     kind = _kind(kind)
     value = _text("value", value)
     timezone = _text("timezone", timezone).strip()
-    zone = _zone(timezone)
+    zone = zone_named(timezone)
     if kind == "cron":
         normalised = " ".join(_CRON_FIELD.findall(value))
         expression = _cron_expression(normalised)
@@ -164,7 +164,7 @@ def validate_cadence(cadence: Cadence, min_interval_secs: int, now: datetime | N
     """
     checked = parse_cadence(cadence.kind, cadence.value, cadence.timezone)
     if checked.kind == "once":
-        zone = _zone(checked.timezone)
+        zone = zone_named(checked.timezone)
         now_utc = clock.now() if now is None else _as_utc(now)
         if _once_instant(checked.value, zone) <= now_utc:
             raise InvalidCadence(f"{checked.describe()} is in the past (now "
@@ -210,11 +210,21 @@ def format_in_timezone(utc_timestamp: str | datetime, cadence: Cadence) -> str:
                                  "2026-03-29T01:30:00.000Z") from error
     else:
         moment = utc_timestamp
-    zone = _zone(_text("timezone", cadence.timezone).strip())
+    zone = zone_named(_text("timezone", cadence.timezone).strip())
     local = _as_utc(moment).astimezone(zone)
     abbreviation = local.tzname()
     text = f"{_wall_text(local)} {abbreviation}"
     return text if abbreviation == zone.key else f"{text} ({zone.key})"
+
+
+def local_time(moment: str | datetime | None, cadence: Cadence, *, zone: bool = True,
+               missing: str = "—") -> str:
+    """:func:`format_in_timezone`, ``missing`` for no moment; without ``zone``, only the
+    abbreviation (``CEST``)."""
+    if moment is None:
+        return missing
+    text = format_in_timezone(moment, cadence)
+    return text if zone else text.split(" (", 1)[0]
 
 
 def parse_duration(text: str) -> int:
@@ -255,7 +265,7 @@ def shortest_cron_gap_secs(expression: str) -> int:
     closest firing days, found from the fields when they are simple and otherwise by
     walking the firing days of a whole 28-year calendar cycle.
     """
-    fields = _cron_fields(_cron_expression(expression))
+    fields = cron_fields(_cron_expression(expression))
     times_of_day = _times_of_day(fields)
     day_span = times_of_day[-1] - times_of_day[0]
     within_a_day = min((later - earlier for earlier, later in pairwise(times_of_day)),
@@ -269,7 +279,7 @@ def shortest_cron_gap_secs(expression: str) -> int:
 def _fire_times(cadence: Cadence, after: datetime) -> Iterator[datetime]:
     """The cadence's fire times strictly after ``after`` (aware UTC), in increasing order."""
     kind = _kind(cadence.kind)
-    zone = _zone(_text("timezone", cadence.timezone).strip())
+    zone = zone_named(_text("timezone", cadence.timezone).strip())
     if kind == "once":
         instant = _once_instant(cadence.value, zone)
         if instant > after:
@@ -385,7 +395,7 @@ def _shortest_day_gap(fields: list[str]) -> int:
 def _cron_expression(value: str) -> str:
     """The five or six croniter fields of a cron value, aliases expanded, syntax checked."""
     value = _text("cron expression", value)
-    fields = _cron_fields(value)
+    fields = cron_fields(value)
     if not fields:
         raise InvalidCadence(f"a cron cadence needs an expression; {_CRON_FORM}")
     if len(fields) not in (5, 6):
@@ -408,7 +418,7 @@ def _cron_expression(value: str) -> str:
     return expression
 
 
-def _cron_fields(value: str) -> list[str]:
+def cron_fields(value: str) -> list[str]:
     """The fields of a cron value, with an ``@daily``-style alias written out."""
     stripped = value.strip()
     return _CRON_FIELD.findall(_CRON_ALIASES.get(stripped.lower(), stripped))
@@ -493,7 +503,7 @@ def _text(what: str, value: object) -> str:
     return value
 
 
-def _zone(name: str) -> ZoneInfo:
+def zone_named(name: str) -> ZoneInfo:
     """The zone named ``name``, or InvalidCadence suggesting the closest real name."""
     if name == "localtime":
         raise InvalidCadence("time zone 'localtime' means whatever this machine is set to; "
@@ -501,12 +511,13 @@ def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as error:
-        close = difflib.get_close_matches(name, _zone_names(), n=1)
+        close = difflib.get_close_matches(name, zone_names(), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise InvalidCadence(f"unknown time zone '{name}'{hint}; use an IANA name such as "
                              "'Europe/Paris' or 'UTC'") from error
 
 
 @cache
-def _zone_names() -> list[str]:
+def zone_names() -> list[str]:
+    """Every IANA zone name this machine knows, sorted."""
     return sorted(available_timezones())

@@ -10,26 +10,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from core import clock
 from core.errors import InvalidInput
 from core.schedules.cadence import (
     CADENCE_KINDS,
     Cadence,
-    _zone,
+    format_in_timezone,
     next_runs,
     parse_cadence,
     validate_cadence,
+    zone_named,
 )
 from core.schedules.store import (
     MAX_GOAL_CHARS,
     MAX_NAME_CHARS,
     POLICIES,
-    _choice,
-    _text,
     as_cadence,
+    checked_choice,
+    checked_text,
     parse_when,
 )
+from core.schedules.wording import in_words
 from core.types import ScheduleDefinition
 
 PREVIEW_COUNT = 5
@@ -70,6 +73,9 @@ class DraftCheck:
     """The cadence, normalised, when it parsed."""
     next_times: list[datetime] = field(default_factory=list)
     """The next fire times (UTC) when the cadence is valid."""
+    unchanged: bool = False
+    """Whether the cadence is the edited schedule's own (so its preview is the schedule's
+    own next runs, not what saving would give)."""
 
     @property
     def ok(self) -> bool:
@@ -77,29 +83,32 @@ class DraftCheck:
 
 
 def check_draft(draft: ScheduleDraft, min_interval_secs: int, *,
-                current: ScheduleDefinition | None = None, now: datetime | None = None,
+                current: ScheduleDefinition | None = None,
+                current_cadence: Cadence | None = None, now: datetime | None = None,
                 count: int = PREVIEW_COUNT) -> DraftCheck:
     """Check every field of ``draft`` as the store would, and preview ``count`` fire times.
 
     With ``current`` (the schedule being edited) an unchanged cadence is not checked again,
     as ``update_schedule`` does not, and its preview is the schedule's own next runs.
+    ``current_cadence`` is ``current``'s cadence already parsed (parsed here when not given),
+    for a caller that checks the same schedule on every keystroke.
     """
     now = clock.now() if now is None else now
     problems: dict[str, str] = {}
     for name, check in (
-            ("user_id", lambda: _text(draft.user_id, "user", MAX_NAME_CHARS)),
-            ("goal", lambda: _text(draft.goal, "goal", MAX_GOAL_CHARS)),
-            ("name", lambda: _text(draft.name.strip() or None, "name", MAX_NAME_CHARS,
-                                   optional=True)),
-            ("notification_policy", lambda: _choice(draft.notification_policy,
-                                                    "notification policy", POLICIES)),
-            ("kind", lambda: _choice(draft.kind, "cadence kind", CADENCE_KINDS))):
+            ("user_id", lambda: checked_text(draft.user_id, "user", MAX_NAME_CHARS)),
+            ("goal", lambda: checked_text(draft.goal, "goal", MAX_GOAL_CHARS)),
+            ("name", lambda: checked_text(draft.name.strip() or None, "name", MAX_NAME_CHARS,
+                                          optional=True)),
+            ("notification_policy", lambda: checked_choice(draft.notification_policy,
+                                                           "notification policy", POLICIES)),
+            ("kind", lambda: checked_choice(draft.kind, "cadence kind", CADENCE_KINDS))):
         try:
             check()
         except InvalidInput as error:
             problems[name] = str(error)
     try:
-        _zone(draft.timezone.strip())
+        zone_named(draft.timezone.strip())
     except InvalidInput as error:
         problems["timezone"] = str(error)
     if "kind" in problems:
@@ -109,8 +118,13 @@ def check_draft(draft: ScheduleDraft, min_interval_secs: int, *,
         cadence = parse_cadence(draft.kind, draft.value, draft.timezone if zone_ok else "UTC")
     except InvalidInput as error:
         return DraftCheck({**problems, "value": str(error)})
-    if zone_ok and current is not None and cadence == as_cadence(current.cadence):
-        return DraftCheck(problems, cadence, upcoming(current, count, now=now))
+    if zone_ok and current is not None:
+        if current_cadence is None:
+            current_cadence = as_cadence(current.cadence)
+        if cadence == current_cadence:
+            return DraftCheck(problems, cadence,
+                              upcoming(current, count, now=now, cadence=current_cadence),
+                              unchanged=True)
     if zone_ok or cadence.kind != "once":  # a gap is the same in every zone; the past is not
         try:
             validate_cadence(cadence, min_interval_secs, now)
@@ -120,15 +134,31 @@ def check_draft(draft: ScheduleDraft, min_interval_secs: int, *,
 
 
 def upcoming(schedule: ScheduleDefinition, count: int = PREVIEW_COUNT, *,
-             now: datetime | None = None) -> list[datetime]:
+             now: datetime | None = None, cadence: Cadence | None = None) -> list[datetime]:
     """The next ``count`` times a schedule fires (UTC): from its next run when active, from
-    now when paused (what resuming would give), none when completed."""
+    now when paused (what resuming would give), none when completed. ``cadence`` is the
+    schedule's own, already parsed (parsed here when not given)."""
     if count <= 0:
         return []
-    cadence = as_cadence(schedule.cadence)
+    if cadence is None:
+        cadence = as_cadence(schedule.cadence)
     if schedule.status == "active" and schedule.next_run_at:
         first = parse_when(schedule.next_run_at)
         return [first, *next_runs(cadence, first, count - 1)]
     if schedule.status == "paused":
         return next_runs(cadence, clock.now() if now is None else now, count)
     return []
+
+
+def schedule_preview(schedule: ScheduleDefinition,
+                     times: list[datetime] | None = None) -> dict[str, Any]:
+    """A schedule as JSON (the CLI's ``--json``, the app's copy): every field, its cadence
+    described and in words, and its next fire times (``times``, else :func:`upcoming`'s) in
+    UTC and on its own clock."""
+    cadence = as_cadence(schedule.cadence)
+    if times is None:
+        times = upcoming(schedule, cadence=cadence)
+    return {**schedule.to_dict(), "cadence_description": cadence.describe(),
+            "cadence_in_words": in_words(cadence),
+            "next_runs": [clock.format_utc(t) for t in times],
+            "next_runs_local": [format_in_timezone(t, cadence) for t in times]}

@@ -51,7 +51,9 @@ def as_cadence(value: Any) -> Cadence:
     return parse_cadence(value["kind"], value["value"], value.get("timezone") or "UTC")
 
 
-def _text(value: Any, what: str, limit: int, *, optional: bool = False) -> str | None:
+def checked_text(value: Any, what: str, limit: int, *, optional: bool = False) -> str | None:
+    """``value`` stripped, or InvalidInput when it is not non-empty text within ``limit``
+    characters (None passes when ``optional``)."""
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -61,7 +63,8 @@ def _text(value: Any, what: str, limit: int, *, optional: bool = False) -> str |
     return value.strip()
 
 
-def _choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
+def checked_choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
+    """``value``, or InvalidInput when it is not one of ``allowed``."""
     if value not in allowed:
         raise InvalidInput(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
     return value
@@ -90,6 +93,11 @@ def parse_when(value: datetime | str | None) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def run_seconds(run: ScheduleRun) -> float:
+    """How long a run took, in seconds."""
+    return (parse_when(run.finished_at) - parse_when(run.started_at)).total_seconds()
+
+
 class Schedules:
     """Seed 001's ``SchedulerStore`` over the engine's file."""
 
@@ -111,11 +119,12 @@ class Schedules:
         validate_cadence(parsed, self._config.min_interval_secs, now)
         stamp = format_utc(now)
         row = {"schedule_id": new_schedule_id(),
-               "user_id": _text(user_id, "user_id", MAX_NAME_CHARS),
-               "name": _text(name, "name", MAX_NAME_CHARS, optional=True),
-               "goal": _text(goal, "goal", MAX_GOAL_CHARS), "cadence_json": parsed.to_json(),
-               "notification_policy": _choice(notification_policy, "notification_policy",
-                                              POLICIES),
+               "user_id": checked_text(user_id, "user_id", MAX_NAME_CHARS),
+               "name": checked_text(name, "name", MAX_NAME_CHARS, optional=True),
+               "goal": checked_text(goal, "goal", MAX_GOAL_CHARS),
+               "cadence_json": parsed.to_json(),
+               "notification_policy": checked_choice(notification_policy,
+                                                     "notification_policy", POLICIES),
                "status": "active", "created_at": stamp, "updated_at": stamp,
                "next_run_at": self._next_run(parsed, now), "consecutive_failures": 0,
                "channel_id": channel_id, "channel_context_id": channel_context_id}
@@ -145,7 +154,7 @@ class Schedules:
                                limit: int = 50, offset: int = 0) -> ScheduleSearchResult:
         """A page of schedules (newest first) matching every filter, and the total."""
         if status is not None:
-            _choice(status, "status", STATUSES)
+            checked_choice(status, "status", STATUSES)
         for what, number in (("limit", limit), ("offset", offset)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 0:
                 raise InvalidInput(f"{what} must be a non-negative integer, got {number!r}")
@@ -177,12 +186,12 @@ class Schedules:
         changes: dict[str, Any] = {}
         now = clock.now()
         if "name" in patch:
-            changes["name"] = _text(patch["name"], "name", MAX_NAME_CHARS, optional=True)
+            changes["name"] = checked_text(patch["name"], "name", MAX_NAME_CHARS, optional=True)
         if "goal" in patch:
-            changes["goal"] = _text(patch["goal"], "goal", MAX_GOAL_CHARS)
+            changes["goal"] = checked_text(patch["goal"], "goal", MAX_GOAL_CHARS)
         if "notification_policy" in patch:
-            changes["notification_policy"] = _choice(patch["notification_policy"],
-                                                     "notification_policy", POLICIES)
+            changes["notification_policy"] = checked_choice(patch["notification_policy"],
+                                                            "notification_policy", POLICIES)
         for key in ("channel_id", "channel_context_id"):
             if key in patch:
                 changes[key] = patch[key]
@@ -193,7 +202,7 @@ class Schedules:
             changes["cadence_json"] = cadence.to_json()
             changes["next_run_at"] = self._next_run(cadence, now)
         if "status" in patch:
-            status = _choice(patch["status"], "status", STATUSES)
+            status = checked_choice(patch["status"], "status", STATUSES)
             changes["status"] = status
             changes["status_reason"] = patch.get("status_reason")
             if status == "active" and row["status"] != "active":
@@ -244,7 +253,7 @@ class Schedules:
         fields = run.to_dict() if isinstance(run, ScheduleRun) else dict(run)
         fields.setdefault("run_id", f"run-{uuid.uuid4()}")
         fields["schedule_id"] = schedule_id
-        _choice(fields.get("status"), "run status", RUN_STATUSES)
+        checked_choice(fields.get("status"), "run status", RUN_STATUSES)
         output = str(fields.get("output") or "")
         fields["output"] = output
         fields["output_summary"] = str(fields.get("output_summary") or output)[:SUMMARY_CHARS]
@@ -254,7 +263,7 @@ class Schedules:
         for key in ("started_at", "finished_at"):
             fields[key] = format_utc(parse_when(fields.get(key) or utc_now()))
         if new_status is not None:
-            _choice(new_status, "status", STATUSES)
+            checked_choice(new_status, "status", STATUSES)
         after = None if next_run_at is None else format_utc(parse_when(next_run_at))
         row = await self._backend.schedule_write(
             "record_run_and_reschedule", fields, after, new_status, status_reason,

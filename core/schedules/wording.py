@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from core.schedules.cadence import Cadence, _cron_fields, parse_cadence
+from core.schedules.cadence import Cadence, cron_fields
 
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
@@ -24,13 +24,16 @@ _MOST_TIMES_LISTED = 4
 
 
 def in_words(cadence: Cadence) -> str:
-    """The cadence for people; the cron's own ``describe()`` when its shape is unusual."""
-    checked = parse_cadence(cadence.kind, cadence.value, cadence.timezone)
-    if checked.kind != "cron":
-        return checked.describe()
-    fields = _cron_fields(checked.value)
-    words = _cron_words(fields, checked.timezone) if len(fields) == 5 else None
-    return checked.describe() if words is None else words
+    """The cadence for people; the cron's own ``describe()`` when its shape is unusual.
+
+    The cadence is trusted as given, not parsed again: one from the store or from
+    :func:`~core.schedules.cadence.parse_cadence` is already normalised and checked.
+    """
+    if cadence.kind != "cron":
+        return cadence.describe()
+    fields = cron_fields(cadence.value)
+    words = _cron_words(fields, cadence.timezone) if len(fields) == 5 else None
+    return cadence.describe() if words is None else words
 
 
 def _cron_words(fields: list[str], zone: str) -> str | None:

@@ -21,7 +21,8 @@ from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from core.schedules.drafts import ScheduleDraft, upcoming
+from core.schedules.cadence import local_time
+from core.schedules.drafts import ScheduleDraft, schedule_preview, upcoming
 from core.schedules.wording import in_words
 from core.types import ScheduleDefinition, ScheduleRun, ScheduleSearchResult
 from workbench.panes.base import Pane
@@ -30,11 +31,9 @@ from workbench.screens.prompt import PromptScreen
 from workbench.screens.schedule_editor import ScheduleEditor
 from workbench.widgets.schedule_text import (
     Palette,
-    as_json,
     cadence_of,
     empty_runs,
     label,
-    local_time,
     run_cells,
     run_detail,
     schedule_cells,
@@ -355,8 +354,7 @@ class SchedulesPane(Pane):
 
     def action_copy_schedule(self) -> None:
         if (schedule := self._need_selected()) is not None:
-            self.copy_json(as_json(schedule, upcoming(schedule)),
-                           f"schedule {escape(label(schedule))}")
+            self.copy_json(schedule_preview(schedule), f"schedule {escape(label(schedule))}")
 
     def action_copy_run(self) -> None:
         run = self.selected_run

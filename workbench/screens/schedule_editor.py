@@ -10,8 +10,6 @@ the whole schedule or nothing.
 from __future__ import annotations
 
 import asyncio
-from functools import cache
-from zoneinfo import available_timezones
 
 from textual import work
 from textual.app import ComposeResult
@@ -24,6 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from core.errors import InvalidCadence, NotFound, WorkbenchError
+from core.schedules.cadence import zone_names
 from core.schedules.drafts import DraftCheck, ScheduleDraft, check_draft
 from core.schedules.store import POLICIES, Schedules, as_cadence
 from core.schedules.wording import in_words
@@ -41,11 +40,6 @@ FIELDS = ("name", "user_id", "goal", "kind", "value", "timezone", "notification_
 # Which field an engine refusal is about, from the words its message starts with.
 _MESSAGE_FIELDS = (("user_id", "user_id"), ("goal", "goal"), ("name", "name"),
                    ("notification_policy", "notification_policy"))
-
-
-@cache
-def _zone_names() -> list[str]:
-    return sorted(available_timezones())
 
 
 def _field(title: str, widget: Widget, *, classes: str = "field") -> Vertical:
@@ -94,7 +88,8 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
             start = (ScheduleDraft.of(schedule) if schedule is not None
                      else ScheduleDraft(user_id="", goal="", kind="cron", value=""))
         self.start = start
-        self.check = DraftCheck()
+        self.current_cadence = as_cadence(schedule.cadence) if schedule is not None else None
+        """The edited schedule's cadence, parsed once (not on every check)."""
         self.touched: set[str] = set(FIELDS) if schedule is not None else set()
         """Fields whose refusals are shown: a new schedule's blank fields are not scolded
         before they are typed in (or a save is tried)."""
@@ -123,7 +118,7 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
             with Horizontal(classes="row"):
                 yield _field("Time zone (IANA)", Input(
                     start.timezone, id="timezone", placeholder="e.g. Europe/Rome or UTC",
-                    suggester=SuggestFromList(_zone_names(), case_sensitive=False)))
+                    suggester=SuggestFromList(zone_names(), case_sensitive=False)))
                 yield _field("Notify the user", Select(
                     [(policy.replace("_", " "), policy) for policy in POLICIES],
                     value=start.notification_policy, allow_blank=False,
@@ -174,12 +169,14 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
         """Check the draft off the event loop (an unusual cron can take a tenth of a second
         to measure) and show the outcome; a newer keystroke cancels an older check."""
         draft = self.draft()
-        check = await asyncio.to_thread(check_draft, draft, self.min_interval_secs,
-                                        current=self.schedule)
+        check = await asyncio.to_thread(self._check_draft, draft)
         self.show_check(draft, check)
 
+    def _check_draft(self, draft: ScheduleDraft) -> DraftCheck:
+        return check_draft(draft, self.min_interval_secs, current=self.schedule,
+                           current_cadence=self.current_cadence)
+
     def show_check(self, draft: ScheduleDraft, check: DraftCheck) -> None:
-        self.check = check
         for field in FIELDS:
             self._show_error(field, check.problems.get(field) if field in self.touched else None)
         words = self.query_one("#in-words", Static)
@@ -193,8 +190,6 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
             return
         words.update(Content.assemble(("In words  ", "bold $text-muted"),
                                       (in_words(check.cadence), "bold")))
-        unchanged = (self.schedule is not None
-                     and check.cadence == as_cadence(self.schedule.cadence))
         if not check.next_times:
             status = self.schedule.status if self.schedule is not None else "done"
             preview.update(Content.styled(f"It has no fire time left ({status}).",
@@ -202,7 +197,7 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
             return
         count = len(check.next_times)
         heading = (f"Next {'fire time' if count == 1 else f'{count} fire times'} in "
-                   f"{check.cadence.timezone}" + ("" if unchanged else ", if saved now"))
+                   f"{check.cadence.timezone}" + ("" if check.unchanged else ", if saved now"))
         lines = [Content.styled(heading, "bold $text-muted")]
         lines += [Content(f"  {weekday_time(moment, check.cadence)}")
                   for moment in check.next_times]
@@ -236,8 +231,7 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
         draft = self.draft()
         self.touched.update(FIELDS)
         self._show_error("general", None)
-        check = await asyncio.to_thread(check_draft, draft, self.min_interval_secs,
-                                        current=self.schedule)
+        check = await asyncio.to_thread(self._check_draft, draft)
         self.show_check(draft, check)
         if not check.ok:
             self.query_one(f"#{next(f for f in FIELDS if f in check.problems)}").focus()
@@ -261,7 +255,7 @@ class ScheduleEditor(ModalScreen[ScheduleDefinition | None]):
             patch["name"] = name
         if draft.goal.strip() != was.goal:
             patch["goal"] = draft.goal
-        if check.cadence != as_cadence(was.cadence):
+        if not check.unchanged:
             patch["cadence"] = draft.cadence_dict()
         if draft.notification_policy != was.notification_policy:
             patch["notification_policy"] = draft.notification_policy

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from rich.text import Text
 from textual.content import Content
 
-from core.schedules.cadence import Cadence, format_in_timezone
-from core.schedules.store import parse_when
+from core.schedules.cadence import Cadence, local_time
+from core.schedules.store import parse_when, run_seconds
 from core.schedules.wording import in_words
 from core.types import ScheduleDefinition, ScheduleRun
 from workbench.text import one_line
@@ -56,15 +55,6 @@ def label(schedule: ScheduleDefinition) -> str:
     return schedule.name or schedule.schedule_id
 
 
-def local_time(moment: datetime | str | None, cadence: Cadence, *, zone: bool = True) -> str:
-    """A UTC moment on the schedule's clock, ``2026-05-05 08:00 CEST (Europe/Rome)``;
-    without ``zone``, only the abbreviation (``CEST``)."""
-    if moment is None:
-        return "—"
-    text = format_in_timezone(moment, cadence)
-    return text if zone else text.split(" (", 1)[0]
-
-
 def weekday_time(moment: datetime, cadence: Cadence) -> str:
     """``Tue 2026-05-05 08:00 CEST``: a fire time in a preview."""
     weekday = parse_when(moment).astimezone(ZoneInfo(cadence.timezone)).strftime("%a")
@@ -86,10 +76,7 @@ def compact_times(moments: list[datetime], cadence: Cadence) -> str:
 
 
 def took(run: ScheduleRun) -> str:
-    seconds = (parse_when(run.finished_at) - parse_when(run.started_at)).total_seconds()
-    return f"{seconds:.1f} s"
-
-
+    return f"{run_seconds(run):.1f} s"
 
 
 def schedule_cells(schedule: ScheduleDefinition, palette: Palette) -> list[Text]:
@@ -168,14 +155,3 @@ def run_detail(run: ScheduleRun, cadence: Cadence) -> Content:
 def empty_runs(schedule: ScheduleDefinition) -> Content:
     return Content.assemble((label(schedule), "bold"), f" {NO_RUNS_YET}")
 
-
-def as_json(schedule: ScheduleDefinition, upcoming: list[datetime]) -> dict[str, Any]:
-    """A schedule as the CLI's ``show --json`` gives it: every field, its cadence in words,
-    its next fire times in UTC and on its own clock."""
-    from core.clock import format_utc
-
-    cadence = cadence_of(schedule)
-    return {**schedule.to_dict(), "cadence_description": cadence.describe(),
-            "cadence_in_words": in_words(cadence),
-            "next_runs": [format_utc(t) for t in upcoming],
-            "next_runs_local": [local_time(t, cadence) for t in upcoming]}
