@@ -314,6 +314,9 @@ class WorkbenchApp(App[None]):
         """One place where a failed worker becomes a notification the user can read."""
         if event.state is not WorkerState.ERROR:
             return
+        node = event.worker.node
+        if isinstance(node, Widget) and not node.is_attached:
+            return  # its widget is gone (the app is closing): nobody to tell
         error = event.worker.error
         if isinstance(error, WorkbenchError):
             self.notify(str(error), severity="error", timeout=10)

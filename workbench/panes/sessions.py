@@ -147,7 +147,7 @@ class SessionsPane(Pane):
     def reload(self) -> None:
         self._load_sessions()
 
-    @work(exclusive=True, group="sessions")
+    @work(exclusive=True, group="sessions", exit_on_error=False)
     async def _load_sessions(self) -> None:
         listed = await self.engine.list_sessions()
         self.sessions = [s for s in listed if not s.session_id.startswith(MEMORY_PREFIX)]
@@ -234,7 +234,7 @@ class SessionsPane(Pane):
 
     # -- the selected session --------------------------------------------------------------
 
-    @work(exclusive=True, group="sessions-detail")
+    @work(exclusive=True, group="sessions-detail", exit_on_error=False)
     async def _load_detail(self, session_id: str, *, keep_place: bool,
                            highlight_before: int | None = None) -> None:
         """Read the session's latest events and summary; then preview the restore."""
@@ -266,7 +266,7 @@ class SessionsPane(Pane):
                 self.detail.show_restore_note("waiting for the model to count tokens…")
             self._restore(self.selected, budget)
 
-    @work(exclusive=True, group="sessions-restore")
+    @work(exclusive=True, group="sessions-restore", exit_on_error=False)
     async def _restore(self, session_id: str, budget: int) -> None:
         result = await self.engine.restore(session_id, budget)
         if session_id == self.selected:
@@ -356,7 +356,7 @@ class SessionsPane(Pane):
         if (session_id := self._need_session()) is not None:
             self._ask_delete(session_id)
 
-    @work(exclusive=True, group="sessions-action")
+    @work(exclusive=True, group="sessions-action", exit_on_error=False)
     async def _ask_delete(self, session_id: str) -> None:
         """Count what goes, then ask (the answer comes back to :meth:`_forget`)."""
         scratchpad = await self.engine.read_scratchpad(session_id)
@@ -373,7 +373,7 @@ class SessionsPane(Pane):
 
         self.app.push_screen(ConfirmScreen(question, "Delete"), answered)
 
-    @work(exclusive=True, group="sessions-action")
+    @work(exclusive=True, group="sessions-action", exit_on_error=False)
     async def _forget(self, session_id: str) -> None:
         try:
             deleted = await self.engine.forget(session_id)
@@ -426,7 +426,7 @@ class SessionsPane(Pane):
             f"Export “{session_id}” (events, summary, scratchpad) as JSON to:",
             "a path, e.g. session.json", export_file_name(session_id)), answered)
 
-    @work(exclusive=True, group="sessions-action")
+    @work(exclusive=True, group="sessions-action", exit_on_error=False)
     async def _export(self, session_id: str, path: str) -> None:
         try:
             result = await self.engine.export_session(session_id, path)
