@@ -31,15 +31,16 @@ from core.embeddings import (
     embed_checked,
     load_embedder,
 )
-from core.errors import EmbeddingError, InvalidInput, NotFound
+from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
 from core.notes import transfer
 from core.notes.facts import Facts
+from core.notes.fields import clean_namespace
 from core.notes.service import Notes
 from core.retrieval.search import SearchResult
 from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
-from core.storage.events import PreparedChunk, PreparedMessage
+from core.storage.events import PreparedChunk, PreparedMessage, out_of_namespace
 from core.storage.notes import MEMORY_PREFIX
 from core.storage.sqlite_backend import SqliteBackend
 from core.summary.compaction import Compactor, Progress
@@ -57,6 +58,7 @@ from core.types import (
     MemoryRecord,
     Note,
     NoteExportResult,
+    NoteHit,
     NoteImportResult,
     NotePage,
     Pulse,
@@ -259,10 +261,12 @@ class Engine:
     # -- storing ---------------------------------------------------------------------------
 
     def prepare_message(self, session_id: str, sequence: int | None, payload: object,
-                        agent: str | None, created_at: str) -> PreparedMessage:
+                        agent: str | None, created_at: str,
+                        bound: bool = False) -> PreparedMessage:
         """Validate a message and compute its rows (text, chunks, hashes, metadata), off-lock.
 
-        Raises ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
+        ``bound``: the write is refused (``OutOfNamespace``) unless the session is ``agent``'s
+        or new. Raises ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
         """
         if not isinstance(session_id, str) or not session_id.strip():
             raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
@@ -296,29 +300,35 @@ class Engine:
             payload_json=json.dumps(message, ensure_ascii=False, allow_nan=False),
             role=role, importance=float(importance), chunks=chunks,
             chunk_metadata=chunk_metadata, agent_identity=agent or self.config.agent,
-            created_at=created_at)
+            created_at=created_at, bound=bound)
 
     @_needs_model
     async def store(self, session_id: str, sequence: int, payload: dict[str, Any], *,
-                    agent: str | None = None) -> StoreResult:
+                    agent: str | None = None, namespace: str | None = None) -> StoreResult:
         """Store one message durably (seed 001's nine steps, one transaction).
 
         Raises ``InvalidMessage`` for a payload that is not a Message, ``SequenceError`` when
         ``sequence`` is not above the session's last; in both cases nothing is written.
+        ``namespace`` binds the call: the session must be that namespace's (or new, and made
+        in it), else ``OutOfNamespace`` and nothing is written.
         """
         if sequence is None:
             raise InvalidInput("sequence is required; use append() to allocate the next one")
-        return await self._store_one(session_id, sequence, payload, agent)
+        return await self._store_one(session_id, sequence, payload, agent, namespace)
 
     @_needs_model
     async def append(self, session_id: str, message: dict[str, Any], *,
-                     agent: str | None = None) -> StoreResult:
-        """Store a message at the session's next sequence (allocated in the transaction)."""
-        return await self._store_one(session_id, None, message, agent)
+                     agent: str | None = None, namespace: str | None = None) -> StoreResult:
+        """Store a message at the session's next sequence (allocated in the transaction);
+        ``namespace`` binds the call as :meth:`store`'s does."""
+        return await self._store_one(session_id, None, message, agent, namespace)
 
     async def _store_one(self, session_id: str, sequence: int | None, payload: Any,
-                         agent: str | None) -> StoreResult:
-        prepared = self.prepare_message(session_id, sequence, payload, agent, utc_now())
+                         agent: str | None, namespace: str | None) -> StoreResult:
+        if namespace is not None:
+            agent = clean_namespace(namespace)
+        prepared = self.prepare_message(session_id, sequence, payload, agent, utc_now(),
+                                        bound=namespace is not None)
         chunking = self.config.chunking
         (outcome,) = await self.backend.write_messages(
             [prepared], all_or_nothing=True, context_messages=chunking.context_messages,
@@ -513,9 +523,24 @@ class Engine:
         return await self.retrieval.judgments(query, **scope)
 
     @_needs_model
-    async def get_context(self, session_id: str, query: str) -> ContextResult:
-        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated."""
-        return await self.retrieval.get_context(session_id, query)
+    async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,
+                          caller: str = "get_context") -> ContextResult:
+        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
+
+        ``namespace`` binds the call (another namespace's session: ``OutOfNamespace``);
+        ``caller`` is who the relevance search is logged as.
+        """
+        if namespace is not None:
+            await self.require_session_in(session_id, namespace)
+        return await self.retrieval.get_context(session_id, query, caller=caller)
+
+    async def require_session_in(self, session_id: str, namespace: str) -> None:
+        """Refuse (``OutOfNamespace``) a session that exists and is not ``namespace``'s; a
+        session that does not exist yet passes (it holds nothing to reach)."""
+        namespace = clean_namespace(namespace)
+        owner = await self.backend.session_agent(session_id)
+        if owner is not None and owner != namespace:
+            raise OutOfNamespace(out_of_namespace(session_id, namespace))
 
     # -- notes (seed 001 notes, seed 004 operations; see core/notes/service.py) -------------
     #
@@ -614,9 +639,29 @@ class Engine:
 
     @_needs_model
     async def recall_memories(self, query: str, *, namespace: str | None = None,
-                              limit: int = 10) -> list[MemoryHit]:
+                              limit: int = 10, caller: str = "recall_memories") -> list[MemoryHit]:
         """Memories for a query: BM25, else the LIKE substring fallback."""
-        return await self.notes.recall_memories(query, namespace=namespace, limit=limit)
+        return await self.notes.recall_memories(query, namespace=namespace, limit=limit,
+                                                caller=caller)
+
+    # -- seed 001's memory tools: notes by id, with tags -----------------------------------
+
+    @_needs_model
+    async def memory_save(self, content: str, *, tags: Sequence[str] | None = None,
+                          source: str = "memory_save", namespace: str | None = None) -> Note:
+        """Store a note by content alone (seed 001 ``store_note``): a fresh ``note-{uuid}``
+        and a name made from its first words, for people browsing."""
+        return await self.notes.memory_save(content, tags=tags, source=source,
+                                            namespace=namespace)
+
+    @_needs_model
+    async def memory_search(self, query: str, *, tags: Sequence[str] | None = None,
+                            top_k: int = 10, namespace: str | None = None,
+                            caller: str = "memory_search") -> list[NoteHit]:
+        """The namespace's notes for a query (hybrid, tags filtered in SQL), best first,
+        one hit per note."""
+        return await self.notes.memory_search(query, tags=tags, top_k=top_k,
+                                              namespace=namespace, caller=caller)
 
     async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
         """Remove the memory a key names; False when none."""
@@ -650,18 +695,21 @@ class Engine:
 
     # -- scratchpad (seed 001; see core/scratchpad.py) -------------------------------------
 
-    async def read_scratchpad(self, session_id: str) -> ScratchpadState | None:
+    async def read_scratchpad(self, session_id: str, *,
+                              namespace: str | None = None) -> ScratchpadState | None:
         """A session's scratchpad, or None when it has none."""
-        return await self.scratchpad.read(session_id)
+        return await self.scratchpad.read(session_id, namespace=namespace)
 
     async def write_scratchpad(self, session_id: str, items: Sequence[str], *,
-                               agent: str | None = None) -> ScratchpadState:
-        """Replace a session's scratchpad whole; over the limits it is refused whole."""
-        return await self.scratchpad.write(session_id, items, agent=agent)
+                               agent: str | None = None,
+                               namespace: str | None = None) -> ScratchpadState:
+        """Replace a session's scratchpad whole; over the limits it is refused whole.
+        ``namespace`` binds the call (another namespace's session: ``OutOfNamespace``)."""
+        return await self.scratchpad.write(session_id, items, agent=agent, namespace=namespace)
 
-    async def clear_scratchpad(self, session_id: str) -> bool:
+    async def clear_scratchpad(self, session_id: str, *, namespace: str | None = None) -> bool:
         """Empty a session's scratchpad; False when it had none."""
-        return await self.scratchpad.clear(session_id)
+        return await self.scratchpad.clear(session_id, namespace=namespace)
 
     async def scratchpad_sessions(self, limit: int = 200) -> list[ScratchpadState]:
         """The sessions that have a scratchpad, most recently written first."""

@@ -55,6 +55,11 @@ class NameTaken(InvalidInput):
     """A note name or alias already names another note in the namespace; nothing was written."""
 
 
+class OutOfNamespace(InvalidInput):
+    """A session named in a namespace-bound call belongs to another namespace (agent);
+    nothing was read or written. The message never names the other namespace."""
+
+
 class ImportCollision(InvalidInput):
     """An import's names collide with notes already in the namespace; nothing was imported.
 

@@ -58,28 +58,42 @@ class Scratchpad:
         self._backend = engine.backend
         self._limits = engine.config.scratchpad
 
-    async def read(self, session_id: str) -> ScratchpadState | None:
-        """The session's scratchpad, or None when it has none."""
-        stored = await self._backend.read_scratchpad(_session(session_id))
+    async def read(self, session_id: str, *,
+                   namespace: str | None = None) -> ScratchpadState | None:
+        """The session's scratchpad, or None when it has none (``namespace``: refused with
+        ``OutOfNamespace`` when the session is another namespace's)."""
+        session_id = _session(session_id)
+        if namespace is not None:
+            await self._engine.require_session_in(session_id, namespace)
+        stored = await self._backend.read_scratchpad(session_id)
         if stored is None:
             return None
         return ScratchpadState(session_id, list(stored["items"]), stored["updated_at"])
 
-    async def write(self, session_id: str, items: Sequence[str], *,
-                    agent: str | None = None) -> ScratchpadState:
-        """Replace the session's scratchpad with ``items`` (the session is made if new)."""
+    async def write(self, session_id: str, items: Sequence[str], *, agent: str | None = None,
+                    namespace: str | None = None) -> ScratchpadState:
+        """Replace the session's scratchpad with ``items`` (the session is made if new).
+
+        ``namespace``: the session must be that namespace's (or new, and made in it); another
+        namespace's is refused with ``OutOfNamespace`` and nothing is written.
+        """
         session_id = _session(session_id)
         if session_id.startswith(MEMORY_PREFIX):
             raise InvalidInput(f"session {session_id!r} holds a namespace's notes; a "
                                "scratchpad belongs to a conversation's session")
         checked = check_items(items, self._limits.max_items, self._limits.max_item_chars)
-        stored = await self._backend.write_scratchpad(
-            session_id, agent or self._engine.config.agent, checked, utc_now())
+        owner = namespace or agent or self._engine.config.agent
+        stored = await self._backend.write_scratchpad(session_id, owner, checked, utc_now(),
+                                                      namespace is not None)
         return ScratchpadState(session_id, stored["items"], stored["updated_at"])
 
-    async def clear(self, session_id: str) -> bool:
-        """Empty the session's scratchpad; False when it had none."""
-        return await self._backend.clear_scratchpad(_session(session_id), utc_now())
+    async def clear(self, session_id: str, *, namespace: str | None = None) -> bool:
+        """Empty the session's scratchpad; False when it had none (``namespace``: refused
+        with ``OutOfNamespace`` when the session is another namespace's)."""
+        session_id = _session(session_id)
+        if namespace is not None:
+            await self._engine.require_session_in(session_id, namespace)
+        return await self._backend.clear_scratchpad(session_id, utc_now(), namespace)
 
     async def sessions(self, limit: int = 200) -> list[ScratchpadState]:
         """The sessions that have a scratchpad, most recently written first."""

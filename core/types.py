@@ -213,6 +213,24 @@ class MemoryHit(_AsDict):
 
 
 @dataclass(frozen=True)
+class NoteHit(_AsDict):
+    """One note found by ``memory_search`` (seed 001), best first: the note and the chunk
+    of it that ranked best, with the fused and per-leg scores that chunk got."""
+
+    note_id: str
+    name: str
+    content: str
+    tags: list[str]
+    source: str
+    updated_at: str
+    chunk_id: str
+    text: str
+    score: float
+    vector_score: float
+    fts_score: float
+
+
+@dataclass(frozen=True)
 class NameCollision(_AsDict):
     """A name an imported note claims that already names a note in the namespace."""
 

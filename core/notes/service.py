@@ -38,7 +38,7 @@ from core.notes.fields import (
 from core.storage.events import PreparedChunk
 from core.storage.note_listing import NoteQuery
 from core.storage.notes import NoteChanges, NoteDraft, NoteRef, memory_session_id
-from core.types import MemoryHit, Note, NotePage
+from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -259,7 +259,8 @@ class Notes:
         raise NameTaken(f"key {name!r} kept changing under another writer; nothing was saved")
 
     async def recall_memories(self, query: str, *, namespace: str | None = None,
-                              limit: int = 10) -> list[MemoryHit]:
+                              limit: int = 10,
+                              caller: str = "recall_memories") -> list[MemoryHit]:
         """Memories matching a query, best first: FTS5 bm25 over content and names, and when
         that finds nothing the LIKE substring fallback (seed 002's two tiers)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
@@ -267,7 +268,7 @@ class Notes:
         namespace = self.namespace(namespace)
         found = await self._engine.retrieval.search(
             session_id=memory_session_id(namespace), query=query, mode="keyword",
-            top_k=limit * 4, caller="recall_memories")
+            top_k=limit * 4, caller=caller)
         best: dict[str, float] = {}
         for result in found.results:
             note_id = result.metadata.get("note_id")
@@ -279,6 +280,57 @@ class Notes:
                           category=owned[note_id]["category"], score=score,
                           matched_by=matched_by, note_id=note_id)
                 for note_id, score in best.items() if note_id in owned][:limit]
+
+    # -- seed 001's memory tools -------------------------------------------------------------
+
+    async def memory_save(self, content: str, *, tags: Iterable[str] | None = None,
+                          source: str = "memory_save", namespace: str | None = None) -> Note:
+        """Store a note by its content alone, under a fresh ``note-{uuid}`` (seed 001).
+
+        Seed 001's notes have no names; ours do, so a person browsing sees one made from the
+        content's first words and the id's first eight hex digits ("deploy runs on fridays
+        (3f2a9c1b)"). Renaming it later changes nothing an agent relies on.
+        """
+        namespace = self.namespace(namespace)
+        text = clean_content(content)
+        for _ in range(3):  # a name is taken only if an 8-hex-digit suffix collides
+            note_id = new_note_id()
+            draft = self.draft(_name_from(text, note_id), text, namespace=namespace, tags=tags,
+                               source=source, note_id=note_id)
+            try:
+                return self._changed(await self._backend.add_note(draft, utc_now()))
+            except NameTaken:
+                continue
+        raise NameTaken("three generated note names were taken in a row; nothing was saved")
+
+    async def memory_search(self, query: str, *, tags: Iterable[str] | None = None,
+                            top_k: int = 10, namespace: str | None = None,
+                            caller: str = "memory_search") -> list[NoteHit]:
+        """The namespace's notes for ``query``, best first, one hit per note: the hybrid
+        query over its memory session, each requested tag required (filtered in SQL)."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_PAGE:
+            raise InvalidInput(f"top_k must be an integer from 1 to {MAX_PAGE}, got {top_k!r}")
+        namespace = self.namespace(namespace)
+        found = await self._engine.retrieval.search(
+            session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,
+            tags=None if tags is None else list(tags), caller=caller)
+        best: dict[str, HybridQueryResult] = {}
+        for result in found.results:
+            note_id = result.metadata.get("note_id")
+            if isinstance(note_id, str) and note_id not in best:
+                best[note_id] = result
+        owned = await self._backend.notes_by_ids(namespace, list(best))
+        hits = []
+        for note_id, result in best.items():
+            row = owned.get(note_id)
+            if row is None:
+                continue
+            hits.append(NoteHit(
+                note_id=note_id, name=row["name"], content=row["content"],
+                tags=list(row["tags"]), source=row["source"], updated_at=row["updated_at"],
+                chunk_id=result.chunk_id, text=result.text, score=result.score,
+                vector_score=result.vector_score, fts_score=result.fts_score))
+        return hits[:top_k]
 
     async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
         """Remove the memory a key names; False when it names none."""
@@ -306,3 +358,14 @@ class Notes:
             if self._engine.worker is not None:
                 self._engine.worker.wake()
         return result
+
+
+def _name_from(content: str, note_id: str, words: int = 6, chars: int = 48) -> str:
+    """A readable, unique name for a note saved without one: its first words (at most
+    ``words`` and ``chars``) and the first eight hex digits of its id."""
+    head = " ".join(content.split()[:words])
+    if len(head) > chars:
+        head = head[:chars].rsplit(" ", 1)[0] if " " in head[:chars] else head[:chars]
+    head = "".join(c for c in head if c.isprintable())
+    suffix = note_id.removeprefix("note-")[:8]
+    return f"{head} ({suffix})" if head else f"note {suffix}"

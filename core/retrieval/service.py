@@ -229,7 +229,8 @@ class Retrieval:
         scope = _scope(session_id, namespace)
         return await self._backend.read_judgments(scope.kind, scope.value, query)
 
-    async def get_context(self, session_id: str, query: str) -> ContextResult:
+    async def get_context(self, session_id: str, query: str, *,
+                          caller: str = "get_context") -> ContextResult:
         """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
 
         Recency: the last ``recency_limit`` (10) events. Salience: events whose importance
@@ -256,7 +257,7 @@ class Retrieval:
         if query.strip():
             found = await self.search(session_id=session_id, query=query, mode="vector",
                                       top_k=max(rcfg.relevance_limit * 4, 20),
-                                      caller="get_context")
+                                      caller=caller)
             wanted: dict[int, float] = {}
             for result in found.results:
                 similarity = result.vector_raw

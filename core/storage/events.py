@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import SequenceError
+from core.errors import OutOfNamespace, SequenceError
 from core.storage.connection import select_in, transaction
 from core.storage.fts_rows import FTS_COLUMNS, context_text, fts_rows
 
@@ -46,6 +46,9 @@ class PreparedMessage:
     # The conversational context its chunks are indexed with, when the caller worked it out
     # already (the bulk path, which embeds before writing); None: the write path reads it.
     context: str | None = None
+    # True: the session must belong to ``agent_identity`` (a namespace-bound caller); a
+    # session another agent created is refused inside the write transaction.
+    bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,13 @@ def agent_token_for(agent_identity: str | None) -> str:
 def chunk_scope_token(session_id: str, agent_identity: str | None) -> str:
     """What a chunk's ``scope_token`` column holds: its session's token and its agent's."""
     return f"{scope_token_for(session_id)} {agent_token_for(agent_identity)}"
+
+
+def out_of_namespace(session_id: str, namespace: str) -> str:
+    """The refusal of a namespace-bound call on another namespace's session (whose owner it
+    does not name)."""
+    return (f"session {session_id!r} belongs to another namespace, not to {namespace!r}; "
+            "nothing was read or written (use a session id of your own)")
 
 
 def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
@@ -213,6 +223,10 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
         agents = session_agents(conn, list(touched))
+        for message in touched.values():
+            if message.bound and agents[message.session_id] != (message.agent_identity or ""):
+                raise OutOfNamespace(out_of_namespace(message.session_id,
+                                                      message.agent_identity or ""))
         scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
         # Each chunk's row in ``vectors``: chunks are numbered across all messages given.
         first_row: dict[int, int] = {}

@@ -11,7 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from core.errors import OutOfNamespace
 from core.storage.connection import transaction
+from core.storage.events import out_of_namespace, session_agents
 
 
 def read_scratchpad(conn: Any, session_id: str) -> dict[str, Any] | None:
@@ -23,8 +25,12 @@ def read_scratchpad(conn: Any, session_id: str) -> dict[str, Any] | None:
 
 
 def write_scratchpad(conn: Any, session_id: str, agent_identity: str, items: Sequence[str],
-                     now: str) -> dict[str, Any]:
-    """Replace the session's scratchpad with ``items`` (creating the session if it is new)."""
+                     now: str, bound: bool = False) -> dict[str, Any]:
+    """Replace the session's scratchpad with ``items`` (creating the session if it is new).
+
+    ``bound``: the session must belong to ``agent_identity``; another agent's is refused
+    (``OutOfNamespace``) in the same transaction, so nothing is written.
+    """
     value = json.dumps({"items": list(items), "updated_at": now}, ensure_ascii=False)
     with transaction(conn):
         conn.execute(
@@ -32,6 +38,8 @@ def write_scratchpad(conn: Any, session_id: str, agent_identity: str, items: Seq
             " VALUES (?, ?, ?, ?)"
             " ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at",
             (session_id, agent_identity, now, now))
+        if bound and session_agents(conn, [session_id])[session_id] != agent_identity:
+            raise OutOfNamespace(out_of_namespace(session_id, agent_identity))
         conn.execute(
             "INSERT INTO session_state(session_id, state_json, updated_at)"
             " VALUES (?1, json_object('scratchpad', json(?2)), ?3)"
@@ -41,13 +49,18 @@ def write_scratchpad(conn: Any, session_id: str, agent_identity: str, items: Seq
     return json.loads(value)
 
 
-def clear_scratchpad(conn: Any, session_id: str, now: str) -> bool:
-    """Remove the session's scratchpad; False when it had none."""
+def clear_scratchpad(conn: Any, session_id: str, now: str,
+                     agent_identity: str | None = None) -> bool:
+    """Remove the session's scratchpad; False when it had none (or, with ``agent_identity``,
+    when the session is another agent's)."""
+    owned = ("" if agent_identity is None else
+             " AND session_id IN (SELECT session_id FROM sessions WHERE agent_identity = ?)")
     with transaction(conn):
         cursor = conn.execute(
             "UPDATE session_state SET state_json = json_remove(state_json, '$.scratchpad'),"
             " updated_at = ? WHERE session_id = ?"
-            " AND json_type(state_json, '$.scratchpad') IS NOT NULL", (now, session_id))
+            " AND json_type(state_json, '$.scratchpad') IS NOT NULL" + owned,
+            (now, session_id) + (() if agent_identity is None else (agent_identity,)))
         return cursor.rowcount > 0
 
 

@@ -447,16 +447,19 @@ class SqliteBackend:
         return await self._db.read(scratchpad.read_scratchpad, session_id)
 
     async def write_scratchpad(self, session_id: str, agent_identity: str,
-                               items: Sequence[str], now: str) -> dict[str, Any]:
-        """Replace a session's scratchpad."""
+                               items: Sequence[str], now: str,
+                               bound: bool = False) -> dict[str, Any]:
+        """Replace a session's scratchpad (``bound``: only in a session of that agent)."""
         self.require_writable()
         return await self._db.write(scratchpad.write_scratchpad, session_id, agent_identity,
-                                    items, now)
+                                    items, now, bound)
 
-    async def clear_scratchpad(self, session_id: str, now: str) -> bool:
-        """Remove a session's scratchpad."""
+    async def clear_scratchpad(self, session_id: str, now: str,
+                               agent_identity: str | None = None) -> bool:
+        """Remove a session's scratchpad (with ``agent_identity``: only in its sessions)."""
         self.require_writable()
-        return await self._db.write(scratchpad.clear_scratchpad, session_id, now)
+        return await self._db.write(scratchpad.clear_scratchpad, session_id, now,
+                                    agent_identity)
 
     async def scratchpad_sessions(self, limit: int) -> list[dict[str, Any]]:
         """The sessions that have a scratchpad, most recently written first."""
