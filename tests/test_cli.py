@@ -67,6 +67,11 @@ def test_reindex_moves_a_file_to_another_model(runner: CliRunner, tmp_path: Path
     report = json.loads(runner.invoke(main, ["doctor", "--db", str(db), "--json"]).output)
     assert report["database"]["vector_dimension"] == 16
     assert report["database"]["vector_model"] == f"model2vec:{tiny_model_dir.name}"
+    again = runner.invoke(main, ["reindex", "--db", str(db), "--model", str(tiny_model_dir),
+                                 "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == {"db": str(db), "model": f"model2vec:{tiny_model_dir.name}",
+                                        "dimension": 16, "chunks": 29, "failed": 0}
 
 
 def test_bench_ingest_prints_its_figures(runner: CliRunner) -> None:

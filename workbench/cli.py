@@ -24,6 +24,8 @@ from workbench.cli_support import (
     _require_db,
     _run,
     _with_model,
+    echo_json,
+    json_option,
     model_option,
 )
 from workbench.text import count
@@ -68,16 +70,23 @@ def doctor(ctx: click.Context, db_path: Path | None, as_json: bool) -> None:
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               default=DEFAULT_DB, show_default=True, help="The memory file to re-embed.")
 @model_option
+@json_option
 @click.pass_context
-def reindex(ctx: click.Context, db_path: Path, model: str | None) -> None:
+def reindex(ctx: click.Context, db_path: Path, model: str | None, as_json: bool) -> None:
     """Re-embed every chunk with a model (moving the file to it), with a progress bar."""
     config = _with_model(_load_config(ctx), model)
     _require_db(db_path)
-    total = _run(_reindex(db_path, config))
-    click.echo(f"re-embedded {total:,} chunks")
+    report = _run(_reindex(db_path, config))
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(f"re-embedded {report['chunks']:,} chunks with {report['model']}")
+    if report["failed"]:
+        sys.exit(1)
 
 
-async def _reindex(db_path: Path, config: Any) -> int:
+async def _reindex(db_path: Path, config: Any) -> dict[str, Any]:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from core import Engine
@@ -86,8 +95,10 @@ async def _reindex(db_path: Path, config: Any) -> int:
         if engine.embedding_fell_back:
             await engine.reindex()  # refuses, saying why, before anything is drawn or changed
         _echo_warnings(engine)
+        # The bar goes to stderr: stdout is the result, which a script may read.
         with Progress("[progress.description]{task.description}", BarColumn(),
-                      MofNCompleteColumn(), TimeRemainingColumn(), transient=False) as bar:
+                      MofNCompleteColumn(), TimeRemainingColumn(), transient=False,
+                      console=Console(stderr=True)) as bar:
             task = bar.add_task(f"embedding with {engine.embedder.name}", total=None)
 
             def advance(done: int, total: int) -> None:
@@ -97,9 +108,10 @@ async def _reindex(db_path: Path, config: Any) -> int:
             bar.update(task, completed=total, total=total)
         status = await engine.embedding_status()
         if status.failed:
-            click.echo(f"warning: {status.failed} chunks failed to embed; "
+            click.echo(f"error: {status.failed} chunks failed to embed; "
                        "`workbench doctor --db` shows the error", err=True)
-        return total
+        return {"db": str(db_path), "model": status.model, "dimension": status.dimension,
+                "chunks": total, "failed": status.failed}
 
 
 @main.group()
@@ -333,13 +345,18 @@ def bench_app(ctx: click.Context, db_path: Path, model: str | None, runs: int) -
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
     from workbench.app_cli import demo_command, open_command
+    from workbench.mcp_server import mcp_command
+    from workbench.notes_cli import notes_group
     from workbench.schedules_cli import scheduler_group, schedules_group
+    from workbench.scratchpad_cli import scratchpad_group
     from workbench.search_cli import log_command, search_command
+    from workbench.sessions_cli import sessions_group
     from workbench.summary_cli import compact_command, consolidate_command, summarize_command
 
     for command in (open_command, demo_command, search_command, log_command,
                     summarize_command, compact_command, consolidate_command, schedules_group,
-                    scheduler_group):
+                    scheduler_group, sessions_group, notes_group, scratchpad_group,
+                    mcp_command):
         main.add_command(command)
 
 
