@@ -11,42 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from core import Engine
 from core.clock import utc_now
-from workbench.cli import main
-
-# The runner fixture's config: deterministic vectors of 32 dimensions, min_interval 300 s.
-FIXTURE_CONFIG = {"embedding": {"backend": "deterministic", "fallback_dimensions": 32},
-                  "consolidation": {"enabled": False}}
+from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file, ok, ok_json
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     """An empty memory file the commands can open."""
-    path = tmp_path / "memory.db"
-
-    async def create() -> None:
-        async with Engine.open(path, config=FIXTURE_CONFIG):
-            pass
-
-    asyncio.run(create())
-    return path
-
-
-def invoke(runner: CliRunner, *args: str) -> Result:
-    return runner.invoke(main, [str(arg) for arg in args])
-
-
-def ok(runner: CliRunner, *args: str) -> Result:
-    result = invoke(runner, *args)
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def ok_json(runner: CliRunner, *args: str) -> Any:
-    return json.loads(ok(runner, *args, "--json").output)
+    return memory_file(tmp_path / "memory.db")
 
 
 def add(runner: CliRunner, db: Path, *args: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from workbench.cli_support import (
     json_option,
     on_engine,
 )
-from workbench.text import one_line
+from workbench.text import one_line, table
 
 _REF = click.argument("ref", metavar="REF")
 _CRON = click.option("--cron", default=None,
@@ -137,10 +137,8 @@ def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status:
              _local(s.next_run_at, s) if s.status == "active" else "-",
              s.last_run_status or "-", str(s.consecutive_failures)) for s in found.schedules]
     header = ("id", "name", "status", "cadence", "next run", "last", "failures")
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        click.echo("  ".join(cell.ljust(width) for cell, width in
-                             zip(row, widths, strict=True)).rstrip())
+    for line in table(header, rows):
+        click.echo(line)
     shown = f"{offset + 1}-{offset + len(rows)} of " if rows else "none of "
     click.echo(f"{shown}{found.total} schedule{'' if found.total == 1 else 's'}")
 

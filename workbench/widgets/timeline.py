@@ -19,7 +19,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from core.types import MemoryRecord
-from workbench.text import one_line, short_time
+from workbench.text import call_signature, one_line, short_time, text_content, tool_names
 
 MUTED = "$foreground-muted"
 """Dim text in ``Content`` ($text-muted is "auto 60%", which only CSS can resolve)."""
@@ -52,51 +52,6 @@ def _pretty(text: str) -> str:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):
         return text
-
-
-def call_signature(function: dict[str, Any]) -> str:
-    """``name(key=value, …)`` of a tool call's function, its arguments as JSON values."""
-    name = str(function.get("name") or "?")
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):
-            return f"{name}({arguments})"
-    if isinstance(arguments, dict):
-        shown = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}"
-                          for key, value in arguments.items())
-    else:
-        shown = "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
-    return f"{name}({shown})"
-
-
-def text_content(payload: dict[str, Any]) -> str:
-    """A message's text: its string content, or its text parts with other parts named."""
-    content = payload.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    pieces = []
-    for part in content:
-        if isinstance(part, dict) and part.get("type") == "text":
-            pieces.append(str(part.get("text") or ""))
-        else:
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            pieces.append(f"[{kind}]")
-    return "\n".join(pieces)
-
-
-def tool_names(records: list[MemoryRecord]) -> dict[str, str]:
-    """Tool call id -> the function it called, so a tool result can name its tool."""
-    names = {}
-    for record in records:
-        for call in record.payload.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and call.get("id"):
-                names[str(call["id"])] = str(function.get("name") or "?")
-    return names
 
 
 @dataclass(frozen=True)
