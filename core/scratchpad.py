@@ -29,7 +29,7 @@ def check_items(items: Any, max_items: int, max_chars: int) -> list[str]:
     if len(items) > max_items:
         raise InvalidInput(f"a scratchpad holds at most {max_items} items; {len(items)} were "
                            "given, and the scratchpad was left as it was")
-    for index, item in enumerate(items):
+    for index, item in enumerate(items, 1):  # numbered as a person counts them
         if not isinstance(item, str):
             raise InvalidInput(f"scratchpad item {index} is a {type(item).__name__}; items "
                                "must be strings, and the scratchpad was left as it was")

@@ -175,7 +175,7 @@ async def test_the_item_counter_warns_near_the_limit_and_a_refusal_keeps_the_tex
         await settle(pilot)
         assert chars.has_class("-over")
         await press(pilot, "enter")
-        assert "item 0 is 241 characters; the limit is 240" in text_of(
+        assert "item 1 is 241 characters; the limit is 240" in text_of(
             pane, "#scratch-message")
         assert pane.query_one(ItemInput).value == "y" * 241
         assert (await stored(app))[0] == "step 0"

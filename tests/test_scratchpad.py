@@ -39,8 +39,8 @@ async def test_the_limits_are_inclusive(engine: Engine) -> None:
 
 @pytest.mark.parametrize("items, words", [
     (["x"] * 33, "at most 32 items; 33 were given"),
-    (["ok", "y" * 241], "item 1 is 241 characters; the limit is 240 per item"),
-    (["ok", 7], "item 1 is a int"),
+    (["ok", "y" * 241], "item 2 is 241 characters; the limit is 240 per item"),
+    (["ok", 7], "item 2 is a int"),
     ("one string", "a list of strings"),
     (None, "a list of strings"),
     (["bad \ud800"], "not valid UTF-8"),
