@@ -155,7 +155,7 @@ async def _drain_with_progress(engine: Any) -> Any:
 
 @main.group("import")
 def import_group() -> None:
-    """Import public conversation datasets into a memory file, with their questions."""
+    """Import conversations and other agents' memory stores into a memory file."""
 
 
 @import_group.command("locomo")
@@ -358,6 +358,11 @@ def _register_commands() -> None:
                     scheduler_group, sessions_group, notes_group, scratchpad_group,
                     mcp_command):
         main.add_command(command)
+    from workbench.transfer_cli import export_group, import_commands
+
+    for command in import_commands:
+        import_group.add_command(command)
+    main.add_command(export_group)
 
 
 _register_commands()

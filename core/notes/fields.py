@@ -162,3 +162,14 @@ def clean_aliases(values: Any, name: str) -> tuple[str, ...]:
         if alias != name:
             found.setdefault(alias, None)
     return tuple(found)
+
+
+def generated_name(content: str, note_id: str, words: int = 6, chars: int = 48) -> str:
+    """A readable, unique name for a note saved without one: its first words (at most
+    ``words`` and ``chars``) and the first eight hex digits of its id."""
+    head = " ".join(content.split()[:words])
+    if len(head) > chars:
+        head = head[:chars].rsplit(" ", 1)[0] if " " in head[:chars] else head[:chars]
+    head = "".join(c for c in head if c.isprintable())
+    suffix = note_id.removeprefix("note-")[:8]
+    return f"{head} ({suffix})" if head else f"note {suffix}"

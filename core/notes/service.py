@@ -32,6 +32,7 @@ from core.notes.fields import (
     clean_namespace,
     clean_reference,
     clean_source,
+    generated_name,
     is_note_id,
     new_note_id,
 )
@@ -295,7 +296,7 @@ class Notes:
         text = clean_content(content)
         for _ in range(3):  # a name is taken only if an 8-hex-digit suffix collides
             note_id = new_note_id()
-            draft = self.draft(_name_from(text, note_id), text, namespace=namespace, tags=tags,
+            draft = self.draft(generated_name(text, note_id), text, namespace=namespace, tags=tags,
                                source=source, note_id=note_id)
             try:
                 return self._changed(await self._backend.add_note(draft, utc_now()))
@@ -359,13 +360,3 @@ class Notes:
                 self._engine.worker.wake()
         return result
 
-
-def _name_from(content: str, note_id: str, words: int = 6, chars: int = 48) -> str:
-    """A readable, unique name for a note saved without one: its first words (at most
-    ``words`` and ``chars``) and the first eight hex digits of its id."""
-    head = " ".join(content.split()[:words])
-    if len(head) > chars:
-        head = head[:chars].rsplit(" ", 1)[0] if " " in head[:chars] else head[:chars]
-    head = "".join(c for c in head if c.isprintable())
-    suffix = note_id.removeprefix("note-")[:8]
-    return f"{head} ({suffix})" if head else f"note {suffix}"

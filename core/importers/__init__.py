@@ -1,0 +1,75 @@
+"""Importers: other agents' memory stores into a memory file, through the Engine.
+
+One module per source shape, each with an ``import_<format>(engine, path, *, namespace=None,
+progress=None) -> ImportReport`` whose docstring says what every source record maps to, and
+a ``check(path)`` that refuses a malformed source without touching a memory file:
+
+============  ===================================================================
+``jsonl``     JSONL conversations, one message per line (:mod:`.jsonl`)
+``seed000``   a seed-000 SQLite file: ``messages`` and ``facts`` (:mod:`.seed000`)
+``seed001``   a seed-001 SQLite/libSQL file: sessions, events, state, notes (:mod:`.seed001`)
+``seed002``   a seed-002 ``memories.db``: key, content, category (:mod:`.seed002`)
+``seed004``   a seed-004 entry store exported as JSON (:mod:`.seed004`)
+============  ===================================================================
+
+(LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)
+
+The rules every importer keeps:
+
+- It writes only through the engine's public operations and never opens the memory file
+  itself; a source SQLite file is opened read-only.
+- Everything lands in one namespace (an agent identity): ``namespace`` or the engine's
+  configured agent. Sessions are created with ``agent=namespace``; a session of the same
+  id that belongs to another namespace is left alone and its records are skipped.
+- Nothing is skipped silently: every source record is counted as added, already there, or
+  skipped with where it is and why (:class:`~core.importers.report.ImportReport`).
+- Importing the same source twice adds nothing: messages are identified by session and
+  sequence, notes by name (seed-001 notes also by id), facts by category and key. What the
+  target holds differently is skipped, never overwritten.
+- A malformed source (not JSON, not SQLite, a table or column missing, a line or entry of
+  the wrong shape) is ``InvalidInput`` naming the file and the line or entry, raised before
+  anything is written. In the project's own JSONL format every line must be valid; in the
+  other seeds' stores a well-formed record the engine refuses (an unknown role, a name over
+  the limit) is skipped with the engine's reason, since those files hold what another
+  program wrote and the rest of them is still worth importing.
+- Vectors are never copied: the engine embeds what it imports with its own model, which
+  is always right for the model the file is searched with; the report says what the
+  source held.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.engine import Engine
+    from core.importers.report import ImportReport, Progress
+
+FORMATS = ("jsonl", "seed000", "seed001", "seed002", "seed004")
+
+
+def _module(source_format: str) -> ModuleType:
+    if source_format not in FORMATS:
+        from core.errors import InvalidInput
+
+        raise InvalidInput(f"unknown import format {source_format!r}; the formats are "
+                           f"{', '.join(FORMATS)}")
+    return importlib.import_module(f"core.importers.{source_format}")
+
+
+def check_source(source_format: str, path: str | Path) -> None:
+    """Refuse a source that is malformed or not of ``source_format`` (``InvalidInput``
+    naming the file and line), before any memory file is opened or created."""
+    _module(source_format).check(path)
+
+
+async def import_file(source_format: str, engine: Engine, path: str | Path, *,
+                      namespace: str | None = None,
+                      progress: Progress | None = None) -> ImportReport:
+    """Run the importer of ``source_format`` (one of :data:`FORMATS`)."""
+    importer = getattr(_module(source_format), f"import_{source_format}")
+    report: ImportReport = await importer(engine, path, namespace=namespace, progress=progress)
+    return report

@@ -1,0 +1,137 @@
+"""`workbench import jsonl|seed000|seed001|seed002|seed004` and `workbench export`: exit codes
+0/1/2, one line on stderr for a failure, counts per kind, --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tests.test_importers import (
+    SEED000_FACTS,
+    SEED000_MESSAGES,
+    make_seed000,
+    make_seed001,
+    make_seed002,
+    make_seed004,
+    write_jsonl,
+)
+from workbench.cli import main
+
+CHATS = [{"session_id": "trip", "role": "user", "content": "Hike in June?"},
+         {"session_id": "trip", "role": "assistant", "content": "June is fine."}]
+
+
+def invoke(runner: CliRunner, *args: str):
+    return runner.invoke(main, [str(arg) for arg in args])
+
+
+def test_import_jsonl_prints_counts_and_a_second_run_adds_nothing(
+        runner: CliRunner, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "chats.jsonl", CHATS)
+    db = tmp_path / "new" / "memory.db"
+    db.parent.mkdir()
+    first = invoke(runner, "import", "jsonl", source, "--db", db)
+    assert first.exit_code == 0, first.output
+    assert "messages  2 added, 0 already there, 0 skipped" in first.stdout
+    assert db.exists()
+    again = invoke(runner, "import", "jsonl", source, "--db", db, "--json")
+    assert again.exit_code == 0, again.output
+    report = json.loads(again.stdout)
+    assert report["counts"] == {"messages": {"added": 0, "already": 2, "skipped": 0}}
+    assert (report["format"], report["namespace"], report["target"]) == (
+        "jsonl", "default", str(db))
+
+
+def test_a_malformed_file_is_one_line_exit_1_and_no_memory_file(
+        runner: CliRunner, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "bad.jsonl", [CHATS[0], "{oops"])
+    db = tmp_path / "memory.db"
+    result = invoke(runner, "import", "jsonl", source, "--db", db)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert f"{source} line 2: not JSON" in result.stderr
+    assert not db.exists()
+
+
+def test_usage_errors_exit_2(runner: CliRunner, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "chats.jsonl", CHATS)
+    assert invoke(runner, "import", "jsonl", source).exit_code == 2  # no --db
+    assert invoke(runner, "import", "seed000", tmp_path / "missing.db", "--db",
+                  tmp_path / "m.db").exit_code == 2
+    assert invoke(runner, "export", "session", "trip", "--db", tmp_path / "m.db",
+                  "--format", "csv", "--out", tmp_path / "x").exit_code == 2
+    assert invoke(runner, "export", "namespace", "--db", tmp_path / "m.db",
+                  "--format", "jsonl", "--out", tmp_path / "x").exit_code == 2
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_every_seed_imports_into_its_namespace(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    sources = {
+        "seed000": make_seed000(tmp_path / "s0.db", SEED000_MESSAGES, SEED000_FACTS),
+        "seed001": make_seed001(tmp_path / "s1.db"),
+        "seed002": make_seed002(tmp_path / "memories.db", [("color", "teal", "core")]),
+        "seed004": make_seed004(tmp_path / "s4.json", [
+            {"id": 1, "name": "deploy", "aliases": ["ship"], "content": "Fridays",
+             "kind": "Note"}]),
+    }
+    added = {"seed000": {"messages": 5, "facts": 2}, "seed001": {"messages": 3, "notes": 2},
+             "seed002": {"memories": 1}, "seed004": {"notes": 1}}
+    for source_format, source in sources.items():
+        result = invoke(runner, "import", source_format, source, "--db", db,
+                        "--namespace", "crew", "--json")
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert report["namespace"] == "crew"
+        for kind, number in added[source_format].items():
+            assert report["counts"][kind]["added"] == number, (source_format, kind)
+        for skip in report["skipped"]:
+            assert skip["reason"] and skip["where"]
+    human = invoke(runner, "import", "seed000", sources["seed000"], "--db", db,
+                   "--namespace", "crew")
+    assert human.exit_code == 0, human.output
+    assert "messages  0 added, 5 already there, 2 skipped" in human.stdout
+    assert "skipped messages (messages row 'f6'): message.role" in human.stdout
+    assert "note: vectors:" in human.stdout
+
+
+def test_export_session_and_namespace(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    assert invoke(runner, "import", "jsonl", write_jsonl(tmp_path / "c.jsonl", CHATS),
+                  "--db", db, "--namespace", "crew").exit_code == 0
+    result = invoke(runner, "export", "session", "trip", "--db", db, "--format", "markdown",
+                    "--out", tmp_path / "trip.md")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (f"exported session 'trip': 1 session, 2 messages as markdown to "
+                             f"{tmp_path / 'trip.md'}\n")
+    assert (tmp_path / "trip.md").read_text().startswith("# trip\n\n")
+
+    out = tmp_path / "crew.jsonl"
+    result = invoke(runner, "export", "namespace", "crew", "--db", db, "--format", "jsonl",
+                    "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"scope": "namespace", "name": "crew",
+                                         "format": "jsonl", "sessions": 1, "messages": 2,
+                                         "paths": [str(out)]}
+    fresh = tmp_path / "fresh.db"
+    back = invoke(runner, "import", "jsonl", out, "--db", fresh, "--namespace", "crew", "--json")
+    assert back.exit_code == 0, back.output
+    assert json.loads(back.stdout)["counts"]["messages"]["added"] == 2
+
+
+def test_export_failures_are_one_line_and_exit_1(runner: CliRunner, tmp_path: Path) -> None:
+    missing = invoke(runner, "export", "session", "trip", "--db", tmp_path / "none.db",
+                     "--format", "jsonl", "--out", tmp_path / "t.jsonl")
+    assert missing.exit_code == 1
+    assert missing.stderr == f"error: {tmp_path / 'none.db'} does not exist\n"
+    db = tmp_path / "memory.db"
+    assert invoke(runner, "import", "jsonl", write_jsonl(tmp_path / "c.jsonl", CHATS),
+                  "--db", db).exit_code == 0
+    nothing = invoke(runner, "export", "session", "nope", "--db", db, "--format", "jsonl",
+                     "--out", tmp_path / "t.jsonl")
+    assert nothing.exit_code == 1
+    assert nothing.stderr == "error: no session 'nope'\n"
+    assert not (tmp_path / "t.jsonl").exists()

@@ -1,0 +1,166 @@
+"""``workbench import jsonl|seed000|seed001|seed002|seed004`` and ``workbench export``.
+
+Imports check the whole source first (a malformed file is refused before the memory file is
+opened or created), then land it through the engine and print, per kind, what was added,
+what was there already and what was skipped, with each skip's reason.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from workbench.cli_support import (
+    _echo_warnings,
+    _load_config,
+    _run,
+    _with_model,
+    db_option,
+    echo_json,
+    json_option,
+    model_option,
+    on_engine,
+    quiet,
+)
+from workbench.text import count
+
+IMPORTS = {
+    "jsonl": ("Import JSONL conversations: one message per line with its session id.",
+              "The JSONL file: one JSON object per line, {\"session_id\", \"sequence\" "
+              "(optional), \"message\": {role, content, ...}} or the message's keys inline."),
+    "seed000": ("Import a seed-000 SQLite file: its messages (with importance) and facts.",
+                "The seed-000 SQLite file (tables messages and facts)."),
+    "seed001": ("Import a seed-001 SQLite/libSQL file: sessions, events, notes, scratchpads "
+                "and rolling summaries (vectors are re-embedded).",
+                "The seed-001 SQLite/libSQL memory file."),
+    "seed002": ("Import a seed-002 memories.db: each key becomes a memory (a note) of the "
+                "namespace.",
+                "The seed-002 memories.db (table memories: key, content, category)."),
+    "seed004": ("Import a seed-004 entry store exported as JSON: notes and archives with "
+                "their names and aliases.",
+                "The seed-004 JSON export (a list of entries, or {\"entries\": [...]})."),
+}
+EXPORT_FORMATS = ("jsonl", "markdown")
+
+
+def _show_progress() -> Callable[[int, int], None] | None:
+    """A progress line on stderr, when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        click.echo(f"\rimporting   {done:,}/{total:,}", err=True, nl=done >= total)
+
+    return show
+
+
+async def _import(source_format: str, file: Path, db_path: Path, namespace: str | None,
+                  config: Any) -> Any:
+    from core import Engine
+    from core.importers import check_source, import_file
+
+    check_source(source_format, file)  # before the memory file is opened (or created)
+    async with Engine.open(db_path, config=config) as engine:
+        _echo_warnings(engine)
+        report = await import_file(source_format, engine, file, namespace=namespace,
+                                   progress=_show_progress())
+        await engine.drain()
+    return report
+
+
+def _import_command(source_format: str) -> click.Command:
+    """The ``workbench import <format>`` command."""
+    summary, file_help = IMPORTS[source_format]
+
+    @click.command(source_format, help=f"{summary}\n\nFILE: {file_help}\n\nImporting the "
+                   "same file again adds nothing; nothing is skipped without saying why.")
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+    @click.option("--db", "db_path", required=True,
+                  type=click.Path(dir_okay=False, path_type=Path),
+                  help="The memory file to import into (created when missing).")
+    @click.option("--namespace", default=None,
+                  help="The agent identity the imported data belongs to (default: the "
+                       "configured agent).")
+    @model_option
+    @json_option
+    @click.pass_context
+    def command(ctx: click.Context, file: Path, db_path: Path, namespace: str | None,
+                model: str | None, as_json: bool) -> None:
+        config = quiet(_with_model(_load_config(ctx), model))
+        report = _run(_import(source_format, file, db_path, namespace, config))
+        if as_json:
+            echo_json(report.to_dict())
+            return
+        for line in report.lines():
+            click.echo(line)
+
+    return command
+
+
+import_commands = [_import_command(source_format) for source_format in IMPORTS]
+
+
+@click.group("export")
+def export_group() -> None:
+    """Export conversations to JSONL (what `workbench import jsonl` reads) or markdown."""
+
+
+format_option = click.option(
+    "--format", "export_format", required=True, type=click.Choice(EXPORT_FORMATS),
+    help="jsonl: one event per line, re-importable; markdown: seed 002's archive format, one "
+         "file per session.")
+
+
+def _echo_export(result: Any, as_json: bool) -> None:
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    where = result.paths[0] if len(result.paths) == 1 else \
+        f"{count(len(result.paths), 'file')} in {Path(result.paths[0]).parent}"
+    click.echo(f"exported {result.scope} {result.name!r}: {count(result.sessions, 'session')}, "
+               f"{count(result.messages, 'message')} as {result.format} to {where}")
+
+
+@export_group.command("session")
+@click.argument("session_id")
+@db_option
+@format_option
+@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path),
+              help="The file to write (a folder: <session>.jsonl or .md inside it).")
+@json_option
+@click.pass_context
+def export_session_command(ctx: click.Context, session_id: str, db_path: Path,
+                           export_format: str, out_path: Path, as_json: bool) -> None:
+    """Export one session's messages to a JSONL or markdown file, atomically."""
+    from core.exporters import export_session
+
+    result = on_engine(ctx, db_path,
+                       lambda engine: export_session(engine, session_id, out_path, export_format),
+                       read_only=True, defer_model=True)
+    _echo_export(result, as_json)
+
+
+@export_group.command("namespace")
+@click.argument("namespace")
+@db_option
+@format_option
+@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path),
+              help="jsonl: the file to write (a folder: <namespace>.jsonl inside it); "
+                   "markdown: the folder to write one <session>.md per session in.")
+@json_option
+@click.pass_context
+def export_namespace_command(ctx: click.Context, namespace: str, db_path: Path,
+                             export_format: str, out_path: Path, as_json: bool) -> None:
+    """Export every conversation session of a namespace (agent identity) to JSONL or
+    markdown."""
+    from core.exporters import export_namespace
+
+    result = on_engine(ctx, db_path,
+                       lambda engine: export_namespace(engine, namespace, out_path,
+                                                       export_format),
+                       read_only=True, defer_model=True)
+    _echo_export(result, as_json)
