@@ -8,6 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.cli_helpers import invoke, ok, ok_json
 from tests.test_importers import (
     SEED000_FACTS,
     SEED000_MESSAGES,
@@ -17,14 +18,9 @@ from tests.test_importers import (
     make_seed004,
     write_jsonl,
 )
-from workbench.cli import main
 
 CHATS = [{"session_id": "trip", "role": "user", "content": "Hike in June?"},
          {"session_id": "trip", "role": "assistant", "content": "June is fine."}]
-
-
-def invoke(runner: CliRunner, *args: str):
-    return runner.invoke(main, [str(arg) for arg in args])
 
 
 def test_import_jsonl_prints_counts_and_a_second_run_adds_nothing(
@@ -135,3 +131,19 @@ def test_export_failures_are_one_line_and_exit_1(runner: CliRunner, tmp_path: Pa
     assert nothing.exit_code == 1
     assert nothing.stderr == "error: no session 'nope'\n"
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_skips_for_one_reason_are_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    lines = [json.dumps({"session_id": "taken", "role": "user", "content": f"hi {n}"})
+             for n in range(1, 8)]
+    source = tmp_path / "chat.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "memory.db"
+    ok(runner, "import", "jsonl", source, "--db", db, "--namespace", "alice")
+    human = ok(runner, "import", "jsonl", source, "--db", db, "--namespace", "bob").stdout
+    skipped = [line for line in human.splitlines() if line.startswith("skipped")]
+    assert skipped == [
+        "skipped 7 messages (line 1; line 2; line 3; and 4 more): session 'taken' belongs to "
+        "another namespace in the target, not to 'bob'"]
+    report = ok_json(runner, "import", "jsonl", source, "--db", db, "--namespace", "bob")
+    assert [s["where"] for s in report["skipped"]] == [f"line {n}" for n in range(1, 8)]

@@ -93,19 +93,31 @@ class ImportReport:
             "remarks": list(self.remarks),
         }
 
-    def lines(self, max_skips: int = 20) -> list[str]:
-        """The report for people: one line per kind, the skips (the first ``max_skips``),
-        then the remarks."""
+    def lines(self, max_groups: int = 20) -> list[str]:
+        """The report for people: one line per kind, the skips grouped by kind and reason
+        (the first ``max_groups`` groups; ``--json`` lists every skip), then the remarks."""
         out = [f"imported {self.source} ({self.source_format}) into {self.target}, "
                f"namespace {self.namespace!r}"]
         width = max((len(kind) for kind in self.counts), default=0)
         for kind, c in self.counts.items():
             out.append(f"{kind:<{width}}  {c.added:,} added, {c.already:,} already there, "
                        f"{c.skipped:,} skipped")
-        for skip in self.skipped[:max_skips]:
-            out.append(f"skipped {skip.kind} ({skip.where}): {skip.reason}")
-        if len(self.skipped) > max_skips:
-            out.append(f"... and {len(self.skipped) - max_skips:,} more skipped "
-                       "(--json lists them all)")
+        groups: dict[tuple[str, str], list[str]] = {}
+        for skip in self.skipped:
+            groups.setdefault((skip.kind, skip.reason), []).append(skip.where)
+        for (kind, reason), places in list(groups.items())[:max_groups]:
+            counted = f"{len(places):,} {kind}" if len(places) > 1 else kind
+            out.append(f"skipped {counted} ({_places(places)}): {reason}")
+        if len(groups) > max_groups:
+            rest = sum(len(places) for places in list(groups.values())[max_groups:])
+            out.append(f"... and {rest:,} more skipped for {len(groups) - max_groups:,} other "
+                       "reasons (--json lists them all)")
         out.extend(f"note: {remark}" for remark in self.remarks)
         return out
+
+
+def _places(places: list[str], shown: int = 3) -> str:
+    """Where the skipped records are: all of a few, else the first ones and how many more."""
+    if len(places) <= shown:
+        return "; ".join(places)
+    return f"{'; '.join(places[:shown])}; and {len(places) - shown:,} more"
