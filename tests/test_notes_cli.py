@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,106 @@ def test_a_namespace_never_reaches_another_namespaces_notes(runner: CliRunner,
     add(runner, db, "secret", "--namespace", "team-b", "--content", "another")
     assert ok_json(runner, "notes", "show", "secret", "--db", db, "--namespace",
                    "team-a") == mine
+
+
+def stored_note(db: Path, ref: str, namespace: str | None = None) -> Any:
+    """The note as an Engine of its own reads it back, or None when REF names none."""
+    from core.errors import NotFound
+
+    async def read() -> Any:
+        async with Engine.open(db, config=FIXTURE_CONFIG, start_worker=False) as engine:
+            try:
+                return await engine.get_note(ref, namespace=namespace)
+            except NotFound:
+                return None
+
+    return asyncio.run(read())
+
+
+def test_export_writes_one_file_that_import_reads_back(runner: CliRunner, db: Path,
+                                                       tmp_path: Path) -> None:
+    add(runner, db, "packing", "--content", "crampons", "--alias", "kit", "--tag", "gear")
+    add(runner, db, "route", "--content", "north face")
+    out = tmp_path / "notes.json"
+    assert ok(runner, "notes", "export", "--db", db, "--out", out).stdout == (
+        f"wrote 2 notes of namespace 'default' to {out}\n")
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert (document["format"], document["namespace"]) == ("memory-workbench-notes", "default")
+    assert [note["name"] for note in document["notes"]] == ["packing", "route"]
+    assert ok_json(runner, "notes", "export", "--db", db, "--namespace", "empty",
+                   "--out", tmp_path / "empty.json") == {
+        "path": str(tmp_path / "empty.json"), "namespace": "empty", "notes": 0}
+
+    text = ok(runner, "notes", "import", out, "--db", db, "--namespace", "team-b").stdout
+    assert text == f"imported {out} into namespace 'team-b': 2 added, 0 replaced\n"
+    copied = stored_note(db, "kit", "team-b")
+    assert (copied.name, copied.content, copied.tags) == ("packing", "crampons", ["gear"])
+    assert names(runner, db, "--namespace", "team-b", "--text", "north") == ["route"]
+    assert ok_json(runner, "notes", "import", tmp_path / "empty.json", "--db", db,
+                   "--namespace", "team-c") == {
+        "path": str(tmp_path / "empty.json"), "namespace": "team-c", "imported": True,
+        "added": 0, "replaced": 0, "removed": [], "collisions": []}
+
+
+@pytest.fixture
+def colliding_file(runner: CliRunner, db: Path, tmp_path: Path) -> Path:
+    """Notes a, b, c, d and old in the file ``db``; a notes file with a (new content), b, c,
+    d and a note fresh whose alias is old's name: five names taken, one note new."""
+    for name in ("a", "b", "c", "d", "old"):
+        add(runner, db, name, "--content", f"{name} before")
+    out = tmp_path / "notes.json"
+    ok(runner, "notes", "export", "--db", db, "--out", out)
+    document = json.loads(out.read_text(encoding="utf-8"))
+    notes = [note for note in document["notes"] if note["name"] != "old"]
+    notes[0]["content"] = "a from the file"
+    notes.append({"name": "fresh", "content": "brand new", "aliases": ["old"]})
+    out.write_text(json.dumps({**document, "notes": notes}), encoding="utf-8")
+    return out
+
+
+def test_import_refuses_the_whole_file_when_names_collide(runner: CliRunner, db: Path,
+                                                          colliding_file: Path) -> None:
+    line = refused(runner, "notes", "import", colliding_file, "--db", db)
+    assert line == ("error: 5 names are already taken in namespace 'default' ('a', 'b', 'c' "
+                    "and 2 more); nothing was imported (--overwrite lets the file win; --json "
+                    "lists each)")
+    result = invoke(runner, "notes", "import", colliding_file, "--db", db, "--json")
+    assert result.exit_code == 1 and result.stderr.strip() == line
+    shown = json.loads(result.stdout)
+    assert (shown["imported"], shown["namespace"]) == (False, "default")
+    assert [(c["name"], c["imported_note"], c["existing_note"], c["bound_as"])
+            for c in shown["collisions"]] == [
+        ("a", "a", "a", "name"), ("b", "b", "b", "name"), ("c", "c", "c", "name"),
+        ("d", "d", "d", "name"), ("old", "fresh", "old", "name")]
+    assert stored_note(db, "fresh") is None
+    assert stored_note(db, "a").content == "a before"
+
+
+def test_import_overwrite_lets_the_file_win(runner: CliRunner, db: Path,
+                                            colliding_file: Path) -> None:
+    before = stored_note(db, "a")
+    text = ok(runner, "notes", "import", colliding_file, "--db", db, "--overwrite").stdout
+    assert text == (f"imported {colliding_file} into namespace 'default': 1 added, 4 replaced,"
+                    " 1 note removed (old); 5 names taken from notes already here\n")
+    after = stored_note(db, "a")
+    assert (after.note_id, after.content) == (before.note_id, "a from the file")
+    assert stored_note(db, "old").name == "fresh"
+    assert names(runner, db) == ["a", "b", "c", "d", "fresh"]
+
+
+def test_export_and_import_refusals(runner: CliRunner, db: Path, tmp_path: Path) -> None:
+    assert invoke(runner, "notes", "export", "--db", db).exit_code == 2
+    assert invoke(runner, "notes", "import", tmp_path / "missing.json", "--db", db).exit_code == 2
+    assert "cannot write" in refused(runner, "notes", "export", "--db", db,
+                                     "--out", tmp_path / "no-folder" / "notes.json")
+    not_json = tmp_path / "notes.txt"
+    not_json.write_text("crampons", encoding="utf-8")
+    assert refused(runner, "notes", "import", not_json, "--db", db).startswith(
+        f"error: {not_json} is not JSON")
+    other = tmp_path / "other.json"
+    other.write_text('{"notes": []}', encoding="utf-8")
+    assert refused(runner, "notes", "import", other, "--db", db) == (
+        'error: not a notes file: it needs "format": "memory-workbench-notes"')
+    assert "does not exist" in refused(runner, "notes", "export", "--db", tmp_path / "typo.db",
+                                       "--out", tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()

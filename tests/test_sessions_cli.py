@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from core import Engine
-from tests.cli_helpers import invoke, memory_file, ok, ok_json, refused
+from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file, ok, ok_json, refused
 
 LONG_ARGUMENT = "north face " * 30
 
@@ -178,3 +181,156 @@ def test_rm_of_a_notes_session_says_it_removes_the_namespaces_notes(runner: CliR
     assert ok_json(runner, "notes", "list", "--db", db)["total"] == 1
     ok(runner, "sessions", "rm", "memory:default", "--db", db, "--yes")
     assert ok_json(runner, "notes", "list", "--db", db)["total"] == 0
+
+
+def on_file(db: Path, read: Any) -> Any:
+    """What ``read(engine)`` returns on an Engine of its own: a write read back."""
+    async def run() -> Any:
+        async with Engine.open(db, config=FIXTURE_CONFIG, start_worker=False) as engine:
+            return await read(engine)
+
+    return asyncio.run(run())
+
+
+def test_append_stores_at_the_next_sequence_and_embeds_it(runner: CliRunner, db: Path,
+                                                          tmp_path: Path) -> None:
+    text = ok(runner, "sessions", "append", "trip", "--db", db, "--role", "user",
+              "--content", "Is the hut open?").stdout
+    assert text == "appended #5 (user) to trip\n"
+    reply = tmp_path / "reply.txt"
+    reply.write_text("open until 18:00\n", encoding="utf-8")
+    stored = ok_json(runner, "sessions", "append", "trip", "--db", db, "--role", "tool",
+                     "--file", reply, "--tool-name", "huts", "--tool-call-id", "call-2",
+                     "--importance", "0.9", "--metadata", '{"source": "cli", "n": 1}')
+    assert (stored["session_id"], stored["sequence"], stored["new_session"]) == ("trip", 6,
+                                                                                 False)
+    ok(runner, "sessions", "append", "trip", "--db", db, "--role", "assistant", "--file", "-",
+       stdin="It is open.")
+
+    records = on_file(db, lambda engine: engine.recall("trip"))
+    assert [r.sequence for r in records] == [1, 2, 3, 4, 5, 6, 7]
+    assert records[4].payload == {"role": "user", "content": "Is the hut open?"}
+    assert records[5].payload == {"role": "tool", "content": "open until 18:00\n",
+                                  "tool_name": "huts", "tool_call_id": "call-2",
+                                  "importance": 0.9, "metadata": {"source": "cli", "n": 1}}
+    assert records[5].importance == 0.9
+    assert records[6].payload == {"role": "assistant", "content": "It is open."}
+    status = on_file(db, lambda engine: engine.embedding_status())
+    assert status.backlog == 0 and status.embedded > 0
+
+
+def test_append_to_a_new_session_makes_it_for_the_agent(runner: CliRunner, db: Path) -> None:
+    text = ok(runner, "sessions", "append", "fresh", "--db", db, "--role", "system",
+              "--content", "Be brief.", "--agent", "bot-c").stdout
+    assert text == "appended #1 (system) to fresh (a new session)\n"
+    listed = ok_json(runner, "sessions", "list", "--db", db, "--agent", "bot-c")["sessions"]
+    assert [(s["session_id"], s["last_sequence"]) for s in listed] == [("fresh", 1)]
+    again = ok_json(runner, "sessions", "append", "fresh", "--db", db, "--role", "user",
+                    "--content", "ok")
+    assert (again["sequence"], again["new_session"]) == (2, False)
+
+
+def test_append_refuses_usage_errors_with_2_and_engine_refusals_with_1(
+        runner: CliRunner, db: Path, tmp_path: Path) -> None:
+    base = ["sessions", "append", "trip", "--db", db]
+    for wrong in (["--content", "x"], ["--role", "robot", "--content", "x"], ["--role", "user"],
+                  ["--role", "user", "--content", "x", "--file", "-"],
+                  ["--role", "user", "--content", "x", "--importance", "2"],
+                  ["--role", "user", "--content", "x", "--metadata", "{oops"],
+                  ["--role", "user", "--content", "x", "--metadata", "[1, 2]"],
+                  ["--role", "user", "--file", tmp_path / "missing.txt"]):
+        assert invoke(runner, *base, *wrong).exit_code == 2, wrong
+    assert "must be a JSON object" in invoke(runner, *base, "--role", "user", "--content", "x",
+                                             "--metadata", "[1, 2]").stderr
+    assert refused(runner, *base, "--role", "user", "--content", "x", "--metadata",
+                   '{"n": 99999999999999999999999}') == (
+        "error: message.metadata.n is an integer outside the signed 64-bit range")
+    assert "holds a namespace's notes" in refused(runner, "sessions", "append",
+                                                  "memory:default", "--db", db, "--role",
+                                                  "user", "--content", "x")
+    assert "non-empty string" in refused(runner, "sessions", "append", " ", "--db", db,
+                                         "--role", "user", "--content", "x")
+    assert "does not exist" in refused(runner, "sessions", "append", "trip", "--db",
+                                       tmp_path / "typo.db", "--role", "user", "--content", "x")
+    assert not (tmp_path / "typo.db").exists()
+    assert [r.sequence for r in on_file(db, lambda engine: engine.recall("trip"))] == [1, 2, 3,
+                                                                                      4]
+
+
+@pytest.fixture
+def dogs(tmp_path: Path) -> Path:
+    """A file with one embedded conversation, and a config whose tri-hybrid context takes
+    the 2 latest events and counts only a near-identical vector as relevant."""
+    config = Path(os.environ["WORKBENCH_CONFIG"])
+    config.write_text(config.read_text() + "[retrieval]\nrecency_limit = 2\n"
+                                           "relevance_threshold = 0.95\n")
+
+    async def fill(engine: Engine) -> None:
+        await engine.store("dogs", 1, {"role": "user", "content": "Which hut takes dogs?"})
+        await engine.store("dogs", 2, {"role": "assistant", "content": "The Rifugio Auronzo.",
+                                       "importance": 0.9})
+        await engine.store("dogs", 3, {"role": "user", "content": "Thanks"})
+        await engine.store("dogs", 4, {"role": "assistant", "content": "Enjoy the walk."})
+        await engine.drain()
+
+    return memory_file(tmp_path / "dogs.db", fill)
+
+
+def test_context_says_why_each_event_was_chosen(runner: CliRunner, dogs: Path) -> None:
+    lines = ok(runner, "sessions", "context", "dogs", "--db", dogs, "--query",
+               "Which hut takes dogs?").stdout.splitlines()
+    assert lines[0].split() == ["seq", "role", "chosen", "by", "text"]
+    assert [line.split()[:3] for line in lines[1:5]] == [
+        ["#1", "user", "relevance"], ["#2", "assistant", "salience"],
+        ["#3", "user", "recency"], ["#4", "assistant", "recency"]]
+    assert lines[1].endswith("Which hut takes dogs?") and "relevance 1.00" in lines[1]
+    assert lines[5] == ("4 events for 'Which hut takes dogs?': 2 by recency, 1 by salience, "
+                        "1 by relevance")
+
+    found = ok_json(runner, "sessions", "context", "dogs", "--db", dogs, "--query",
+                    "Which hut takes dogs?")
+    assert found["counts"] == {"recency": 2, "salience": 1, "relevance": 1}
+    assert [(m["sequence"], m["reasons"]) for m in found["messages"]] == [
+        (1, ["relevance"]), (2, ["salience"]), (3, ["recency"]), (4, ["recency"])]
+    assert found["messages"][0]["similarity"] > 0.95
+    assert found["messages"][1]["message"] == {"role": "assistant",
+                                               "content": "The Rifugio Auronzo.",
+                                               "importance": 0.9}
+
+    unasked = ok(runner, "sessions", "context", "dogs", "--db", dogs).stdout.splitlines()
+    assert [line.split()[0] for line in unasked[1:-1]] == ["#2", "#3", "#4"]
+    assert unasked[-1] == ("3 events (no query: no relevance): 2 by recency, 1 by salience, "
+                           "0 by relevance")
+
+
+def test_context_with_a_budget_is_what_restore_replays(runner: CliRunner, db: Path) -> None:
+    lines = ok(runner, "sessions", "context", "trip", "--db", db, "--budget",
+               "1000").stdout.splitlines()
+    assert [line.split()[:2] for line in lines[1:4]] == [["summary", "system"], ["#3", "tool"],
+                                                         ["#4", "assistant"]]
+    assert lines[1].endswith("Rolling session summary: The user plans a trip to Cortina.")
+    assert lines[4].startswith("3 messages in ") and lines[4].endswith("; 0 older dropped")
+    assert lines[5] == "rolling summary through #2 injected"
+
+    restored = ok_json(runner, "sessions", "context", "trip", "--db", db, "--budget", "1000")
+    assert restored == on_file(db, lambda engine: engine.restore("trip", 1000)).to_dict()
+    assert (restored["sequences"], restored["token_budget"]) == ([None, 3, 4], 1000)
+
+    tight = ok(runner, "sessions", "context", "trip", "--db", db, "--budget", "1").stdout
+    assert tight.splitlines() == [
+        f"0 messages in 0 of 1 tokens ({restored['token_counting']}); 2 older dropped",
+        "rolling summary through #2 did not fit the budget"]
+
+
+def test_context_refuses_a_missing_session_and_usage_errors(runner: CliRunner, db: Path,
+                                                            tmp_path: Path) -> None:
+    assert refused(runner, "sessions", "context", "nope", "--db", db) == (
+        "error: no session 'nope'")
+    assert refused(runner, "sessions", "context", "nope", "--db", db, "--budget", "50") == (
+        "error: no session 'nope'")
+    assert "does not exist" in refused(runner, "sessions", "context", "trip", "--db",
+                                       tmp_path / "typo.db")
+    for wrong in (["--budget", "0"], ["--budget", "ten"], ["--budget", "50", "--query", "x"]):
+        assert invoke(runner, "sessions", "context", "trip", "--db", db,
+                      *wrong).exit_code == 2, wrong
+    assert invoke(runner, "sessions", "context", "--db", db).exit_code == 2

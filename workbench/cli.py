@@ -345,6 +345,7 @@ def bench_app(ctx: click.Context, db_path: Path, model: str | None, runs: int) -
 def _register_commands() -> None:
     """Commands kept in their own modules, added to the group here."""
     from workbench.app_cli import demo_command, open_command
+    from workbench.facts_cli import facts_group
     from workbench.mcp_server import mcp_command
     from workbench.notes_cli import notes_group
     from workbench.schedules_cli import scheduler_group, schedules_group
@@ -356,13 +357,14 @@ def _register_commands() -> None:
     for command in (open_command, demo_command, search_command, log_command,
                     summarize_command, compact_command, consolidate_command, schedules_group,
                     scheduler_group, sessions_group, notes_group, scratchpad_group,
-                    mcp_command):
+                    facts_group, mcp_command):
         main.add_command(command)
     from workbench.transfer_cli import export_group, import_commands
 
     for command in import_commands:
         import_group.add_command(command)
     main.add_command(export_group)
+
 
 
 _register_commands()

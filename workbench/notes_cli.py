@@ -1,4 +1,5 @@
-"""``workbench notes …``: the notes of one namespace, read and changed without the app.
+"""``workbench notes …``: the notes of one namespace, read, changed, exported and imported
+without the app.
 
 Every command works in one namespace: ``--namespace``, else the configured agent identity
 (``agent`` in the config, "default" unless set), and a note of another namespace is not
@@ -18,7 +19,7 @@ import click
 
 from core.notes.fields import CATEGORIES, KINDS
 from workbench.cli_support import db_option, echo_json, json_option, on_engine
-from workbench.text import short_time, table
+from workbench.text import count, short_time, table
 
 T = TypeVar("T")
 
@@ -94,7 +95,8 @@ def _report(note: Any, as_json: bool, verb: str) -> None:
 
 @click.group("notes")
 def notes_group() -> None:
-    """List, show, add, edit, rename, alias and remove the notes of a namespace."""
+    """List, show, add, edit, rename, alias, remove, export and import the notes of a
+    namespace."""
 
 
 @notes_group.command("list")
@@ -309,3 +311,79 @@ def rename_command(ctx: click.Context, ref: str, new_name: str, db_path: Path,
                      indexes=True)
     _report(note, as_json, "renamed to")
 
+
+@notes_group.command("export")
+@db_option
+@_NAMESPACE
+@click.option("--out", "out_path", required=True,
+              type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="The JSON file to write (replaced if it exists, atomically).")
+@json_option
+@click.pass_context
+def export_command(ctx: click.Context, db_path: Path, namespace: str | None, out_path: Path,
+                   as_json: bool) -> None:
+    """Write every note of a namespace to one JSON file, atomically (`notes import` reads it)."""
+    result = _on_notes(ctx, db_path,
+                       lambda engine: engine.export_notes(out_path, namespace=namespace))
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        click.echo(f"wrote {count(result.notes, 'note')} of namespace {result.namespace!r} "
+                   f"to {result.path}")
+
+
+COLLISIONS_SHOWN = 3
+"""A refused import's one error line names this many colliding names; --json has them all."""
+
+
+@notes_group.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@db_option
+@_NAMESPACE
+@click.option("--overwrite", is_flag=True,
+              help="Let the file win where its names are taken: the note of that name is "
+                   "replaced, an alias unbound, a note whose own name it is removed.")
+@json_option
+@click.pass_context
+def import_command(ctx: click.Context, file: Path, db_path: Path, namespace: str | None,
+                   overwrite: bool, as_json: bool) -> None:
+    """Import a notes file (as `notes export` writes it) into a namespace: all of it or
+    nothing.
+
+    Without --overwrite, names already taken in the namespace refuse the whole file
+    (exit 1; --json lists every collision).
+    """
+    from core.errors import ImportCollision
+
+    async def work(engine: Any) -> tuple[str, Any, ImportCollision | None]:
+        shown_namespace = engine.notes.namespace(namespace)
+        try:
+            result = await engine.import_notes(file, namespace=namespace, overwrite=overwrite)
+        except ImportCollision as refusal:
+            return shown_namespace, None, refusal
+        return shown_namespace, result, None
+
+    shown_namespace, result, refusal = _on_notes(ctx, db_path, work, indexes=True)
+    if refusal is not None:
+        collisions: list[Any] = refusal.collisions  # core.types.NameCollision, each
+        if as_json:
+            echo_json({"path": str(file), "namespace": shown_namespace, "imported": False,
+                       "collisions": [c.to_dict() for c in collisions]})
+        named = ", ".join(repr(c.name) for c in collisions[:COLLISIONS_SHOWN])
+        more = len(collisions) - COLLISIONS_SHOWN
+        named += f" and {more} more" if more > 0 else ""
+        taken = "name is" if len(collisions) == 1 else "names are"
+        click.echo(f"error: {len(collisions)} {taken} already taken in namespace "
+                   f"{shown_namespace!r} ({named}); nothing was imported (--overwrite lets "
+                   "the file win; --json lists each)", err=True)
+        sys.exit(1)
+    if as_json:
+        echo_json({"path": str(file), "namespace": shown_namespace, "imported": True,
+                   **result.to_dict()})
+        return
+    taken = (f"; {count(len(result.collisions), 'name')} taken from notes already here"
+             if result.collisions else "")
+    removed = (f", {count(len(result.removed), 'note')} removed ({', '.join(result.removed)})"
+               if result.removed else "")
+    click.echo(f"imported {file} into namespace {shown_namespace!r}: {result.added:,} added, "
+               f"{result.replaced:,} replaced{removed}{taken}")

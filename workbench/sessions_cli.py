@@ -1,4 +1,5 @@
-"""``workbench sessions …``: list, read, export and remove conversations without the app.
+"""``workbench sessions …``: list, read, append to, export and remove conversations without
+the app, and show the context an agent would get from one.
 
 A session whose id starts with ``memory:`` is not a conversation: it holds the notes of the
 namespace named after the prefix (``memory:default`` holds namespace ``default``'s notes),
@@ -10,12 +11,15 @@ asking).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import click
 
+from core.indexing import ROLES
 from workbench.cli_support import db_option, echo_json, json_option, on_engine
+from workbench.notes_cli import read_text_input
 from workbench.text import (
     call_signature,
     count,
@@ -72,7 +76,8 @@ def _message_lines(record: Any, names: dict[str, str]) -> list[str]:
 
 @click.group("sessions")
 def sessions_group() -> None:
-    """List, read, export and remove sessions (conversations, and the notes' sessions)."""
+    """List, read, append to, export and remove sessions (conversations, and the notes'
+    sessions), and show the context an agent gets from one."""
 
 
 @sessions_group.command("list")
@@ -216,3 +221,174 @@ def rm_command(ctx: click.Context, session_id: str, db_path: Path, yes: bool,
         echo_json(removed)
     else:
         click.echo(f"removed session {session_id}")
+
+
+def _metadata(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``--metadata`` as a dict: anything but a JSON object is a usage error (exit 2)."""
+    if value is None:
+        return None
+    try:
+        metadata = json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        raise click.BadParameter(f"not JSON: {exc}") from None
+    if not isinstance(metadata, dict):
+        raise click.BadParameter(f"must be a JSON object ({{...}}), got "
+                                 f"{type(metadata).__name__}")
+    return metadata
+
+
+def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | None,
+             importance: float | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The Message dict the options describe; options not given are left out."""
+    message: dict[str, Any] = {"role": role, "content": text}
+    for key, value in (("tool_name", tool_name), ("tool_call_id", tool_call_id),
+                       ("importance", importance), ("metadata", metadata)):
+        if value is not None:
+            message[key] = value
+    return message
+
+
+@sessions_group.command("append")
+@_SESSION
+@db_option
+@click.option("--role", required=True, type=click.Choice(ROLES),
+              help="Who speaks: user, assistant, tool or system.")
+@click.option("--content", default=None, help="The message's text.")
+@click.option("--file", "file_path", default=None,
+              type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+              help="Read the message's text from this UTF-8 file ('-': standard input).")
+@click.option("--tool-name", default=None, help="The tool a tool message is from.")
+@click.option("--tool-call-id", default=None, help="The call a tool message answers.")
+@click.option("--importance", type=click.FloatRange(0.0, 1.0), default=None,
+              help="From 0 to 1 (default by role: user and assistant 0.5, tool 0.3, system "
+                   "0.1); 0.85 or more is always in the context.")
+@click.option("--metadata", default=None, callback=_metadata,
+              help="A JSON object kept with the message and its search chunks.")
+@click.option("--agent", default=None,
+              help="The agent identity a new session is made for (default: the configured "
+                   "agent).")
+@json_option
+@click.pass_context
+def append_command(ctx: click.Context, session_id: str, db_path: Path, role: str,
+                   content: str | None, file_path: Path | None, tool_name: str | None,
+                   tool_call_id: str | None, importance: float | None,
+                   metadata: dict[str, Any] | None, agent: str | None, as_json: bool) -> None:
+    """Store a message at the session's next sequence (a new session is made and said so);
+    returns once its chunks are embedded. A message the engine refuses: exit 1, nothing
+    written."""
+    if content is not None and file_path is not None:
+        raise click.UsageError("give --content or --file, not both")
+    if content is None and file_path is None:
+        raise click.UsageError("give the message's text: --content TEXT, --file PATH or "
+                               "--file -")
+    text = content if file_path is None else read_text_input(file_path)
+    message = _message(role, text, tool_name, tool_call_id, importance, metadata)
+
+    async def work(engine: Any) -> tuple[Any, bool]:
+        from core.errors import NotFound
+
+        try:
+            await engine.session_state(session_id)
+            made = False
+        except NotFound:
+            made = True
+        stored = await engine.append(session_id, message, agent=agent)
+        await engine.drain()  # so search and context find it by both legs straight after
+        return stored, made
+
+    stored, made = on_engine(ctx, db_path, work)
+    if as_json:
+        echo_json({**stored.to_dict(), "new_session": made})
+    else:
+        click.echo(f"appended #{stored.sequence} ({role}) to {session_id}"
+                   + (" (a new session)" if made else ""))
+
+
+CONTEXT_TEXT_CHARS = 80
+"""A message is cut to this many characters on one line in ``sessions context``."""
+
+
+def _reasons(item: Any) -> str:
+    """``recency, relevance 0.71``: the strategies that chose an event, with its similarity."""
+    return ", ".join(f"{reason} {item.similarity:.2f}"
+                     if reason == "relevance" and item.similarity is not None else reason
+                     for reason in item.reasons)
+
+
+def _echo_context(found: Any, query: str) -> None:
+    rows = [(f"#{item.record.sequence}", str(item.record.payload.get("role") or "?"),
+             _reasons(item), one_line(text_content(item.record.payload), CONTEXT_TEXT_CHARS)
+             or "-") for item in found.items]
+    if rows:
+        for line in table(("seq", "role", "chosen by", "text"), rows):
+            click.echo(line)
+    counts = ", ".join(f"{found.counts.get(reason, 0)} by {reason}"
+                       for reason in ("recency", "salience", "relevance"))
+    asked = f" for {query!r}" if query.strip() else " (no query: no relevance)"
+    click.echo(f"{count(len(rows), 'event')}{asked}: {counts}")
+
+
+def _echo_restore(restored: Any) -> None:
+    rows = []
+    for payload, sequence in zip(restored.messages, restored.sequences, strict=True):
+        if sequence is None:
+            shown, role = "summary", "system"
+        else:
+            shown = f"#{sequence}"
+            role = ("compact marker" if sequence == restored.marker_sequence
+                    else str(payload.get("role") or "?"))
+        rows.append((shown, role, one_line(text_content(payload), CONTEXT_TEXT_CHARS) or "-"))
+    if rows:
+        for line in table(("seq", "role", "text"), rows):
+            click.echo(line)
+    click.echo(f"{count(len(rows), 'message')} in {restored.tokens_used:,} of "
+               f"{restored.token_budget:,} tokens ({restored.token_counting}); "
+               f"{restored.dropped:,} older dropped")
+    if restored.summarized_through is not None:
+        injected = None in restored.sequences
+        click.echo(f"rolling summary through #{restored.summarized_through} "
+                   + ("injected" if injected else "did not fit the budget"))
+
+
+@sessions_group.command("context")
+@_SESSION
+@db_option
+@click.option("--query", default=None,
+              help="What the agent is about to answer: picks the relevant older messages "
+                   "(not with --budget).")
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Instead: the messages a new run restores within this many tokens "
+                   "(rolling summary and compact marker first).")
+@json_option
+@click.pass_context
+def context_command(ctx: click.Context, session_id: str, db_path: Path, query: str | None,
+                    budget: int | None, as_json: bool) -> None:
+    """The context an agent gets: by default seed 000's tri-hybrid one (recent, salient and
+    relevant events, each with why it was chosen); with --budget, what restore replays
+    within that many tokens. Exit 1 when there is no such session."""
+    if budget is not None and query is not None:
+        raise click.UsageError("--query picks the tri-hybrid context; --budget restores "
+                               "within a budget: give one of them")
+
+    async def work(engine: Any) -> Any:
+        await engine.session_state(session_id)  # NotFound when there is none
+        if budget is not None:
+            return await engine.restore(session_id, budget)
+        return await engine.get_context(session_id, query or "", caller="cli")
+
+    result = on_engine(ctx, db_path, work, start_worker=False)
+    if budget is not None:
+        if as_json:
+            echo_json(result.to_dict())
+        else:
+            _echo_restore(result)
+        return
+    if as_json:
+        echo_json({"session_id": result.session_id, "query": query or "",
+                   "counts": result.counts, "messages": [
+                       {"sequence": item.record.sequence, "created_at": item.record.created_at,
+                        "importance": item.record.importance, "reasons": item.reasons,
+                        "similarity": item.similarity, "message": item.record.payload}
+                       for item in result.items]})
+    else:
+        _echo_context(result, query or "")
