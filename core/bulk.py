@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.clock import utc_now
+from core.clock import normalise_timestamp, utc_now
 from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
 from core.embeddings.context import blend_rows
@@ -29,6 +29,19 @@ if TYPE_CHECKING:
     from core.engine import Engine
 
 log = logging.getLogger(__name__)
+
+# ``(session_id, sequence or None, payload)``, or with the message's ``created_at`` after it.
+BulkItem = (tuple[str, int | None, dict[str, Any]]
+            | tuple[str, int | None, dict[str, Any], str | None])
+
+
+def message_time(given: object) -> str:
+    """An item's ``created_at`` as the engine's timestamp text; ``InvalidInput`` naming it
+    when it cannot be read."""
+    try:
+        return normalise_timestamp(given)
+    except ValueError as exc:
+        raise InvalidInput(f"created_at {exc}") from None
 
 
 class BulkIngest:
@@ -43,12 +56,17 @@ class BulkIngest:
         if self.process is not None:
             await self.process.close()
 
-    async def store_many(self, items: Iterable[tuple[str, int | None, dict[str, Any]]], *,
-                         agent: str | None = None, batch_size: int = 1000) -> BulkStoreResult:
+    async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,
+                         batch_size: int = 1000) -> BulkStoreResult:
         """The importers' bulk path: many messages per transaction, refusals reported.
 
-        Each item is ``(session_id, sequence or None, payload)``. A message that is invalid
-        or out of sequence is listed in ``rejected`` with its reason; the others are stored.
+        Each item is ``(session_id, sequence or None, payload)`` or, to keep a message's
+        original time, ``(session_id, sequence or None, payload, created_at)``; a
+        ``created_at`` of None, or none given, is the time of the batch. It is read by
+        :func:`core.clock.normalise_timestamp` (RFC 3339 with ``Z`` or an offset, or
+        SQLite's ``YYYY-MM-DD HH:MM:SS``; no zone means UTC) and stored as the engine writes
+        times. A message that is invalid, out of sequence or has an unreadable
+        ``created_at`` is listed in ``rejected`` with its reason; the others are stored.
         It runs as a pipeline: while one batch is prepared and embedded the one before it is
         written, chunks and vectors together, so nothing waits in the backlog afterwards.
         From the second batch on, embedding runs in a helper process (see
@@ -60,14 +78,20 @@ class BulkIngest:
         rejected: list[Rejected] = []
         embed_inline = engine.worker is not None and engine.vectors_usable
 
-        def prepare(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
+        def prepare(chunk_of_items: list[tuple[int, BulkItem]],
                     ) -> tuple[list[tuple[int, PreparedMessage]], list[Rejected]]:
             """Validate and chunk one batch; runs in a worker thread."""
-            created_at = utc_now()
+            batch_time = utc_now()
             batch: list[tuple[int, PreparedMessage]] = []
             refused: list[Rejected] = []
-            for index, (session_id, sequence, payload) in chunk_of_items:
+            for index, item in chunk_of_items:
                 try:
+                    if len(item) == 3:
+                        session_id, sequence, payload = item
+                        created_at = batch_time
+                    else:
+                        session_id, sequence, payload, given = item
+                        created_at = batch_time if given is None else message_time(given)
                     batch.append((index, engine.prepare_message(
                         session_id, sequence, payload, agent, created_at)))
                 except InvalidInput as exc:
@@ -152,7 +176,7 @@ class BulkIngest:
                               for text, vector in tails[sid]]
             return True
 
-        async def stage(chunk_of_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]],
+        async def stage(chunk_of_items: list[tuple[int, BulkItem]],
                         previous: asyncio.Task[None] | None,
                         turn: tuple[asyncio.Event | None, asyncio.Event]) -> None:
             nonlocal stored, inserted, deduplicated
@@ -192,7 +216,7 @@ class BulkIngest:
         # A pipeline: batch N is prepared and embedded in a thread while batch N-1 is written
         # on the writer's thread; at most two batches are in flight.
         in_flight: list[asyncio.Task[None]] = []
-        pending_items: list[tuple[int, tuple[str, int | None, dict[str, Any]]]] = []
+        pending_items: list[tuple[int, BulkItem]] = []
         last_turn: asyncio.Event | None = None
 
         def launch() -> None:

@@ -1,17 +1,20 @@
 """Exporting a session or a namespace to JSONL (which the JSONL importer reads back: a round
-trip into a fresh file) and to markdown in seed 002's archive format."""
+trip into a fresh file, times included) and to markdown in seed 002's archive format."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from core import Engine
+from core.clock import frozen
 from core.errors import InvalidInput, NotFound
 from core.exporters import export_namespace, export_session
 from core.importers import import_file
+from core.types import SessionInfo
 from tests.conftest import DETERMINISTIC
 
 CONFIG = {**DETERMINISTIC, "summary": {"auto": False}, "consolidation": {"enabled": False}}
@@ -28,20 +31,23 @@ async def engine(db_path: Path):
 
 async def fill(engine: Engine) -> None:
     """Two sessions of "planner" (one with a gap in its sequences), one of another agent,
-    and a note (which lives in planner's notes session)."""
-    await engine.store("trip", 1, {"role": "user", "content": "Hike in June?", "name": "Ann",
-                                   "metadata": {"tags": ["Outdoors"], "mood": "keen"}},
-                       agent="planner")
-    await engine.store("trip", 2, {"role": "assistant", "content": None,
-                                   "tool_calls": [TOOL_CALL]}, agent="planner")
-    await engine.store("trip", 5, {"role": "tool", "tool_call_id": "c1", "tool_name": "weather",
-                                   "content": "19 C and dry", "importance": 0.8},
-                       agent="planner")
-    await engine.store("a/b c", 1, {"role": "user", "content": [
-        {"type": "text", "text": "look at this"}, {"type": "image_url", "image_url": {}}]},
-                       agent="planner")
-    await engine.store("elsewhere", 1, {"role": "user", "content": "not planner's"},
-                       agent="other")
+    and a note (which lives in planner's notes session); the messages stored a minute apart
+    on a morning in 2024."""
+    messages = [
+        ("trip", 1, {"role": "user", "content": "Hike in June?", "name": "Ann",
+                     "metadata": {"tags": ["Outdoors"], "mood": "keen"}}, "planner"),
+        ("trip", 2, {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+         "planner"),
+        ("trip", 5, {"role": "tool", "tool_call_id": "c1", "tool_name": "weather",
+                     "content": "19 C and dry", "importance": 0.8}, "planner"),
+        ("a/b c", 1, {"role": "user", "content": [
+            {"type": "text", "text": "look at this"}, {"type": "image_url", "image_url": {}}]},
+         "planner"),
+        ("elsewhere", 1, {"role": "user", "content": "not planner's"}, "other"),
+    ]
+    for minute, (session_id, sequence, payload, agent) in enumerate(messages):
+        with frozen(datetime(2024, 5, 1, 9, minute, 30, 250000, tzinfo=UTC)):
+            await engine.store(session_id, sequence, payload, agent=agent)
     await engine.add_note("packing", "Bring boots", namespace="planner")
 
 
@@ -67,19 +73,24 @@ async def test_a_namespace_round_trips_through_jsonl_into_a_fresh_file(
         for session_id in ("trip", "a/b c"):
             original = await engine.recall(session_id)
             copied = await fresh.recall(session_id)
-            assert [(r.sequence, r.payload, r.importance) for r in copied] == [
-                (r.sequence, r.payload, r.importance) for r in original]
-        assert {s.session_id: s.agent_identity for s in await fresh.list_sessions()} == {
-            "trip": "planner", "a/b c": "planner"}
+            assert [(r.sequence, r.payload, r.importance, r.created_at) for r in copied] == [
+                (r.sequence, r.payload, r.importance, r.created_at) for r in original]
+        assert [r.created_at for r in await fresh.recall("trip")] == [
+            "2024-05-01T09:00:30.250Z", "2024-05-01T09:01:30.250Z", "2024-05-01T09:02:30.250Z"]
+
+        def session_times(sessions: list[SessionInfo]) -> dict[str, tuple]:
+            return {s.session_id: (s.agent_identity, s.created_at, s.updated_at)
+                    for s in sessions if s.session_id in ("trip", "a/b c")}
+
+        assert session_times(await fresh.list_sessions()) == session_times(
+            await engine.list_sessions())
+        assert session_times(await fresh.list_sessions())["trip"] == (
+            "planner", "2024-05-01T09:00:30.250Z", "2024-05-01T09:02:30.250Z")
         found = await fresh.hybrid_query(session_id="trip", query="dry weather")
         assert found and found[0].metadata.get("tool_name") == "weather"
         again = await export_namespace(fresh, "planner", tmp_path / "again.jsonl", "jsonl")
         assert again.messages == 4
-
-    def without_times(rows: list[dict]) -> list[dict]:
-        return [{k: v for k, v in row.items() if k != "created_at"} for row in rows]
-
-    assert without_times(lines(tmp_path / "again.jsonl")) == without_times(exported)
+    assert lines(tmp_path / "again.jsonl") == exported  # created_at too, to the millisecond
 
 
 async def test_one_session_to_jsonl_in_a_folder(engine: Engine, tmp_path: Path) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import struct
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core import Engine
+from core.clock import frozen
 from core.errors import InvalidInput
 from core.importers import check_source, import_file
 from core.importers.report import ImportReport
@@ -235,19 +237,23 @@ async def test_jsonl_lands_searchable_in_the_namespace_and_twice_adds_nothing(
         {"session_id": "ops", "sequence": 7, "created_at": "2024-01-01T00:00:00.000Z",
          "role": "tool", "tool_call_id": "c1", "content": "restarted", "importance": 0.9},
     ])
-    first = await import_file("jsonl", engine, source, namespace="hiker")
+    with frozen(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)):
+        first = await import_file("jsonl", engine, source, namespace="hiker")
     assert counts(first, "messages") == (4, 0, 0)
     assert first.namespace == "hiker" and first.source_format == "jsonl"
     assert [(r.sequence, r.payload["content"]) for r in await engine.recall("trip")] == [
         (1, "Shall we hike the ridge in June?"), (2, "June is fine.")]
     ops = await engine.recall("ops")
     assert [r.sequence for r in ops] == [5, 7] and ops[1].importance == 0.9
+    # A line's created_at is the event's time; a line without one gets the import's.
+    assert [r.created_at for r in ops] == ["2030-01-02T03:04:05.000Z",
+                                           "2024-01-01T00:00:00.000Z"]
     assert ops[0].payload["tool_calls"][0]["function"]["name"] == "restart"
     owners = {s.session_id: s.agent_identity for s in await engine.list_sessions()}
     assert owners == {"trip": "hiker", "ops": "hiker"}
     found = await engine.hybrid_query(session_id="trip", query="ridge hike")
     assert found and "ridge" in found[0].text
-    assert any("created_at" in remark for remark in first.remarks)
+    assert not any("created_at" in remark for remark in first.remarks)
 
     again = await import_file("jsonl", engine, source, namespace="hiker")
     assert counts(again, "messages") == (0, 4, 0)
@@ -263,6 +269,12 @@ async def test_jsonl_lands_searchable_in_the_namespace_and_twice_adds_nothing(
     (json.dumps({"session_id": "memory:me", "role": "user"}), "line 2: session 'memory:me'"),
     (json.dumps({"session_id": "s", "sequence": 1, "role": "user"}), "with and without"),
     (json.dumps({"session_id": "t", "message": {"role": "user"}, "extra": 1}), "extra"),
+    (json.dumps({"session_id": "t", "created_at": "2024-02-30 10:00:00", "role": "user"}),
+     "line 2: created_at '2024-02-30 10:00:00' is not a timestamp"),
+    (json.dumps({"session_id": "t", "created_at": "yesterday", "role": "user"}),
+     "line 2: created_at 'yesterday' is not a timestamp"),
+    (json.dumps({"session_id": "t", "created_at": 1714564800, "role": "user"}),
+     "line 2: created_at 1714564800 is not a timestamp"),
 ])
 async def test_a_malformed_jsonl_line_is_named_and_nothing_is_written(
         engine: Engine, tmp_path: Path, line: str, expected: str) -> None:
@@ -339,6 +351,7 @@ async def test_seed000_messages_and_facts(engine: Engine, tmp_path: Path) -> Non
     assert [r.sequence for r in chat] == [1, 2, 3, 4]
     assert chat[0].importance == 0.9 and chat[3].importance == 0.3
     assert chat[0].payload["metadata"]["imported"]["created_at"] == "2024-05-01T10:00:01Z"
+    assert [r.created_at for r in chat] == [f"2024-05-01T10:00:0{n}.000Z" for n in (1, 2, 3, 4)]
     assert chat[2].payload["tool_calls"][0]["function"]["name"] == "calendar"
     assert chat[3].payload["tool_name"] == "calendar"
     found = await engine.hybrid_query(session_id="chat", query="boiler serviced")
@@ -357,6 +370,28 @@ async def test_seed000_messages_and_facts(engine: Engine, tmp_path: Path) -> Non
     again = await import_file("seed000", engine, source, namespace="house")
     assert counts(again, "messages") == (0, 5, 2)
     assert counts(again, "facts") == (0, 2, 1)
+
+
+async def test_seed000_times_are_normalised_and_an_unreadable_one_is_skipped(
+        engine: Engine, tmp_path: Path) -> None:
+    source = make_seed000(tmp_path / "times.db", [
+        {"id": "a", "session_id": "log", "role": "user", "content": "with an offset",
+         "created_at": "2024-05-01T12:00:00.123456+02:00"},
+        {"id": "b", "session_id": "log", "role": "user", "content": "without a zone",
+         "created_at": "2024-05-01T11:00:00"},
+        {"id": "c", "session_id": "log", "role": "user", "content": "garbled",
+         "created_at": "2024-05-01Tnoon"},
+    ])
+    report = await import_file("seed000", engine, source)
+    assert counts(report, "messages") == (2, 0, 1)
+    assert "created_at '2024-05-01Tnoon' is not a timestamp" in reasons(report, "messages")[0]
+    log = await engine.recall("log")  # seed 000 orders a session by its created_at text
+    assert [(r.payload["content"], r.created_at) for r in log] == [
+        ("without a zone", "2024-05-01T11:00:00.000Z"),
+        ("with an offset", "2024-05-01T10:00:00.123Z")]
+    (session,) = await engine.list_sessions()
+    assert (session.created_at, session.updated_at) == (
+        "2024-05-01T10:00:00.123Z", "2024-05-01T11:00:00.000Z")
 
 
 async def test_seed000_fact_with_another_value_is_skipped_not_overwritten(
@@ -502,6 +537,7 @@ async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_pat
     assert events[1].payload["tool_calls"][0]["function"]["name"] == "lookup"
     assert events[0].payload["metadata"]["imported"] == {"from": "seed001",
                                                         "created_at": "2024-04-02 08:15:00"}
+    assert {r.created_at for r in events} == {"2024-04-02T08:15:00.000Z"}  # UTC, normalised
     assert (await engine.read_scratchpad("s1")).items == ["check the runner"]
     summary = await engine.summary_state("s1")
     assert (summary.text, summary.upper_sequence) == ("- user asked about deploys", 2)
@@ -526,6 +562,26 @@ async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_pat
     assert again.total_added == 0
     assert counts(again, "messages") == (0, 3, 1) and counts(again, "notes") == (0, 2, 0)
     assert counts(again, "scratchpads") == (0, 1, 0) and counts(again, "summaries") == (0, 1, 0)
+
+
+async def test_seed001_event_times_missing_or_unreadable(
+        engine: Engine, tmp_path: Path) -> None:
+    source = make_seed001(tmp_path / "libsql.db")
+    conn = _connect(source)
+    conn.execute("UPDATE conversation_events SET created_at = NULL"
+                 " WHERE session_id = 's1' AND sequence = 2")
+    conn.execute("UPDATE conversation_events SET created_at = 'last spring'"
+                 " WHERE session_id = 's1' AND sequence = 3")
+    conn.commit()
+    conn.close()
+    with frozen(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)):
+        report = await import_file("seed001", engine, source, namespace="team")
+    assert counts(report, "messages") == (2, 0, 2)
+    skipped = {s.where: s.reason for s in report.skipped if s.kind == "messages"}
+    assert "created_at 'last spring' is not a timestamp" in skipped[
+        "conversation_events ('s1', #3)"]
+    assert [(r.sequence, r.created_at) for r in await engine.recall("s1")] == [
+        (1, "2024-04-02T08:15:00.000Z"), (2, "2030-01-02T03:04:05.000Z")]
 
 
 async def test_seed001_into_a_session_of_another_namespace_lands_nothing_there(

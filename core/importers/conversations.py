@@ -1,15 +1,16 @@
 """Landing imported conversation messages: idempotently, in one namespace, every one counted.
 
 An importer turns its source into :class:`PlannedMessage` items (session, sequence, the
-validated payload, where it came from) and hands them to :func:`land_messages`, which
-decides for each one, against what the target holds:
+validated payload, its original time, where it came from) and hands them to
+:func:`land_messages`, which decides for each one, against what the target holds:
 
 - the target holds the very same payload at that session and sequence: **already**;
 - the session belongs to another namespace, or holds *other* messages than the source at
   some sequence, or has grown past a sequence the source still lacks: **skipped**, with the
   reason (a conversation is never interleaved with another one);
 - otherwise it is stored through ``Engine.store_many`` (the bulk path: many messages a
-  transaction, embedded as they are written), under ``agent=namespace``.
+  transaction, embedded as they are written), under ``agent=namespace``, each event
+  keeping the source's time as its ``created_at``.
 
 Sequences are the identity: importing a file a second time finds every message at its
 sequence and adds nothing; a source that grew since is imported from where it stopped.
@@ -21,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.clock import normalise_timestamp
+from core.errors import InvalidInput
 from core.importers.report import ImportReport, Progress
 from core.storage.notes import MEMORY_PREFIX
 
@@ -39,6 +42,19 @@ class PlannedMessage:
     sequence: int
     payload: dict[str, Any]  # as indexing.validate_message returns it
     where: str               # "line 12", "messages row 'uuid'", ...
+    created_at: str | None = None  # the engine's text (see source_time); None: when stored
+
+
+def source_time(value: Any) -> str | None:
+    """A source message's time as the engine writes times (None when it has none);
+    ``InvalidInput`` naming the value when it is not a timestamp string that
+    :func:`core.clock.normalise_timestamp` reads."""
+    if value is None:
+        return None
+    try:
+        return normalise_timestamp(value)
+    except ValueError as exc:
+        raise InvalidInput(f"created_at {exc}") from None
 
 
 async def session_owners(engine: Engine) -> dict[str, str | None]:
@@ -73,7 +89,8 @@ async def land_messages(engine: Engine, planned: Sequence[PlannedMessage], repor
     for start in range(0, len(to_store), STORE_BATCH):
         batch = to_store[start:start + STORE_BATCH]
         result = await engine.store_many(
-            [(m.session_id, m.sequence, m.payload) for m in batch], agent=namespace)
+            [(m.session_id, m.sequence, m.payload, m.created_at) for m in batch],
+            agent=namespace)
         refused = {r.index: r.reason for r in result.rejected}
         for index, item in enumerate(batch):
             if index in refused:

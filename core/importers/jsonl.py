@@ -14,14 +14,18 @@ itself::
 ``tool_call_id``, ``tool_name``, ``name``, ``importance``, ``metadata``). ``sequence`` is
 optional: within one session either every line gives one or none does, and then the lines
 are numbered 1, 2, 3 in file order (so the same file always gives the same sequences, which
-is what makes a second import add nothing). ``created_at`` is for people reading the file:
-the engine stamps each event with the time it is stored. Blank lines are ignored.
+is what makes a second import add nothing). ``created_at`` is optional: each event keeps it
+as its time (RFC 3339 with ``Z`` or an offset, or ``YYYY-MM-DD HH:MM:SS``; a time without a
+zone is UTC), normalised to the engine's ``2024-05-01T12:00:00.000Z``, so an export read back
+keeps its times exactly; a line without one is stamped with the time it is stored. Blank
+lines are ignored.
 
 What it maps to: each ``session_id`` is a session of the namespace, each line an event at
 its sequence (see :mod:`core.importers.conversations` for already-held and refused ones).
 This is the project's own format, so the whole file is checked first and any malformed line
-(not JSON, not an object, no session id, a message the engine would refuse, a sequence
-given twice) is ``InvalidInput`` naming the file and line, with nothing written.
+(not JSON, not an object, no session id, a message the engine would refuse, a created_at
+that is not a timestamp, a sequence given twice) is ``InvalidInput`` naming the file and
+line, with nothing written.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import indexing
 from core.errors import InvalidInput
-from core.importers.conversations import PlannedMessage, land_messages
+from core.importers.conversations import PlannedMessage, land_messages, source_time
 from core.importers.report import ImportReport, Progress
 from core.importers.source import read_text
 from core.storage.notes import MEMORY_PREFIX
@@ -44,9 +48,9 @@ FORMAT = "jsonl"
 LINE_KEYS = ("session_id", "sequence", "created_at")
 
 
-def parse_line(text: str, where: str) -> tuple[str, int | None, dict[str, Any], bool]:
-    """One line as (session id, sequence or None, validated message, had created_at);
-    ``InvalidInput`` prefixed with ``where`` when it is malformed."""
+def parse_line(text: str, where: str) -> tuple[str, int | None, dict[str, Any], str | None]:
+    """One line as (session id, sequence or None, validated message, created_at in the
+    engine's text or None); ``InvalidInput`` prefixed with ``where`` when it is malformed."""
     try:
         line = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -64,9 +68,10 @@ def parse_line(text: str, where: str) -> tuple[str, int | None, dict[str, Any], 
     sequence = line.get("sequence")
     if sequence is not None and (isinstance(sequence, bool) or not isinstance(sequence, int)):
         raise InvalidInput(f"{where}: sequence must be an integer, got {sequence!r}")
-    created_at = line.get("created_at")
-    if created_at is not None and not isinstance(created_at, str):
-        raise InvalidInput(f"{where}: created_at must be a string, got {created_at!r}")
+    try:
+        created_at = source_time(line.get("created_at"))
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
     if "message" in line:
         message = line["message"]
         others = sorted(set(line) - {*LINE_KEYS, "message"})
@@ -79,38 +84,37 @@ def parse_line(text: str, where: str) -> tuple[str, int | None, dict[str, Any], 
         payload = indexing.validate_message(message)
     except InvalidInput as exc:
         raise InvalidInput(f"{where}: {exc}") from None
-    return session_id, sequence, payload, created_at is not None
+    return session_id, sequence, payload, created_at
 
 
-def read_jsonl(path: str | Path) -> tuple[list[PlannedMessage], int]:
-    """Every message of the file, checked, with its sequence; and how many lines had a
-    ``created_at``. ``InvalidInput`` names the first malformed line."""
+def read_jsonl(path: str | Path) -> list[PlannedMessage]:
+    """Every message of the file, checked, with its sequence and time; ``InvalidInput``
+    names the first malformed line."""
     source = Path(path).expanduser()
-    lines: dict[str, list[tuple[int | None, dict[str, Any], str]]] = {}
-    stamped = 0
+    lines: dict[str, list[tuple[int | None, dict[str, Any], str | None, str]]] = {}
     for number, text in enumerate(read_text(source).splitlines(), start=1):
         if not text.strip():
             continue
         where = f"{source} line {number}"
-        session_id, sequence, payload, had_time = parse_line(text, where)
-        stamped += had_time
-        lines.setdefault(session_id, []).append((sequence, payload, f"line {number}"))
+        session_id, sequence, payload, created_at = parse_line(text, where)
+        lines.setdefault(session_id, []).append((sequence, payload, created_at,
+                                                 f"line {number}"))
     planned: list[PlannedMessage] = []
     for session_id, items in lines.items():
-        given = [sequence is not None for sequence, _, _ in items]
+        given = [sequence is not None for sequence, _, _, _ in items]
         if any(given) and not all(given):
-            first = items[given.index(not given[0])][2]
+            first = items[given.index(not given[0])][3]
             raise InvalidInput(f"{source} {first}: session {session_id!r} has lines with and "
                                "without a sequence; give every line of a session one, or none")
         seen: dict[int, str] = {}
-        for position, (sequence, payload, where) in enumerate(items, start=1):
+        for position, (sequence, payload, created_at, where) in enumerate(items, start=1):
             number = position if sequence is None else sequence
             if number in seen:
                 raise InvalidInput(f"{source} {where}: session {session_id!r} sequence "
                                    f"{number} is also on {seen[number]}")
             seen[number] = where
-            planned.append(PlannedMessage(session_id, number, payload, where))
-    return planned, stamped
+            planned.append(PlannedMessage(session_id, number, payload, where, created_at))
+    return planned
 
 
 def check(path: str | Path) -> None:
@@ -123,10 +127,7 @@ async def import_jsonl(engine: Engine, path: str | Path, *, namespace: str | Non
     """Import a JSONL conversations file (see the module docstring) into ``namespace``
     (default: the engine's agent)."""
     namespace = engine.notes.namespace(namespace)
-    planned, stamped = read_jsonl(path)
+    planned = read_jsonl(path)
     report = ImportReport(str(path), FORMAT, str(engine.path), namespace)
     await land_messages(engine, planned, report, namespace=namespace, progress=progress)
-    if stamped:
-        report.remark(f"{stamped:,} lines gave a created_at; imported events are stamped with "
-                      "the time they were stored")
     return report

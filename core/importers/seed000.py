@@ -2,13 +2,15 @@
 
 What each row maps to:
 
-- ``messages`` row: an event of the session of the same id, in the namespace. Seed 000 has
-  no sequences, so a session's rows are ordered by ``created_at`` then ``id`` and numbered
-  1, 2, 3 (the same file always gives the same numbers; rows added later, with later
-  times, continue the count). The payload is ``role``, ``content``, ``tool_call_id``,
-  ``tool_name``, ``tool_calls`` (parsed from ``tool_calls_json``) and ``importance`` (so
-  seed 000's salience carries over), plus ``metadata.imported`` = ``{"from": "seed000",
-  "id", "created_at", "consolidated_at"}``: the row's uuid and times, kept with the event.
+- ``messages`` row: an event of the session of the same id, in the namespace, at the
+  row's ``created_at`` (RFC 3339, normalised to the engine's UTC milliseconds). Seed 000
+  has no sequences, so a session's rows are ordered by ``created_at`` then ``id`` and
+  numbered 1, 2, 3 (the same file always gives the same numbers; rows added later, with
+  later times, continue the count). The payload is ``role``, ``content``,
+  ``tool_call_id``, ``tool_name``, ``tool_calls`` (parsed from ``tool_calls_json``) and
+  ``importance`` (so seed 000's salience carries over), plus ``metadata.imported`` =
+  ``{"from": "seed000", "id", "created_at", "consolidated_at"}``: the row's uuid and times
+  as the source wrote them, kept with the event.
 - ``embedding`` / ``embedding_error``: not copied. The engine embeds the imported text
   with its own model (seed 000's came from AllMiniLML6V2, whose vectors mean nothing to
   another model); the report says how many there were and of what size.
@@ -17,8 +19,9 @@ What each row maps to:
   are the import's.
 
 A row the engine refuses (an unknown role, ``tool_calls_json`` that is not JSON, an
-importance outside 0-1, a fact key over 200 characters) is skipped with the reason. A fact
-whose (category, key) already holds another value is skipped, not overwritten.
+importance outside 0-1, a ``created_at`` that is not a timestamp, a fact key over 200
+characters) is skipped with the reason. A fact whose (category, key) already holds another
+value is skipped, not overwritten.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import indexing
 from core.errors import InvalidInput, NotFound
-from core.importers.conversations import PlannedMessage, land_messages
+from core.importers.conversations import PlannedMessage, land_messages, source_time
 from core.importers.report import ImportReport, Progress
 from core.importers.source import SourceDatabase, open_source
 
@@ -89,11 +92,13 @@ def plan_messages(source: SourceDatabase, report: ImportReport,
             continue
         try:
             payload = message_payload(row)
+            created_at = source_time(row["created_at"])
         except InvalidInput as exc:
             report.skip("messages", where, str(exc))
             continue
         numbers[session_id] = numbers.get(session_id, 0) + 1
-        planned.append(PlannedMessage(session_id, numbers[session_id], payload, where))
+        planned.append(PlannedMessage(session_id, numbers[session_id], payload, where,
+                                      created_at))
     if vectors or errors:
         sizes = ", ".join(f"{n:,} of {d} dimensions" for d, n in sorted(vectors.items()))
         report.remark(f"vectors: re-embedded with {embedder.name} ({embedder.dimension} "

@@ -4,8 +4,10 @@ What each source record maps to:
 
 - ``conversation_events`` of a conversation session: an event of the session of the same
   id and sequence, in the namespace (whatever ``sessions.agent_identity`` said; the report
-  names the identities it found). The payload is the event's Message with
-  ``metadata.imported = {"from": "seed001", "created_at": ...}`` added.
+  names the identities it found), at the event's ``created_at`` (SQLite's
+  ``CURRENT_TIMESTAMP``, UTC, normalised to the engine's RFC 3339; none: the time it is
+  stored). The payload is the event's Message with ``metadata.imported = {"from":
+  "seed001", "created_at": ...}`` added, the time as the source wrote it.
 - ``conversation_events`` of a ``memory:{user}`` session: a note of the namespace (seed 001
   stores each note as such an event, its ``note_id`` in the chunks' metadata). The note
   keeps its ``note-{uuid}`` (unless a note of the target has it), its tags and source,
@@ -22,8 +24,9 @@ What each source record maps to:
 - ``files``, ``schedules``: listed as skipped, each with the reason. ``schedule_runs``
   are counted in a remark.
 
-Rows the engine refuses (a payload that is not a Message, a scratchpad over its limits) are
-skipped with the reason; importing the same file again adds nothing.
+Rows the engine refuses (a payload that is not a Message, a ``created_at`` that is not a
+timestamp, a scratchpad over its limits) are skipped with the reason; importing the same
+file again adds nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 from core import indexing
 from core.errors import InvalidInput, NotFound
-from core.importers.conversations import PlannedMessage, land_messages, session_owners
+from core.importers.conversations import (
+    PlannedMessage,
+    land_messages,
+    session_owners,
+    source_time,
+)
 from core.importers.notes import PlannedNote, land_notes
 from core.importers.report import ImportReport, Progress
 from core.importers.source import SourceDatabase, engine_time, open_source
@@ -142,10 +150,11 @@ def plan_events(source: SourceDatabase, report: ImportReport,
             continue
         try:
             payload = event_payload(row)
+            created_at = source_time(row["created_at"])
         except InvalidInput as exc:
             report.skip("messages", where, str(exc))
             continue
-        messages.append(PlannedMessage(session_id, sequence, payload, where))
+        messages.append(PlannedMessage(session_id, sequence, payload, where, created_at))
     return messages, notes
 
 
