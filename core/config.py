@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
+from core.inputs import shown as _shown
 
 CONFIG_ENV_VAR = "WORKBENCH_CONFIG"
 
@@ -224,10 +225,13 @@ _DURATION_FIELDS = {"session_ttl"}
 def parse_duration(value: str | int | float, key: str = "duration") -> float:
     """Seconds from humantime-like text ("24h", "1h30m", "90s") or a plain number."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _finite(float(value), key)
+        try:
+            return _finite(float(value), key)
+        except OverflowError:
+            raise ConfigError(f"{key}: {_shown(value)} is too large") from None
     if not isinstance(value, str):
         raise ConfigError(f'{key}: expected a duration like "24h", got '
-                          f"{type(value).__name__} {value!r}")
+                          f"{type(value).__name__} {_shown(value)}")
     text = value.strip().replace(" ", "")
     if text and text.replace(".", "", 1).isdecimal():
         return _finite(float(text), key)
@@ -238,14 +242,39 @@ def parse_duration(value: str | int | float, key: str = "duration") -> float:
         total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
         pos = match.end()
     if not text or pos != len(text):
-        raise ConfigError(f'{key}: cannot read {value!r} as a duration; write e.g. "24h", "90m"')
-    return total
+        raise ConfigError(f'{key}: cannot read {_shown(value)} as a duration; write e.g. '
+                          '"24h", "90m"')
+    return _finite(total, key)
 
 
 def _finite(value: float, key: str) -> float:
     if not math.isfinite(value):
         raise ConfigError(f"{key}: must be a finite number, got {value!r}")
     return value
+
+
+class _Environment(typing.Mapping[str, str]):
+    """The environment ``${…}`` reads, shown as its size only: a crash report that prints
+    each frame's variables would otherwise print every key kept in the environment."""
+
+    def __init__(self, values: typing.Mapping[str, str]) -> None:
+        self._values = values
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name]
+
+    def __iter__(self) -> typing.Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"<environment: {len(self._values)} variables, not shown>"
+
+
+class _SourceError(ConfigError):
+    """A ``${…}`` that names a variable that is not set or a file that cannot be read."""
 
 
 def _interpolate(value: str, key: str, environ: typing.Mapping[str, str]) -> str:
@@ -257,9 +286,10 @@ def _interpolate(value: str, key: str, environ: typing.Mapping[str, str]) -> str
                 return path.read_text(encoding="utf-8").strip()
             except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
                 reason = getattr(exc, "strerror", None) or str(exc)
-                raise ConfigError(f"{key}: cannot read {path!r} ({reason})") from None
+                raise _SourceError(f"{key}: cannot read {path!r} ({reason})") from None
         if name not in environ:
-            raise ConfigError(f"{key}: environment variable {name} is not set")
+            shown = name if name.isprintable() and len(name) <= 60 else _shown(name)
+            raise _SourceError(f"{key}: environment variable {shown} is not set")
         return environ[name]
 
     return _ENV_PATTERN.sub(replace, value)
@@ -296,17 +326,20 @@ def _coerce(value: Any, annotation: Any, key: str, environ: typing.Mapping[str, 
             return value
     elif annotation is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if not -(2**63) <= value < 2**63:
+                raise ConfigError(f"{key}: {_shown(value)} is outside the 64-bit integer range")
             return value
     elif annotation is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
             try:
                 return _finite(float(value), key)
             except OverflowError:
-                raise ConfigError(f"{key}: {value} is too large") from None
+                raise ConfigError(f"{key}: {_shown(value)} is too large") from None
     elif annotation is str and isinstance(value, str):
         return value
     type_name = getattr(annotation, "__name__", str(annotation))
-    raise ConfigError(f"{key}: expected {type_name}, got {type(value).__name__} {value!r}")
+    raise ConfigError(f"{key}: expected {type_name}, got {type(value).__name__} "
+                      f"{_shown(value)}")
 
 
 def _build(cls: type, data: typing.Mapping[str, Any], prefix: str,
@@ -319,7 +352,9 @@ def _build(cls: type, data: typing.Mapping[str, Any], prefix: str,
     if unknown:
         where = f"[{prefix}]" if prefix else "the top level"
         raise ConfigError(
-            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
+            f"unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(_shown(key, 40) for key in unknown[:5])}"
+            f"{f' and {len(unknown) - 5} more' if len(unknown) > 5 else ''} in "
             f"{where}; known keys: {', '.join(sorted(known))}"
         )
     kwargs: dict[str, Any] = {}
@@ -328,17 +363,40 @@ def _build(cls: type, data: typing.Mapping[str, Any], prefix: str,
         hint = hints[name]
         if dataclasses.is_dataclass(hint):
             kwargs[name] = _build(hint, value, key, environ)
-        else:
+            continue
+        hidden = not known[name].repr or (isinstance(value, str)
+                                          and _ENV_PATTERN.search(value) is not None)
+        try:
             kwargs[name] = _coerce(value, hint, key, environ)
+            continue
+        except _SourceError:
+            raise  # names the variable or file, never its value
+        except ConfigError:
+            if not hidden:
+                raise
+        # Raised here, outside the except block, so the refusal that quoted the value is
+        # not kept as this one's context either.
+        raise _unquoted_refusal(key, value, hint)
     return cls(**kwargs)
+
+
+def _unquoted_refusal(key: str, value: Any, hint: Any) -> ConfigError:
+    """A refusal of a secret field's value, or of text from ``${…}`` (which may be a key
+    put in the wrong field), that does not quote what it refused."""
+    source = (f"the value of {value!r}" if isinstance(value, str)
+              else f"the {type(value).__name__} given")
+    expected = " or ".join(getattr(a, "__name__", str(a)) for a in typing.get_args(hint)
+                           if a is not type(None)) or getattr(hint, "__name__", str(hint))
+    return ConfigError(f"{key}: expected {expected}, but {source} is not one (not shown: "
+                       "it may be a secret)")
 
 
 def _validate(config: Config) -> None:
     """Refuse values that parse but make no sense, naming the key."""
     problems = []
     if config.embedding.backend not in ("model2vec", "http", "deterministic"):
-        problems.append(f'embedding.backend: {config.embedding.backend!r} is not one of '
-                        '"model2vec", "http", "deterministic"')
+        problems.append(f'embedding.backend: {_shown(config.embedding.backend)} is not one '
+                        'of "model2vec", "http", "deterministic"')
     if config.retrieval.default_recall_mode not in ("keyword", "vector", "hybrid"):
         problems.append("retrieval.default_recall_mode: must be keyword, vector or hybrid")
     if config.retrieval.fusion not in ("minmax", "rrf", "dbsf"):
@@ -399,7 +457,7 @@ def load_config(source: str | os.PathLike[str] | typing.Mapping[str, Any] | Conf
 
     With ``None`` the file named by ``$WORKBENCH_CONFIG`` is read when set, else defaults.
     """
-    environ = os.environ if environ is None else environ
+    environ = _Environment(os.environ if environ is None else environ)
     if isinstance(source, Config):
         return source
     if source is None:
@@ -408,18 +466,33 @@ def load_config(source: str | os.PathLike[str] | typing.Mapping[str, Any] | Conf
             return Config()
         source = env_path
     if isinstance(source, str | os.PathLike):
-        path = Path(source).expanduser()
+        try:
+            path = Path(source).expanduser()
+        except RuntimeError:  # ~name of a user this machine does not know
+            raise ConfigError(f"config file {_shown(str(source))}: no home directory for "
+                              "its ~user") from None
         try:
             with path.open("rb") as handle:
                 data = tomllib.load(handle)
         except FileNotFoundError:
             raise ConfigError(f"config file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
+            exc.__traceback__ = None  # its frames hold the file's text, any key in it too
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})"
+                              ) from None
+        except RecursionError:
+            raise ConfigError(f"config file {path} nests arrays or tables too deeply") from None
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    else:
+        except ValueError as exc:  # a NUL or a lone surrogate in the path
+            raise ConfigError(f"cannot read config file {_shown(str(path))}: {exc}") from None
+    elif isinstance(source, typing.Mapping):
         data = dict(source)
+    else:
+        raise ConfigError("a config is a TOML file's path, a dict or a Config; got "
+                          f"{type(source).__name__}")
     config = _build(Config, data, "", environ)
     _validate(config)
     return config

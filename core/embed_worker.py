@@ -6,7 +6,9 @@ marks in one transaction, so a process killed mid-batch loses nothing: the next 
 the same chunks still pending. Embedding a batch (in a thread) overlaps with saving the
 previous one (on the writer lane). Failures are recorded per chunk and retried with
 back-off until ``max_attempts``, after which the chunk is ``failed`` and stops the backlog
-from draining no longer.
+from draining no longer. A file that refuses the save (disk full, file gone read-only)
+costs the chunks nothing: they stay pending, the worker says why in ``storage_error``,
+backs off, and saves them once the file takes writes again.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.embeddings.context import embed_with_context
+from core.errors import EmbeddingError, ReadOnlyDatabase, StorageFull, WorkbenchError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from core.embeddings import Embedder
     from core.storage.sqlite_backend import SqliteBackend
 
@@ -44,7 +49,11 @@ class EmbeddingWorker:
         self._failures_in_a_row = 0
         self.embedded = 0
         self.last_error: str | None = None
+        self.storage_error: WorkbenchError | None = None
+        """Why the file refused the last save (``StorageFull``, ``ReadOnlyDatabase``, or an
+        ``EmbeddingError`` carrying the driver's error); None once a save succeeds."""
         self.on_progress: ProgressCallback | None = None
+        self._refused = asyncio.Event()
 
     def start(self) -> None:
         """Start the worker task on the running loop."""
@@ -57,17 +66,32 @@ class EmbeddingWorker:
         self._wake.set()
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Wait until no chunk is pending (failed chunks do not hold it up)."""
+        """Wait until no chunk is pending (failed chunks do not hold it up); raises what
+        the file refused a save with meanwhile when waiting cannot help (``StorageFull`` on
+        a full disk, ``ReadOnlyDatabase``). A passing refusal ("database is locked" past
+        the busy timeout) is retried and waited out."""
         if self._task is None:
             return
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         self.wake()
-        waiter = asyncio.ensure_future(self._idle.wait())
-        done, _ = await asyncio.wait({waiter, self._task}, timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if waiter not in done:
+        while True:
+            self._refused.clear()
+            waiter = asyncio.ensure_future(self._idle.wait())
+            refused = asyncio.ensure_future(self._refused.wait())
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            done, _ = await asyncio.wait({waiter, refused, self._task}, timeout=left,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            refused.cancel()
+            if waiter in done:
+                return
             waiter.cancel()
             if self._task in done:
                 self._task.result()  # re-raise what killed the worker
+            if refused in done:
+                if isinstance(self.storage_error, StorageFull | ReadOnlyDatabase):
+                    raise self.storage_error
+                continue
             raise TimeoutError(f"embedding backlog not drained within {timeout} s")
 
     async def stop(self) -> None:
@@ -75,26 +99,41 @@ class EmbeddingWorker:
         if self._task is None:
             return
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await self._task
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # it died earlier: said here, and close goes on
+            log.exception("the embedding worker had stopped with an error")
         self._task = None
 
     async def _run(self) -> None:
         cursor = 0
-        saving: asyncio.Task[int] | None = None
+        saving: asyncio.Task[bool] | None = None
         try:
             while True:
                 self._wake.clear()
-                batch = await self._backend.pending_chunks(self._batch_size, cursor)
+                try:
+                    batch = await self._backend.pending_chunks(self._batch_size, cursor)
+                except Exception as exc:  # e.g. "database is locked" past busy_timeout
+                    self._refuse(exc if isinstance(exc, WorkbenchError) else EmbeddingError(
+                        f"backlog not read ({type(exc).__name__}: {exc}); the worker retries"))
+                    await self._back_off()
+                    continue
                 if not batch:
                     if saving is not None:
-                        await saving
+                        refused = not await saving
                         saving = None
+                        if refused:
+                            cursor = 0
+                            await self._back_off()
+                            continue
                     if cursor:
                         cursor = 0  # wrap round for retried chunks and other writers' chunks
                         continue
                     if self._wake.is_set():
                         continue  # a store woke us while that read ran: it may have missed it
+                    self.storage_error = None  # nothing is pending: nothing is paused
                     self._idle.set()
                     # asyncio.timeout, not wait_for: 3.11's wait_for can swallow the
                     # cancellation that stop() sends and hang shutdown.
@@ -113,31 +152,65 @@ class EmbeddingWorker:
                         saving = None
                     await self._failed([row[0] for row in batch], exc)
                     continue
-                if saving is not None:
-                    await saving
+                if saving is not None and not await saving:
+                    saving, cursor = None, 0  # this batch and the refused one: again later
+                    await self._back_off()
+                    continue
                 rows = [(row[0], row[1], row[4]) for row in batch]
-                saving = asyncio.create_task(
-                    self._backend.save_vectors(rows, matrix, self._embedder.name))
-                saving.add_done_callback(self._saved)
-                self._failures_in_a_row = 0
+                saving = asyncio.create_task(self._save(rows, matrix))
+                if self.storage_error is None:  # a refused save keeps its back-off growing
+                    self._failures_in_a_row = 0
         except asyncio.CancelledError:
             if saving is not None and not saving.done():
                 with contextlib.suppress(Exception):
                     await saving
             raise
 
-    def _saved(self, task: asyncio.Task[int]) -> None:
-        if task.cancelled() or task.exception() is not None:
-            return
-        self.embedded += task.result()
+    async def _save(self, rows: list[tuple[str, str, str]], matrix: np.ndarray) -> bool:
+        """Save one batch; False when the file refused it (the chunks stay pending).
+
+        Any failure is a refusal, never the end of the worker: a worker that died would
+        leave the backlog growing with nobody saying why.
+        """
+        try:
+            saved = await self._backend.save_vectors(rows, matrix, self._embedder.name)
+        except WorkbenchError as exc:
+            self._refuse(exc)
+            return False
+        except Exception as exc:  # the driver's own error: kept, shown, retried
+            self._refuse(EmbeddingError(
+                f"vectors not saved ({type(exc).__name__}: {exc}); the worker retries"))
+            return False
+        self.storage_error = None
+        self.embedded += saved
         if self.on_progress is not None:
             self.on_progress(self.embedded, -1)
+        return True
+
+    def _refuse(self, exc: WorkbenchError) -> None:
+        if self.storage_error is None:  # once per outage, not once per retry
+            log.warning("embedding worker: vectors not saved, will retry: %s", exc)
+        self.storage_error = exc
+        self._refused.set()
+
+    async def _back_off(self) -> None:
+        """Wait before trying again (doubling to 30 s), or until a store or drain wakes us."""
+        self._failures_in_a_row += 1
+        # The wake is not cleared here: a drain that woke us just before must not be lost.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(30.0, 0.05 * 2 ** self._failures_in_a_row)):
+                await self._wake.wait()
 
     async def _failed(self, chunk_ids: list[str], exc: Exception) -> None:
         self._failures_in_a_row += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
         log.warning("embedding %d chunks failed: %s", len(chunk_ids), self.last_error)
-        await self._backend.record_embedding_failure(chunk_ids, self.last_error,
-                                                     self._max_attempts)
+        try:
+            await self._backend.record_embedding_failure(chunk_ids, self.last_error,
+                                                         self._max_attempts)
+        except WorkbenchError as refused:
+            self._refuse(refused)
+        except Exception as exc:  # the driver's own error ("database is locked"): retried
+            self._refuse(EmbeddingError(f"failure not recorded ({type(exc).__name__}: {exc})"))
         # Back off so an endpoint that is down is not hammered; a success resets it.
         await asyncio.sleep(min(30.0, 0.05 * 2 ** self._failures_in_a_row))

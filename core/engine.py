@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from core import indexing, sessions_export
-from core.bulk import BulkIngest
+from core import indexing, inputs, sessions_export
+from core.bulk import BulkIngest, BulkItem
 from core.clock import utc_now
 from core.config import Config, load_config
 from core.embed_worker import EmbeddingWorker
@@ -258,6 +258,12 @@ class Engine:
         """True when the file could not be (or was asked not to be) opened for writing."""
         return self.backend.read_only
 
+    @property
+    def read_only_reason(self) -> str | None:
+        """Why the file is read-only when it was not asked to be (not writable, on a
+        read-only or full file system, schema too new); None otherwise."""
+        return self.backend.read_only_reason
+
     # -- storing ---------------------------------------------------------------------------
 
     def prepare_message(self, session_id: str, sequence: int | None, payload: object,
@@ -268,14 +274,15 @@ class Engine:
         ``bound``: the write is refused (``OutOfNamespace``) unless the session is ``agent``'s
         or new. Raises ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
         """
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
+        inputs.session_id(session_id)
+        if agent is not None:
+            inputs.utf8_text(agent, "agent")
         if session_id.startswith(MEMORY_PREFIX):
             raise InvalidInput(f"session {session_id!r} holds a namespace's notes (its name "
                                f"begins with {MEMORY_PREFIX!r}); write notes with add_note or "
                                "save_memory, and messages to another session")
-        if sequence is not None and (isinstance(sequence, bool) or not isinstance(sequence, int)):
-            raise InvalidInput(f"sequence must be an integer, got {type(sequence).__name__}")
+        if sequence is not None:
+            inputs.int64(sequence, "sequence")
         message = indexing.validate_message(payload)
         role = message["role"]
         importance = message.get("importance")
@@ -353,13 +360,16 @@ class Engine:
             prepared.created_at, prepared.importance))
 
     @_needs_model
-    async def store_many(self, items: Iterable[tuple[str, int | None, dict[str, Any]]], *,
-                         agent: str | None = None, batch_size: int = 1000) -> BulkStoreResult:
+    async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,
+                         batch_size: int = 1000) -> BulkStoreResult:
         """The importers' bulk path: many messages per transaction, refusals reported.
 
-        Each item is ``(session_id, sequence or None, payload)``. A message that is invalid
-        or out of sequence is listed in ``rejected`` with its reason; the others are stored,
-        embedded before they are written (see :mod:`core.bulk`).
+        Each item is ``(session_id, sequence or None, payload)``, or with the message's
+        original ``created_at`` after it (None: now; RFC 3339 with ``Z`` or an offset, or
+        SQLite's ``YYYY-MM-DD HH:MM:SS``, no zone meaning UTC). A message that is invalid,
+        out of sequence or has an unreadable ``created_at`` is listed in ``rejected`` with
+        its reason; the others are stored, embedded before they are written (see
+        :mod:`core.bulk`).
         """
         return await self.bulk.store_many(items, agent=agent, batch_size=batch_size)
 
@@ -379,7 +389,8 @@ class Engine:
         Served from working memory when it holds the session's tail (checked against the
         file's last sequence, so another process's writes are never missed).
         """
-        if limit is not None and limit < 0:
+        inputs.utf8_text(session_id, "session_id")
+        if limit is not None and (inputs.int64(limit, "limit") < 0):
             raise InvalidInput(f"limit must not be negative, got {limit}")
         held = self.working_memory.get(session_id)
         if held is not None and limit is not None and len(held) >= limit:
@@ -400,6 +411,7 @@ class Engine:
 
     async def forget(self, session_id: str) -> bool:
         """Delete a session and everything under it; False when there was no such session."""
+        inputs.utf8_text(session_id, "session_id")
         self.working_memory.drop(session_id)
         self.summaries.forget(session_id)
         return await self.backend.delete_session(session_id)
@@ -510,9 +522,12 @@ class Engine:
         return await self.retrieval.retrieval_log(limit, **filters)
 
     @_needs_model
-    async def replay(self, log_id: int, **changes: Any) -> SearchResult:
-        """Run a logged query again, exactly as it was asked (``changes`` override a knob)."""
-        return await self.retrieval.replay(log_id, **changes)
+    async def replay(self, log_id: int, *, namespace: str | None = None,
+                     **changes: Any) -> SearchResult:
+        """Run a logged query again, exactly as it was asked and in its logged scope
+        (``changes`` override a ranking knob, never the scope); ``namespace`` binds the call:
+        another namespace's entry is ``NotFound``."""
+        return await self.retrieval.replay(log_id, namespace=namespace, **changes)
 
     async def judge(self, query: str, chunk_id: str, grade: int, **scope: Any) -> None:
         """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
@@ -538,7 +553,7 @@ class Engine:
         """Refuse (``OutOfNamespace``) a session that exists and is not ``namespace``'s; a
         session that does not exist yet passes (it holds nothing to reach)."""
         namespace = clean_namespace(namespace)
-        owner = await self.backend.session_agent(session_id)
+        owner = await self.backend.session_agent(inputs.utf8_text(session_id, "session_id"))
         if owner is not None and owner != namespace:
             raise OutOfNamespace(out_of_namespace(session_id, namespace))
 
@@ -758,9 +773,11 @@ class Engine:
         data_version``, which moves when any connection or process commits), the embedding
         backlog and failures, and whether the model has loaded."""
         version, backlog, failed = await self.backend.pulse()
+        refused = self.worker.storage_error if self.worker is not None else None
         return Pulse(data_version=version, backlog=backlog, failed=failed,
                      model=self.embedder.name, model_loaded=self.model_loaded,
-                     fell_back=self.embedding_fell_back, warning=self.embedding_warning)
+                     fell_back=self.embedding_fell_back, warning=self.embedding_warning,
+                     storage_error=None if refused is None else str(refused))
 
     async def counts(self) -> dict[str, int]:
         """Row counts per table (for doctor and for checking cascades)."""

@@ -27,6 +27,11 @@ class ReadOnlyDatabase(WorkbenchError):
     """A write was attempted on a database opened read-only."""
 
 
+class StorageFull(WorkbenchError):
+    """The disk (or the file's size limit) filled during a write; that write was rolled
+    back whole, earlier ones are intact, and reads go on working."""
+
+
 class DimensionMismatch(WorkbenchError):
     """The file holds vectors of a different size than the configured model produces."""
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.clock import utc_now
 from core.errors import InvalidInput
+from core.notes.fields import clean_namespace
 from core.storage.notes import MEMORY_PREFIX
 from core.types import ScratchpadState
 
@@ -82,7 +83,9 @@ class Scratchpad:
             raise InvalidInput(f"session {session_id!r} holds a namespace's notes; a "
                                "scratchpad belongs to a conversation's session")
         checked = check_items(items, self._limits.max_items, self._limits.max_item_chars)
-        owner = namespace or agent or self._engine.config.agent
+        # An empty namespace is refused, never read as "the configured agent".
+        owner = (clean_namespace(namespace) if namespace is not None
+                 else agent or self._engine.config.agent)
         stored = await self._backend.write_scratchpad(session_id, owner, checked, utc_now(),
                                                       namespace is not None)
         return ScratchpadState(session_id, stored["items"], stored["updated_at"])

@@ -133,6 +133,7 @@ class Pulse(_AsDict):
     model_loaded: bool
     fell_back: bool
     warning: str | None
+    storage_error: str | None = None  # why the embedding worker's last save was refused
 
 
 @dataclass(frozen=True)

@@ -292,3 +292,39 @@ async def test_reindex_open_before_reindex_does_not_break_queries(tmp_path: Path
         results = await engine.hybrid_query(session_id="s", query="quarterly tax")
         assert results and "quarterly" in results[0].text  # full text answers meanwhile
         assert all(r.vector_rank is None for r in results)
+
+
+async def test_a_locked_file_pauses_the_worker_and_never_kills_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holding the write lock past busy_timeout makes reads and saves fail
+    with the driver's own error: the worker says so, retries, and close still works."""
+    import sqlite3
+
+    config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 16}}
+    async with Engine.open(tmp_path / "m.db", config=config) as engine:
+        backend = engine.backend
+        real_pending, real_save = backend.pending_chunks, backend.save_vectors
+        locked = {"reads": 2, "saves": 2}
+
+        async def pending(*args: Any) -> Any:
+            if locked["reads"]:
+                locked["reads"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return await real_pending(*args)
+
+        async def save(*args: Any) -> Any:
+            if locked["saves"]:
+                locked["saves"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return await real_save(*args)
+
+        monkeypatch.setattr(backend, "pending_chunks", pending)
+        monkeypatch.setattr(backend, "save_vectors", save)
+        await engine.store("s", 1, {"role": "user", "content": "the dog barks at night"})
+        await engine.drain(timeout=30)
+        assert locked == {"reads": 0, "saves": 0}
+        assert (await engine.embedding_status()).backlog == 0
+        assert engine.worker is not None and engine.worker.storage_error is None
+    # close() went through: the file opens again and holds the vector.
+    async with Engine.open(tmp_path / "m.db", config=config) as engine:
+        assert (await engine.embedding_status()).embedded == 1

@@ -176,6 +176,7 @@ class WorkbenchApp(App[None]):
             return
         self.engine = engine
         header.schema = engine.backend.schema_version
+        header.read_only = engine.read_only_reason
         for warning in engine.warnings:
             self.notify(warning, severity="warning", timeout=10)
         await self._poll_once()
@@ -206,7 +207,12 @@ class WorkbenchApp(App[None]):
         if self.engine is None:
             return
         pulse = await self.engine.pulse()
-        self.query_one(StatusHeader).pulse = pulse
+        header = self.query_one(StatusHeader)
+        if pulse.storage_error and (header.pulse is None
+                                    or header.pulse.storage_error != pulse.storage_error):
+            self.notify(pulse.storage_error, title="Embedding paused: the file refused the write",
+                        severity="error", timeout=30)
+        header.pulse = pulse
         if self._data_version is not None and pulse.data_version != self._data_version:
             self.memory_changed.publish(pulse)
         self._data_version = pulse.data_version

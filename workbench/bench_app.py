@@ -27,7 +27,7 @@ class Timed(WorkbenchApp):
         self.call_after_refresh(lambda: marks.setdefault("first_paint", time.time()))
 
 async def main():
-    config = json.loads(sys.argv[2]) if sys.argv[2] != "null" else None
+    config = json.loads(sys.stdin.readline())
     app = Timed(sys.argv[1], config, AppSettings())
     async with app.run_test(size=(160, 48)) as pilot:
         sessions = app.query_one("#sessions")
@@ -54,8 +54,11 @@ def run_app_bench(db_path: Path, config: dict[str, Any] | None, runs: int,
     figures: dict[str, list[float]] = {}
     for _ in range(runs):
         started = time.time()
-        out = subprocess.run([sys.executable, "-c", CHILD, str(db_path), json.dumps(config)],
-                             capture_output=True, text=True, timeout=120)
+        # The config goes through stdin: as an argument its API keys would be in every
+        # process listing on the machine.
+        out = subprocess.run([sys.executable, "-c", CHILD, str(db_path)],
+                             input=json.dumps(config) + "\n", capture_output=True, text=True,
+                             timeout=120)
         if out.returncode != 0:
             raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
         marks = json.loads(out.stdout.strip().splitlines()[-1])

@@ -364,7 +364,18 @@ def _register_commands() -> None:
     for command in import_commands:
         import_group.add_command(command)
     main.add_command(export_group)
+    from workbench.bench_concurrency import bench_concurrency
 
+    bench.add_command(bench_concurrency)
+    from workbench.bench_crash import crash_command
+
+    bench.add_command(crash_command)
+    from workbench.bench_isolation import isolation_command
+
+    bench.add_command(isolation_command)
+    from workbench.bench_diskfull import diskfull_command
+
+    bench.add_command(diskfull_command)
 
 
 _register_commands()

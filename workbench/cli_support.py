@@ -72,6 +72,14 @@ def _echo_warnings(engine: Any) -> None:
         click.echo(f"warning: {warning}", err=True)
 
 
+def echo_read_only(engine: Any) -> None:
+    """One line on stderr when the file opened read-only without being asked to (a quiet
+    command says nothing else, but a write it then tries is refused for this reason)."""
+    if engine.read_only_reason:
+        click.echo(f"warning: {engine.path} is open read-only ({engine.read_only_reason}); "
+                   "reading works, writing is refused", err=True)
+
+
 def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, Any]]) -> None:
     """Run a benchmark with its progress on stderr, then print its figures on stdout."""
     figures = _run(bench(lambda line: click.echo(line, err=True)))
@@ -110,6 +118,8 @@ def on_engine(ctx: click.Context, db_path: Path, work: Callable[[Any], Coroutine
         async with Engine.open(db_path, config=config, **open_kwargs) as engine:
             if warn:
                 _echo_warnings(engine)
+            else:
+                echo_read_only(engine)
             return await work(engine)
 
     return _run(run())

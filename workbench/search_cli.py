@@ -10,7 +10,7 @@ import click
 
 from core.retrieval.fusion import FUSIONS
 from core.retrieval.search import MODES
-from workbench.cli_support import _load_config, _require_db, _run, db_option
+from workbench.cli_support import _load_config, _require_db, _run, db_option, echo_read_only
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -89,6 +89,7 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
         from core import Engine
 
         async with Engine.open(db_path, config=config) as engine:
+            echo_read_only(engine)
             return await engine.search(
                 query=query, session_id=session_id, namespace=namespace, top_k=top_k,
                 vector_weight=vector_weight, fts_weight=fts_weight, fusion=fusion, mode=mode,
@@ -121,6 +122,7 @@ def log_command(ctx: click.Context, db_path: Path, limit: int, caller: str | Non
         from core import Engine
 
         async with Engine.open(db_path, config=config) as engine:
+            echo_read_only(engine)
             if replay_id is not None:
                 return await engine.replay(replay_id)
             return await engine.retrieval_log(limit, caller=caller)

@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from core.errors import InvalidInput
+from core.inputs import shown
 
 KINDS = ("Note", "Archive")
 CATEGORIES = ("core", "daily", "conversation")
@@ -118,21 +119,21 @@ def clean_kind(value: Any) -> str:
         for kind in KINDS:
             if value.strip().lower() == kind.lower():
                 return kind
-    raise InvalidInput(f"kind must be one of {', '.join(KINDS)}; got {value!r}")
+    raise InvalidInput(f"kind must be one of {', '.join(KINDS)}; got {shown(value)}")
 
 
 def clean_category(value: Any) -> str:
     """"core", "daily" or "conversation" (seed 002)."""
     if isinstance(value, str) and value.strip().lower() in CATEGORIES:
         return value.strip().lower()
-    raise InvalidInput(f"category must be one of {', '.join(CATEGORIES)}; got {value!r}")
+    raise InvalidInput(f"category must be one of {', '.join(CATEGORIES)}; got {shown(value)}")
 
 
 def clean_importance(value: Any) -> float:
     """A number from 0 to 1 (seed 000's scale)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or \
             not math.isfinite(value) or not 0 <= value <= 1:
-        raise InvalidInput(f"importance must be a number from 0 to 1; got {value!r}")
+        raise InvalidInput(f"importance must be a number from 0 to 1; got {shown(value)}")
     return float(value)
 
 

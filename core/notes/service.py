@@ -314,7 +314,7 @@ class Notes:
         namespace = self.namespace(namespace)
         found = await self._engine.retrieval.search(
             session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,
-            tags=None if tags is None else list(tags), caller=caller)
+            tags=None if tags is None else list(self.tags(tags)), caller=caller)
         best: dict[str, HybridQueryResult] = {}
         for result in found.results:
             note_id = result.metadata.get("note_id")

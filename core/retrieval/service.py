@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core import indexing, retrieval
+from core import indexing, inputs, retrieval
 from core.clock import utc_now
 from core.errors import EmbeddingError, InvalidInput, NotFound
+from core.notes.fields import clean_namespace
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.search import LegRequest, Scope
 from core.types import ContextItem, ContextResult, MemoryRecord
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOG_FLUSH_DELAY = 0.25  # seconds a retrieval log entry may wait to be written with others
+# sqlite-vec answers a KNN query for at most 4096 neighbours: no leg is asked for more, and no
+# query for more results than that.
+MAX_TOP_K = 4096
+# What SQLite says about FTS5 syntax (raw mode passes the person's text to MATCH as written).
+_FTS_SYNTAX = ("fts5", "syntax", "no such column", "unterminated string", "unrecognized token",
+               "malformed MATCH")
 
 
 class Retrieval:
@@ -64,7 +71,7 @@ class Retrieval:
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
             rrf_k, mode, min_score)
-        depth = max(50, top_k * 5)
+        depth = min(max(50, top_k * 5), MAX_TOP_K)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
                         fts_expression=query if raw_fts else retrieval.terms_expression(terms),
@@ -85,9 +92,9 @@ class Retrieval:
             else:
                 await self._namespace_legs(legs, request, full_text, vectors, query_embedding)
         except Exception as exc:  # the driver's OperationalError: the person's raw syntax
-            if raw_fts and ("fts5" in str(exc) or "syntax" in str(exc)
-                            or "no such column" in str(exc)):
-                raise InvalidInput(f"FTS syntax error in raw mode: {exc}") from None
+            if raw_fts and any(marker in str(exc) for marker in _FTS_SYNTAX):
+                raise InvalidInput("FTS syntax error in raw mode: "
+                                   + inputs.one_line(str(exc))) from None
             raise
         found = rank(legs, ranking)
         self._log_query(found, scope, caller)
@@ -196,14 +203,31 @@ class Retrieval:
         scope = _scope(session_id, namespace)
         return await self._backend.read_log(limit, caller, scope.kind, scope.value)
 
-    async def replay(self, log_id: int, **changes: Any) -> SearchResult:
-        """Run a logged query again, exactly as it was asked (``changes`` override a knob)."""
+    async def replay(self, log_id: int, *, namespace: str | None = None,
+                     **changes: Any) -> SearchResult:
+        """Run a logged query again, exactly as it was asked, in the scope it was asked in
+        (``changes`` override a ranking knob, never the scope). ``namespace`` binds the call:
+        an entry whose scope is neither that namespace nor a session of it is not found."""
+        if "session_id" in changes:
+            raise InvalidInput("a replay runs in the scope it was logged in; its session "
+                               "cannot be changed (run a new search for another scope)")
         await self.flush_logs()
         entries = await self._backend.read_log(1, log_id=log_id)
+        if entries and namespace is not None and not await self._logged_in(entries[0],
+                                                                          namespace):
+            entries = []
         if not entries:
-            raise NotFound(f"no retrieval log entry {log_id}")
+            bound = "" if namespace is None else f" in namespace {namespace!r}"
+            raise NotFound(f"no retrieval log entry {log_id}{bound}")
         params = {**entries[0]["params"], **changes}
         return await self.search(query=entries[0]["query"], caller="replay", **params)
+
+    async def _logged_in(self, entry: dict[str, Any], namespace: str) -> bool:
+        """Whether a log entry's scope is ``namespace`` or a session it owns now."""
+        namespace = clean_namespace(namespace)
+        if entry["scope_kind"] == "namespace":
+            return entry["scope_value"] == namespace
+        return await self._backend.session_agent(entry["scope_value"]) == namespace
 
     async def flush_logs(self) -> None:
         """Write the queries still waiting for the log (reads of the log and close call it)."""
@@ -239,6 +263,7 @@ class Retrieval:
         ``relevance_limit`` (5). Each event appears once, in sequence order, with the
         strategies that chose it.
         """
+        inputs.utf8_text(query, "query")
         rcfg = self._config.retrieval
         chosen: dict[int, tuple[MemoryRecord, list[str], float | None]] = {}
 
@@ -286,10 +311,10 @@ class Retrieval:
                         tags: Sequence[str] | None, fusion: str | None, rrf_k: int | None,
                         mode: str | None, min_score: float | None,
                         ) -> tuple[Ranking, Scope, str, list[str]]:
-        if not isinstance(query, str):
-            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInput(f"top_k must be a positive integer, got {top_k!r}")
+        inputs.utf8_text(query, "query")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidInput(f"top_k must be an integer from 1 to {MAX_TOP_K}, "
+                               f"got {inputs.shown(top_k)}")
         scope = _scope(session_id, namespace)
         rcfg = self._config.retrieval
         vw = rcfg.vector_weight if vector_weight is None else vector_weight
@@ -325,7 +350,12 @@ class Retrieval:
                                                             "this file's vectors are unusable"))
             return None
         if query_embedding is not None:
-            qvec = np.asarray(query_embedding, dtype=np.float32)
+            try:
+                with np.errstate(over="ignore"):  # beyond float32 is inf: no vector, below
+                    qvec = np.asarray(query_embedding, dtype=np.float32)
+            except (TypeError, ValueError, OverflowError):
+                raise InvalidInput("query_embedding must be a list of numbers, got "
+                                   f"{inputs.shown(query_embedding)}") from None
             if qvec.shape != (self._engine.embedder.dimension,):
                 raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
                                    f"makes {self._engine.embedder.dimension}")
@@ -348,6 +378,10 @@ class Retrieval:
 
 def _scope(session_id: str | None, namespace: str | None) -> Scope:
     """The scope a caller named, or InvalidInput when it named both or neither."""
+    if session_id is not None:
+        inputs.utf8_text(session_id, "session_id")
+    if namespace is not None:
+        inputs.utf8_text(namespace, "namespace")
     try:
         return Scope(session_id=session_id, namespace=namespace)
     except ValueError as exc:

@@ -38,6 +38,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from core import clock
 from core.errors import InvalidCadence
+from core.inputs import one_line
 
 CADENCE_KINDS = ("cron", "once", "interval")
 SECONDS_PER_DAY = 86_400
@@ -78,6 +79,7 @@ _CALENDAR_CYCLE_START = datetime(2001, 1, 1)
 _CALENDAR_CYCLE_END = datetime(2029, 1, 1)
 # A fixed start for "does this cron ever fire": a leap year, so 29 February is found.
 _FIRST_FIRE_SEARCH_START = datetime(2000, 1, 1)
+_EARLIEST_ONCE, _LATEST_ONCE = datetime(1, 1, 2), datetime(9999, 12, 30)
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def parse_cadence(kind: str, value: str, timezone: str = "UTC") -> Cadence:
         try:
             croniter(expression, _FIRST_FIRE_SEARCH_START).get_next(datetime)
         except CroniterBadDateError as error:
-            raise InvalidCadence(f"cron '{normalised}' never fires: no date matches its "
+            raise InvalidCadence(f"cron {_quoted(normalised)} never fires: no date matches its "
                                  "day-of-month, month and day-of-week fields") from error
         return Cadence("cron", normalised, timezone)
     if kind == "once":
@@ -177,8 +179,8 @@ def validate_cadence(cadence: Cadence, min_interval_secs: int, now: datetime | N
     else:
         gap = shortest_cron_gap_secs(checked.value)
         if gap < min_interval_secs:
-            raise InvalidCadence(f"cron '{checked.value}' fires as often as every {gap} s; the "
-                                 f"minimum is {min_interval_secs} s")
+            raise InvalidCadence(f"cron {_quoted(checked.value)} fires as often as every {gap} s; "
+                                 f"the minimum is {min_interval_secs} s")
 
 
 def next_run_for_cadence(cadence: Cadence, after: datetime) -> datetime | None:
@@ -206,7 +208,7 @@ def format_in_timezone(utc_timestamp: str | datetime, cadence: Cadence) -> str:
         try:
             moment = datetime.fromisoformat(utc_timestamp.strip())
         except ValueError as error:
-            raise InvalidCadence(f"'{utc_timestamp}' is not a timestamp; write e.g. "
+            raise InvalidCadence(f"{_quoted(utc_timestamp)} is not a timestamp; write e.g. "
                                  "2026-03-29T01:30:00.000Z") from error
     else:
         moment = utc_timestamp
@@ -235,13 +237,13 @@ def parse_duration(text: str) -> int:
     else:
         match = _DURATION.fullmatch(stripped)
         if not stripped or match is None:
-            raise InvalidCadence(f"'{text}' is not a duration; {_DURATION_FORM}")
+            raise InvalidCadence(f"{_quoted(text)} is not a duration; {_DURATION_FORM}")
         amounts = zip(match.groups(), _DURATION_UNITS, strict=True)
         seconds = sum(int(amount) * unit_secs for amount, (_, unit_secs) in amounts if amount)
     if seconds <= 0:
-        raise InvalidCadence(f"'{text}' is not a positive duration; {_DURATION_FORM}")
+        raise InvalidCadence(f"{_quoted(text)} is not a positive duration; {_DURATION_FORM}")
     if seconds > LONGEST_INTERVAL_SECS:
-        raise InvalidCadence(f"'{text}' is longer than the longest interval, "
+        raise InvalidCadence(f"{_quoted(text)} is longer than the longest interval, "
                              f"{LONGEST_INTERVAL_SECS // SECONDS_PER_DAY} days")
     return seconds
 
@@ -399,22 +401,24 @@ def _cron_expression(value: str) -> str:
     if not fields:
         raise InvalidCadence(f"a cron cadence needs an expression; {_CRON_FORM}")
     if len(fields) not in (5, 6):
-        raise InvalidCadence(f"cron '{value}' has {len(fields)} fields; {_CRON_FORM}")
+        raise InvalidCadence(f"cron {_quoted(value)} has {len(fields)} fields; {_CRON_FORM}")
     if any(_HASHED_OR_RANDOM.search(field) for field in fields):
-        raise InvalidCadence(f"cron '{value}' uses a hashed (H) or random (R) value; give the "
-                             "values themselves, e.g. '17 * * * *'")
+        raise InvalidCadence(f"cron {_quoted(value)} uses a hashed (H) or random (R) value; "
+                             "give the values themselves, e.g. '17 * * * *'")
     for field in fields:
         for start, end in _EQUAL_ENDS_RANGE.findall(field):
             if start.lower() == end.lower() or (start.isdigit() and end.isdigit()
                                                 and int(start) == int(end)):
-                raise InvalidCadence(f"cron '{value}' has the range '{start}-{end}', which "
+                raise InvalidCadence(f"cron {_quoted(value)} has the range '{start}-{end}', which "
                                      f"croniter reads as the whole field; write '{start}'")
     expression = " ".join(fields)
     try:
         croniter.expand(expression)
     except CroniterError as error:
         reason = _CRONITER_PREFIX.sub("", str(error).strip().splitlines()[-1]) or "bad value"
-        raise InvalidCadence(f"cron '{value}' is not valid ({reason}); {_CRON_FORM}") from error
+        reason = one_line(reason, 100)
+        raise InvalidCadence(f"cron {_quoted(value)} is not valid ({reason}); "
+                             f"{_CRON_FORM}") from error
     return expression
 
 
@@ -455,14 +459,19 @@ def _once_moment(value: str) -> datetime:
     text = _text("once date-time", value).strip()
     example = "write e.g. 2026-12-01T09:00 (local time in the cadence's zone)"
     if not any(separator in text for separator in "Tt "):
-        raise InvalidCadence(f"once '{value}' has no time of day; {example}")
+        raise InvalidCadence(f"once {_quoted(value)} has no time of day; {example}")
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as error:
-        raise InvalidCadence(f"once '{value}' is not an ISO-8601 date-time; {example}") from error
+        raise InvalidCadence(f"once {_quoted(value)} is not an ISO-8601 date-time; "
+                             f"{example}") from error
     if moment.microsecond:
-        raise InvalidCadence(f"once '{value}' has a fraction of a second; give the time to the "
-                             "second at most")
+        raise InvalidCadence(f"once {_quoted(value)} has a fraction of a second; give the time "
+                             "to the second at most")
+    # Any zone's offset is under a day, so a day's margin keeps every conversion in range.
+    if not _EARLIEST_ONCE <= moment.replace(tzinfo=None) <= _LATEST_ONCE:
+        raise InvalidCadence(f"once {_quoted(value)} lies outside 0001-01-02 to 9999-12-30, "
+                             "the dates a fire time can be reckoned in")
     return moment
 
 
@@ -493,8 +502,13 @@ def _as_utc(moment: datetime) -> datetime:
 def _kind(kind: str) -> str:
     normalised = _text("kind", kind).strip().lower()
     if normalised not in CADENCE_KINDS:
-        raise InvalidCadence(f"unknown cadence kind '{kind}'; use cron, once or interval")
+        raise InvalidCadence(f"unknown cadence kind {_quoted(kind)}; use cron, once or interval")
     return normalised
+
+
+def _quoted(value: str) -> str:
+    """A value a person gave, for a message: quoted, on one line, cut when long."""
+    return f"'{one_line(value, 60)}'"
 
 
 def _text(what: str, value: object) -> str:
@@ -513,7 +527,7 @@ def zone_named(name: str) -> ZoneInfo:
     except (ZoneInfoNotFoundError, ValueError, OSError) as error:
         close = difflib.get_close_matches(name, zone_names(), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise InvalidCadence(f"unknown time zone '{name}'{hint}; use an IANA name such as "
+        raise InvalidCadence(f"unknown time zone {_quoted(name)}{hint}; use an IANA name such as "
                              "'Europe/Paris' or 'UTC'") from error
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from core import clock
 from core.clock import format_utc, utc_now
 from core.errors import InvalidInput, NotFound
+from core.inputs import shown, utf8_text
 from core.schedules.cadence import (
     Cadence,
     next_run_for_cadence,
@@ -57,16 +58,25 @@ def checked_text(value: Any, what: str, limit: int, *, optional: bool = False) -
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{what} must be non-empty text, got {value!r}")
+        raise InvalidInput(f"{what} must be non-empty text, got {shown(value)}")
     if len(value) > limit:
         raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
-    return value.strip()
+    return utf8_text(value, what).strip()
+
+
+def checked_channel(value: Any, what: str) -> str | None:
+    """A channel id or context id: None, or text (kept as given) within the name limit."""
+    if value is None:
+        return None
+    if len(utf8_text(value, what)) > MAX_NAME_CHARS:
+        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {MAX_NAME_CHARS}")
+    return value
 
 
 def checked_choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
     """``value``, or InvalidInput when it is not one of ``allowed``."""
     if value not in allowed:
-        raise InvalidInput(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+        raise InvalidInput(f"{what} must be one of {', '.join(allowed)}; got {shown(value)}")
     return value
 
 
@@ -127,21 +137,25 @@ class Schedules:
                                                      "notification_policy", POLICIES),
                "status": "active", "created_at": stamp, "updated_at": stamp,
                "next_run_at": self._next_run(parsed, now), "consecutive_failures": 0,
-               "channel_id": channel_id, "channel_context_id": channel_context_id}
+               "channel_id": checked_channel(channel_id, "channel_id"),
+               "channel_context_id": checked_channel(channel_context_id, "channel_context_id")}
         return definition(await self._backend.schedule_write("insert_schedule", row))
 
     async def get_schedule(self, ref: str, user_id: str | None = None) -> ScheduleDefinition:
-        """A schedule by id, or by name (of ``user_id`` when given); ``NotFound`` when none,
-        ``InvalidInput`` when a name is shared by several."""
+        """A schedule by id or by name, of ``user_id`` when given (another user's, even by
+        its id, is ``NotFound``); ``InvalidInput`` when a name is shared by several."""
         return definition(await self._row(ref, user_id))
 
     async def _row(self, ref: str, user_id: str | None = None) -> dict[str, Any]:
         if not isinstance(ref, str) or not ref.strip():
             raise InvalidInput(f"a schedule is named by its id or name; got {ref!r}")
         try:
-            return await self._backend.schedule_read("get_schedule", ref)
+            row = await self._backend.schedule_read("get_schedule", ref)
+            if user_id is None or row["user_id"] == user_id:
+                return row  # another user's id is not found, as another user's name is
         except NotFound:
-            named = await self._backend.schedule_read("schedules_named", ref, user_id)
+            pass
+        named = await self._backend.schedule_read("schedules_named", ref, user_id)
         if not named:
             raise NotFound(f"no schedule with id or name {ref!r}")
         if len(named) > 1:
@@ -194,7 +208,7 @@ class Schedules:
                                                             "notification_policy", POLICIES)
         for key in ("channel_id", "channel_context_id"):
             if key in patch:
-                changes[key] = patch[key]
+                changes[key] = checked_channel(patch[key], key)
         cadence = as_cadence(row["cadence_json"])
         if "cadence" in patch:
             cadence = as_cadence(patch["cadence"])

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -18,9 +20,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from core.errors import ExtensionMissing
+from core.errors import ExtensionMissing, ReadOnlyDatabase, StorageFull, WorkbenchError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _INSTALL_HINT = "install it with: pip install 'sqlean.py' 'sqlite-vec'"
 
@@ -83,11 +86,15 @@ def open_connection(path: str | Path, *, read_only: bool, busy_timeout_ms: int,
     """
     sqlite = sqlite_module()
     target = Path(path)
-    uri = f"file:{target.as_posix()}?mode={'ro' if read_only else 'rwc'}"
-    # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so that a write never
-    # starts as a read and fails to upgrade its lock under another writer.
-    conn = sqlite.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                          timeout=busy_timeout_ms / 1000)
+    conn = _connect(sqlite, target, "mode=ro" if read_only else "mode=rwc", busy_timeout_ms)
+    if read_only:
+        conn = _readable(sqlite, conn, target, busy_timeout_ms)
+    else:
+        try:  # the first read opens the -wal/-shm: a full disk says so here, plainly
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        except BaseException:
+            conn.close()
+            raise
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         _load_vec(conn)
@@ -105,27 +112,172 @@ def open_connection(path: str | Path, *, read_only: bool, busy_timeout_ms: int,
     return conn
 
 
+def _connect(sqlite: ModuleType, target: Path, params: str, busy_timeout_ms: int) -> Any:
+    # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so that a write never
+    # starts as a read and fails to upgrade its lock under another writer.
+    return sqlite.connect(f"file:{target.as_posix()}?{params}", uri=True,
+                          isolation_level=None, check_same_thread=False,
+                          timeout=busy_timeout_ms / 1000)
+
+
+_SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN = 8, 10, 13, 14
+
+
+def _primary_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int) -> Any:
+    """A read-only connection that can read ``target``, or a clear refusal.
+
+    A WAL file in a folder nobody may write (a read-only mount, an immutable folder) or on
+    a full disk cannot get the ``-shm`` index SQLite reads it through, and SQLite says only
+    "unable to open database file" (or "disk I/O error"). An index that does not exist
+    means no connection has the file open, and with no ``-wal`` beside it and no room for
+    one nobody can start writing it, so it is opened as immutable: read straight from the
+    file, no index needed.
+    """
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        return conn
+    except sqlite.OperationalError as exc:
+        if _primary_code(exc) not in (_SQLITE_CANTOPEN, _SQLITE_IOERR):
+            conn.close()
+            raise
+        conn.close()
+    wal = target.with_name(target.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise ReadOnlyDatabase(
+            f"{target} cannot be read: its folder is read-only and it has a write-ahead log "
+            f"({wal.name}) but no -shm index to read it through; copy the file with its "
+            "-wal to a writable folder and open the copy")
+    conn = _connect(sqlite, target, "mode=ro&immutable=1", busy_timeout_ms)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def storage_refusal(path: Path, exc: BaseException, *,
+                    opening: bool = False) -> WorkbenchError | None:
+    """The engine's own error for a write the file refused (disk full, read-only), or None.
+
+    SQLite rolls the statement's transaction back on SQLITE_FULL, so what the message
+    promises (nothing of this write kept) holds: :func:`transaction` never commits a part.
+    ``opening``: the refusal came while opening a writer, where a full disk can also show
+    as an I/O error creating the ``-shm`` index.
+    """
+    code = _primary_code(exc)
+    if code == 1 and "database or disk is full" in str(exc):
+        code = _SQLITE_FULL  # sqlite-vec's shadow-table errors quote SQLite's, code lost
+    if code == _SQLITE_FULL or (opening and code == _SQLITE_IOERR and _nearly_full(path)):
+        if opening:
+            return StorageFull(f"{path}: the disk is full (SQLite: {exc}); it cannot be "
+                               "opened for writing. Free some space and try again")
+        return StorageFull(
+            f"{path}: the disk is full (SQLite: {exc}); this write was rolled back and "
+            "nothing of it was kept. Reading still works; free some space and try again")
+    if code == _SQLITE_READONLY:
+        return ReadOnlyDatabase(
+            f"{path} refused the write (SQLite: {exc}); nothing was written. The file or "
+            "its folder became read-only after it was opened; reopen it to read it read-only")
+    return None
+
+
+_NEARLY_FULL_BYTES = 1 << 20
+# More than a vec0 block of the largest vectors (128 x 3,072 floats = 1.5 MiB) needs.
+_ROOM_FOR_A_VECTOR_BLOCK = 4 << 20
+
+
+def _vec_write_failed(exc: BaseException) -> bool:
+    """A plain SQLITE_ERROR from a write: how sqlite-vec reports a block or shadow-table
+    insert that failed, whatever the cause ("Internal sqlite-vec error: …", or only "SQL
+    logic error"), so a full disk reaches us without its SQLITE_FULL."""
+    return _primary_code(exc) == 1
+
+
+def _out_of_room(conn: Any, path: Path) -> bool:
+    """Whether the file is near its size limit (``max_page_count``) or its disk is near full:
+    then sqlite-vec's "could not insert" was a full disk in disguise."""
+    page_size, pages, limit = (conn.execute(f"PRAGMA {name}").fetchone()[0]
+                               for name in ("page_size", "page_count", "max_page_count"))
+    if (limit - pages) * page_size < _ROOM_FOR_A_VECTOR_BLOCK:
+        return True
+    try:
+        stats = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # AttributeError: no statvfs on Windows
+        return False
+    return stats.f_bavail * stats.f_frsize < _ROOM_FOR_A_VECTOR_BLOCK
+
+
+def _wedged(conn: Any) -> bool:
+    """Whether a statement is left in progress on ``conn`` outside any transaction, so that
+    no transaction could commit on it again. sqlite-vec 0.1.9 leaves its blob handles open
+    when an insert fails (a full disk, say): every later COMMIT on that connection then
+    fails with "SQL statements in progress". An empty transaction tells; a deferred one
+    takes no lock, so it never waits for another process's writer."""
+    if conn.in_transaction:
+        return False
+    try:
+        conn.execute("BEGIN")
+        conn.execute("COMMIT")
+    except Exception:  # the driver's own error type
+        if conn.in_transaction:
+            with contextlib.suppress(Exception):
+                conn.execute("ROLLBACK")
+        return True
+    return False
+
+
+class _FullBehindVec(Exception):
+    """sqlite-vec's error, carrying the SQLITE_FULL it stands for."""
+
+    sqlite_errorcode = _SQLITE_FULL
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"database or disk is full; sqlite-vec said: {exc}")
+
+
+def _nearly_full(path: Path) -> bool:
+    """Less than 1 MiB left where ``path`` lives (not knowable: False)."""
+    try:
+        stats = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # AttributeError: no statvfs on Windows
+        return False
+    return stats.f_bavail * stats.f_frsize < _NEARLY_FULL_BYTES
+
+
 @contextlib.contextmanager
 def transaction(conn: Any) -> Iterator[Any]:
-    """Run the block in one write transaction (BEGIN IMMEDIATE), or a savepoint when nested."""
+    """Run the block in one write transaction (BEGIN IMMEDIATE), or a savepoint when nested.
+
+    A failure rolls back only what is still open: on SQLITE_FULL (or a failed COMMIT)
+    SQLite may already have rolled the whole transaction back, and a ROLLBACK then would
+    raise "no transaction is active" in place of the real error.
+    """
     if conn.in_transaction:
         name = f"sp_{threading.get_ident()}_{id(conn)}"
         conn.execute(f"SAVEPOINT {name}")
         try:
             yield conn
         except BaseException:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
+            if conn.in_transaction:
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
             raise
         conn.execute(f"RELEASE {name}")
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 # SQLite limits the number of ? in one statement; 500 stays far below every build's limit.
@@ -213,6 +365,13 @@ class Lane:
         self._jobs.put((future, None, fn, args))
         return future.result()
 
+    def reconnect(self) -> None:
+        """Replace the connection with a new one; only from a job running on this lane."""
+        assert threading.current_thread() is self._thread, "reconnect from the lane's thread"
+        old, self.conn = self.conn, self._connect()
+        with contextlib.suppress(Exception):  # a handle left open keeps it a zombie; so be it
+            old.close()
+
     def close(self) -> None:
         """Finish queued jobs, close the connection and end the thread."""
         if self._thread.is_alive():
@@ -269,9 +428,37 @@ class Database:
             self._idle.put_nowait(lane)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` on the writer lane."""
+        """Run ``fn(conn, *args)`` on the writer lane; a disk that is full or became
+        read-only raises ``StorageFull`` or ``ReadOnlyDatabase``, never the driver's error."""
         assert self.writer is not None, "database is closed"
-        return await self.writer.run(fn, *args)
+        try:
+            return await self.writer.run(self._guarded_write, fn, args)
+        except Exception as exc:
+            refusal = storage_refusal(self.path, exc)
+            if refusal is None:
+                raise
+            raise refusal from exc
+
+    def _guarded_write(self, conn: Any, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """``fn(conn, *args)`` on the writer's thread, and after a failure of the driver's:
+        a plain SQLITE_ERROR raised with the file out of room becomes the SQLITE_FULL it
+        stands for (checked in the same job, before another can free the room), and a
+        connection left unable to commit is replaced, so one failure never stops every
+        later write."""
+        try:
+            return fn(conn, *args)
+        except Exception as exc:
+            if _primary_code(exc) is None:
+                raise  # the engine's own refusals: nothing reached the driver's error paths
+            full = _vec_write_failed(exc) and _out_of_room(conn, self.path)
+            assert self.writer is not None
+            if _wedged(conn):
+                log.warning("%s: the writer connection cannot commit any more after %s; "
+                            "opening a new one", self.path, exc)
+                self.writer.reconnect()
+            if full:
+                raise _FullBehindVec(exc) from exc
+            raise
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on an idle reader lane."""

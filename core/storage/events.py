@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import OutOfNamespace, SequenceError
+from core.inputs import shown
 from core.storage.connection import select_in, transaction
 from core.storage.fts_rows import FTS_COLUMNS, context_text, fts_rows
 
@@ -86,7 +87,7 @@ def chunk_scope_token(session_id: str, agent_identity: str | None) -> str:
 def out_of_namespace(session_id: str, namespace: str) -> str:
     """The refusal of a namespace-bound call on another namespace's session (whose owner it
     does not name)."""
-    return (f"session {session_id!r} belongs to another namespace, not to {namespace!r}; "
+    return (f"session {shown(session_id)} belongs to another namespace, not to {namespace!r}; "
             "nothing was read or written (use a session id of your own)")
 
 
@@ -186,8 +187,8 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             if sequence is None:
                 sequence = 1 if last is None else last + 1
             elif last is not None and sequence <= last:
-                error = (f"sequence {sequence} for session {sid!r} is not greater than its "
-                         f"last sequence {last}")
+                error = (f"sequence {sequence} for session {shown(sid)} is not greater than "
+                         f"its last sequence {last}")
                 if all_or_nothing:
                     raise SequenceError(error)
                 outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
@@ -198,15 +199,27 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         if not accepted:
             return outcomes
 
-        # Step 1, session upsert: once per session, stamped with its latest message.
+        # Step 1, session upsert: once per session, made at its earliest message and stamped
+        # with its latest. Messages can carry their original (older) times, so updated_at
+        # never moves back.
         touched: dict[str, PreparedMessage] = {}
+        spans: dict[str, list[str]] = {}  # per session: [earliest, latest]
         for message, _ in accepted:
             touched[message.session_id] = message
+            at = message.created_at
+            span = spans.get(message.session_id)
+            if span is None:
+                spans[message.session_id] = [at, at]
+            elif at < span[0]:
+                span[0] = at
+            elif at > span[1]:
+                span[1] = at
         conn.executemany(
             "INSERT INTO sessions(session_id, agent_identity, created_at, updated_at)"
             " VALUES (?, ?, ?, ?)"
-            " ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at",
-            [(m.session_id, m.agent_identity, m.created_at, m.created_at)
+            " ON CONFLICT(session_id) DO UPDATE SET"
+            "  updated_at = max(excluded.updated_at, ifnull(sessions.updated_at, ''))",
+            [(m.session_id, m.agent_identity, *spans[m.session_id])
              for m in touched.values()])
         # Step 3, events.
         insert_rows(conn, "conversation_events",

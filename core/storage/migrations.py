@@ -91,10 +91,11 @@ def migrate(conn: Any, path: object = "database") -> list[int]:
                 "INSERT INTO memory_migrations(version, name, applied_at) VALUES (?, ?, ?)",
                 (migration.version, migration.name, datetime.now(UTC).isoformat()),
             )
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLITE_FULL may have rolled it back already
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
         applied.append(migration.version)
     return applied
 

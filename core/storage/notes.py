@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidInput, NameTaken, NotFound
+from core.inputs import shown
 from core.storage.connection import select_in, transaction
 from core.storage.events import PreparedChunk, insert_rows
 from core.storage.note_index import chunks_of, index_notes, touch_note, unindex_note
@@ -49,7 +50,8 @@ class NoteRef:
 
     def describe(self) -> str:
         """The reference in words, for messages."""
-        return f"note {self.note_id}" if self.note_id is not None else f"note {self.name!r}"
+        # A reference may be any text (only names are held to a length), so it is cut.
+        return f"note {self.note_id}" if self.note_id is not None else f"note {shown(self.name)}"
 
 
 @dataclass(frozen=True)
@@ -204,8 +206,8 @@ def _refuse_taken(conn: Any, namespace: str, names: Sequence[str],
     for name, (note_id, is_alias, holder) in _bindings(conn, namespace, names).items():
         if note_id != own_id:
             bound = "an alias of" if is_alias else "the name of"
-            raise NameTaken(f"{name!r} is already {bound} note {holder!r} ({note_id}) in "
-                            f"namespace {namespace!r}; nothing was written")
+            raise NameTaken(f"{shown(name)} is already {bound} note {shown(holder)} "
+                            f"({note_id}) in namespace {namespace!r}; nothing was written")
 
 
 def _new_row(draft: NoteDraft, note_id: str, session_id: str, now: str) -> dict[str, Any]:

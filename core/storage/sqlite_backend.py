@@ -7,6 +7,7 @@ behind the same methods later. Writes go to the single writer lane, reads to the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from core.config import StorageConfig
-from core.errors import ReadOnlyDatabase, SchemaTooNew
+from core.errors import ReadOnlyDatabase, SchemaTooNew, StorageFull
 from core.storage import (
     events,
     facts,
@@ -31,7 +32,7 @@ from core.storage import (
     summaries,
     vectors,
 )
-from core.storage.connection import Database
+from core.storage.connection import Database, storage_refusal
 from core.storage.migrations import (
     current_version,
     latest_version,
@@ -58,6 +59,8 @@ class SqliteBackend:
         self.read_only = db.read_only
         self.warnings = warnings
         self.schema_version = 0
+        self.read_only_reason: str | None = None
+        """Why the file is read-only when nobody asked for it (the app's banner says it)."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -68,35 +71,64 @@ class SqliteBackend:
         """
         path = Path(path).expanduser()
         warnings: list[str] = []
+        forced: str | None = None
         if not read_only:
-            reason = _unwritable_reason(path)
-            if reason:
-                warnings.append(f"{path} is opened read-only: {reason}")
+            forced = _unwritable_reason(path)
+            if forced:
+                warnings.append(f"{path} is opened read-only: {forced}")
                 read_only = True
+        existed = path.exists()
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
-        elif not path.exists():
+        elif not existed:
             raise FileNotFoundError(f"{path} does not exist (and cannot be created read-only)")
         db = _database(path, config, read_only)
-        db.open_writer()
+        try:
+            db.open_writer()
+        except Exception as exc:
+            db.close()
+            refusal = None if read_only else storage_refusal(path, exc, opening=True)
+            if refusal is None:
+                raise
+            if not existed:  # leave no empty file behind for the next open to trip on
+                _remove_empty(path)
+                raise refusal from exc
+            # The file is there but cannot take a writer (no room for its -wal/-shm):
+            # everything in it can still be read.
+            forced = ("the disk is full; free some space and open it again"
+                      if isinstance(refusal, StorageFull)
+                      else f"it cannot be opened for writing ({exc})")
+            warnings.append(f"{path} is opened read-only: {forced}")
+            read_only = True
+            db = _database(path, config, read_only)
+            db.open_writer()
         assert db.writer is not None
         known = latest_version()
         found = db.writer.run_sync(current_version)
         if found > known and not read_only:
             db.close()
             warnings.append(schema_too_new_message(path, found, known))
+            forced = f"schema {found} is newer than this workbench ({known})"
             read_only = True
             db = _database(path, config, read_only)
             db.open_writer()
             assert db.writer is not None
         elif not read_only:
-            db.writer.run_sync(migrate, str(path))
+            try:
+                db.writer.run_sync(migrate, str(path))
+            except Exception as exc:
+                db.close()
+                refusal = storage_refusal(path, exc)
+                if refusal is None:
+                    raise
+                raise refusal from exc
             found = known
         elif found < known:
             warnings.append(f"{path} has schema version {found}, older than this workbench "
                             f"({known}); open it writable once to upgrade it")
         backend = cls(db, warnings)
         backend.schema_version = found
+        backend.read_only_reason = forced
         db.open_readers()
         return backend
 
@@ -107,9 +139,10 @@ class SqliteBackend:
     def require_writable(self) -> None:
         """Raise ReadOnlyDatabase when the file is open read-only."""
         if self.read_only:
+            why = self.read_only_reason or (self.warnings[0] if self.warnings else None)
             raise ReadOnlyDatabase(
-                f"{self.path} is open read-only"
-                + (f" ({self.warnings[0]})" if self.warnings else "") + "; nothing was written")
+                f"{self.path} is open read-only" + (f" ({why})" if why else "")
+                + "; nothing was written")
 
     # -- messages and sessions -------------------------------------------------------------
 
@@ -475,6 +508,18 @@ class SqliteBackend:
             return {"sqlite": sqlite_version, "sqlite_vec": vec_version}
         return await self._db.read(read)
 
+    async def cap_size(self, extra_pages: int | None) -> int:
+        """Cap the file at its current size plus ``extra_pages`` (None lifts the cap) and
+        return the cap in pages. A write that needs more fails with SQLITE_FULL exactly as
+        on a full disk: what disk-full drills and tests use. Lasts until the engine closes
+        (or the writer's connection is renewed after it was left unable to commit)."""
+        def cap(conn: Any) -> int:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            limit = 0xFFFFFFFE if extra_pages is None else pages + max(0, extra_pages)
+            return int(conn.execute(f"PRAGMA max_page_count = {int(limit)}").fetchone()[0])
+        self.require_writable()
+        return await self._db.write(cap)
+
     async def integrity_check(self) -> list[str]:
         """PRAGMA integrity_check plus the FTS index's own check; ['ok'] when sound."""
         def check(conn: Any) -> list[str]:
@@ -495,7 +540,13 @@ def _database(path: Path, config: StorageConfig, read_only: bool) -> Database:
 
 
 def _unwritable_reason(path: Path) -> str | None:
-    """Why a file cannot be opened for writing (None when it can)."""
+    """Why a file cannot be opened for writing (None when it can).
+
+    ``os.access`` answers for root too on a read-only mount or an immutable file (root's
+    permission bits say nothing there), so this holds whoever runs it.
+    """
+    if (problem := _filesystem_problem(path)) is not None:
+        return problem
     if path.exists():
         if not os.access(path, os.W_OK):
             return "the file is not writable"
@@ -507,6 +558,33 @@ def _unwritable_reason(path: Path) -> str | None:
         parent = parent.parent
     if not os.access(parent, os.W_OK):
         return f"{parent} is not writable"
+    return None
+
+
+def _remove_empty(path: Path) -> None:
+    """Remove what a failed first open created: the file while it is still empty, and the
+    -wal/-shm it began (a file nothing was committed to needs neither)."""
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):
+        leftover = path.with_name(name)
+        with contextlib.suppress(OSError):
+            if leftover.stat().st_size == 0 or name != path.name:
+                leftover.unlink()
+
+
+def _filesystem_problem(path: Path) -> str | None:
+    """A read-only or completely full file system under an existing file, else None."""
+    if not path.exists() or not hasattr(os, "statvfs"):  # no statvfs on Windows
+        return None
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return None
+    if stats.f_flag & os.ST_RDONLY:
+        return "it is on a read-only file system"
+    # Root may write into the blocks kept back for it, so it counts them as free.
+    free_blocks = stats.f_bfree if os.geteuid() == 0 else stats.f_bavail
+    if free_blocks == 0:
+        return "the disk is full (no space left); free some space and open it again"
     return None
 
 

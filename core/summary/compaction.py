@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 
 from core import clock
 from core.clock import format_utc, utc_now
-from core.errors import InvalidInput, NotFound, SummaryConflict, SummaryError
+from core.errors import (
+    InvalidInput,
+    NotFound,
+    ReadOnlyDatabase,
+    StorageFull,
+    SummaryConflict,
+    SummaryError,
+)
 from core.notes.fields import MAX_IDENTIFIER_CHARS
 from core.storage.summaries import CompactionPlan
 from core.summary import archive_files
@@ -145,10 +152,20 @@ class Compactor:
         except OSError as exc:
             error = f"{type(exc).__name__}: {exc}"
             log.warning("archive %r: markdown not written: %s", name, error)
-            await self._backend.record_archive_file(session_id, marker_sequence, None, error)
+            await self._record_file(session_id, marker_sequence, None, error)
             return None, error
-        await self._backend.record_archive_file(session_id, marker_sequence, str(path), None)
-        return str(path), None
+        return str(path), await self._record_file(session_id, marker_sequence, str(path), None)
+
+    async def _record_file(self, session_id: str, marker_sequence: int, path: str | None,
+                           error: str | None) -> str | None:
+        """Record where an archive's markdown went; on a full disk the compaction (already
+        committed) stands and the next repair records it: the reason, else None."""
+        try:
+            await self._backend.record_archive_file(session_id, marker_sequence, path, error)
+        except (StorageFull, ReadOnlyDatabase) as exc:
+            log.warning("archive of %r: markdown location not recorded: %s", session_id, exc)
+            return error or f"markdown location not recorded: {exc}"
+        return error
 
     async def repair_files(self) -> int:
         """Write every archive whose markdown is missing; how many were written."""
@@ -216,6 +233,10 @@ class Compactor:
                 report = await self.consolidate()
                 log.info("consolidation: %d compacted, %d skipped, %d failed",
                          len(report.compacted), len(report.skipped), len(report.failed))
+            except (StorageFull, ReadOnlyDatabase) as exc:
+                # Nothing can be recorded either: try again in an interval, not in a loop.
+                log.warning("consolidation pass failed: %s", exc)
+                await asyncio.sleep(interval.total_seconds())
             except Exception:
                 log.exception("consolidation pass failed")
                 await self._backend.write_meta(LAST_RUN_KEY, utc_now())

@@ -1,4 +1,5 @@
-"""The status line at the top: the file, its schema, the model, the embedding backlog."""
+"""The status line at the top: the file, its schema, the model, the embedding backlog, and
+a read-only banner when the file could not be opened for writing."""
 
 from __future__ import annotations
 
@@ -26,10 +27,14 @@ class StatusHeader(Static):
     schema: reactive[int | None] = reactive(None)
     pulse: reactive[Pulse | None] = reactive(None)
     opening_error: reactive[str | None] = reactive(None)
+    read_only: reactive[str | None] = reactive(None)
+    """Why the file is open read-only (shown right after its name), or None."""
 
     def render(self) -> Content:
         parts: list[str | tuple[str, str]] = [("Memory Workbench", "bold"),
                                               f"  {self.file_name}"]
+        if self.read_only:
+            parts.append((f"  READ-ONLY: {self.read_only}", "bold $warning"))
         if self.opening_error:
             parts.append((f"  {self.opening_error}", "bold $error"))
         elif self.schema is None:
@@ -57,4 +62,6 @@ def _pulse_parts(pulse: Pulse) -> list[str | tuple[str, str]]:
         parts.append(("  backlog 0", "$text-muted"))
     if pulse.failed:
         parts.append((f"  {pulse.failed:,} failed to embed", "$error"))
+    if pulse.storage_error:
+        parts.append(("  embedding paused: the file refused the write", "bold $error"))
     return parts

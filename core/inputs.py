@@ -1,0 +1,61 @@
+"""Checks for values callers hand the engine, shared by the modules where they enter.
+
+SQLite stores text as UTF-8 and integers in 64 bits, so a lone surrogate (``"\\ud800"``, as
+broken JSON decoders produce) or a 70-bit integer fails deep in the driver, as a
+``UnicodeEncodeError`` or ``OverflowError`` naming nothing the caller gave. These checks
+refuse such a value where it enters, as ``InvalidInput`` naming the field, before anything
+is written. :func:`shown` puts any value into a message on one printable line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from core.errors import InvalidInput
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: one line, control characters escaped."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def utf8_text(value: Any, what: str) -> str:
+    """``value`` when it is a string SQLite can store, else ``InvalidInput`` naming ``what``."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} {shown(value)} contains a lone surrogate at index "
+                           f"{exc.start}, which is not valid UTF-8 text") from None
+    return value
+
+
+def session_id(value: Any) -> str:
+    """A session id: a non-empty, non-blank string of valid UTF-8 text."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"session_id must be a non-empty string, got {shown(value)}")
+    return utf8_text(value, "session_id")
+
+
+def int64(value: Any, what: str) -> int:
+    """An integer SQLite can store (signed 64-bit); bools are not integers here."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{what} must be an integer, got {type(value).__name__}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidInput(f"{what} {shown(value, 30)} is outside the signed 64-bit range")
+    return value
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Text for a message (e.g. a driver's, quoting what was typed) on one printable line:
+    line breaks, control characters and lone surrogates escaped, cut to ``limit``."""
+    escaped = _UNPRINTABLE.sub(lambda match: ascii(match.group())[1:-1], text)
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
