@@ -390,7 +390,7 @@ class Engine:
         file's last sequence, so another process's writes are never missed).
         """
         inputs.utf8_text(session_id, "session_id")
-        if limit is not None and (inputs.int64(limit, "limit") < 0):
+        if limit is not None and inputs.int64(limit, "limit") < 0:
             raise InvalidInput(f"limit must not be negative, got {limit}")
         held = self.working_memory.get(session_id)
         if held is not None and limit is not None and len(held) >= limit:
