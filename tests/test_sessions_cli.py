@@ -322,6 +322,13 @@ def test_context_with_a_budget_is_what_restore_replays(runner: CliRunner, db: Pa
         "rolling summary through #2 did not fit the budget"]
 
 
+def test_context_shows_a_tool_call_without_text_as_its_call(runner: CliRunner,
+                                                            db: Path) -> None:
+    lines = ok(runner, "sessions", "context", "trip", "--db", db).stdout.splitlines()
+    (call,) = [line for line in lines if line.startswith("#2 ")]
+    assert '→ forecast(place="Cortina", route=' in call
+
+
 def test_context_refuses_a_missing_session_and_usage_errors(runner: CliRunner, db: Path,
                                                             tmp_path: Path) -> None:
     assert refused(runner, "sessions", "context", "nope", "--db", db) == (

@@ -317,8 +317,7 @@ def _reasons(item: Any) -> str:
 
 def _echo_context(found: Any, query: str) -> None:
     rows = [(f"#{item.record.sequence}", str(item.record.payload.get("role") or "?"),
-             _reasons(item), one_line(text_content(item.record.payload), CONTEXT_TEXT_CHARS)
-             or "-") for item in found.items]
+             _reasons(item), _gist(item.record.payload)) for item in found.items]
     if rows:
         for line in table(("seq", "role", "chosen by", "text"), rows):
             click.echo(line)
@@ -337,7 +336,7 @@ def _echo_restore(restored: Any) -> None:
             shown = f"#{sequence}"
             role = ("compact marker" if sequence == restored.marker_sequence
                     else str(payload.get("role") or "?"))
-        rows.append((shown, role, one_line(text_content(payload), CONTEXT_TEXT_CHARS) or "-"))
+        rows.append((shown, role, _gist(payload)))
     if rows:
         for line in table(("seq", "role", "text"), rows):
             click.echo(line)
@@ -392,3 +391,12 @@ def context_command(ctx: click.Context, session_id: str, db_path: Path, query: s
                        for item in result.items]})
     else:
         _echo_context(result, query or "")
+
+
+def _gist(payload: dict[str, Any]) -> str:
+    """A message on one line: its text, else its first tool call (``→ name(args)``)."""
+    text = one_line(text_content(payload), CONTEXT_TEXT_CHARS)
+    if text:
+        return text
+    calls = payload.get("tool_calls") or ()
+    return one_line(_call_line(calls[0]), CONTEXT_TEXT_CHARS) if calls else "-"
