@@ -101,3 +101,16 @@ async def test_memory_save_names_what_has_no_words(db_path: Path) -> None:
             await engine.memory_save("   ", namespace="alice")
         note = await engine.memory_save("x" * 300, namespace="alice")
         assert note.name == f"{'x' * 48} ({note.note_id[5:13]})"
+
+
+async def test_text_the_driver_cannot_bind_is_refused_by_every_read_and_write(
+        db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.append("chat", {"role": "user", "content": "hello"})
+        for call in (engine.session_state("\ud800chat"), engine.summary_state("\ud800chat"),
+                     engine.list_archives("\ud800chat"), engine.list_sessions("\ud800a"),
+                     engine.schedules.search_schedules("\ud800u"),
+                     engine.write_scratchpad("\ud800chat", ["x"])):
+            with pytest.raises(InvalidInput, match="not valid UTF-8"):
+                await call
+    assert rows(db_path, "SELECT session_id FROM sessions") == [("chat",)]

@@ -20,7 +20,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from core.errors import ExtensionMissing, ReadOnlyDatabase, StorageFull, WorkbenchError
+from core.errors import (
+    ExtensionMissing,
+    InvalidInput,
+    ReadOnlyDatabase,
+    StorageFull,
+    WorkbenchError,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -159,6 +165,14 @@ def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int)
         conn.close()
         raise
     return conn
+
+
+def not_text() -> InvalidInput:
+    """The refusal of a value the driver could not bind: text that is not valid UTF-8 (a
+    lone surrogate), from any entry point that did not check it first. Nothing was written:
+    binding fails before the statement runs, and the transaction rolls back."""
+    return InvalidInput("a value given is not valid UTF-8 text (it holds a lone surrogate, "
+                        "U+D800-U+DFFF); nothing was read or written")
 
 
 def storage_refusal(path: Path, exc: BaseException, *,
@@ -433,6 +447,8 @@ class Database:
         assert self.writer is not None, "database is closed"
         try:
             return await self.writer.run(self._guarded_write, fn, args)
+        except UnicodeEncodeError:
+            raise not_text() from None
         except Exception as exc:
             refusal = storage_refusal(self.path, exc)
             if refusal is None:
@@ -466,6 +482,8 @@ class Database:
         lane = await self._idle.get()
         try:
             return await lane.run(fn, *args)
+        except UnicodeEncodeError:
+            raise not_text() from None
         finally:
             self._idle.put_nowait(lane)
 
