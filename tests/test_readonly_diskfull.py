@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from core import Engine
 from core.embed_worker import EmbeddingWorker
 from core.errors import ReadOnlyDatabase, StorageFull
+from core.storage import refusals
 from core.storage.connection import open_connection, transaction
 from core.types import Pulse
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file
@@ -368,7 +369,6 @@ def test_a_connection_that_cannot_commit_is_recognised() -> None:
     """What sqlite-vec 0.1.9 leaves behind when an insert fails on a full disk: a blob handle
     open, so every later COMMIT on that connection fails. (This driver has no blob handles to
     leave open, so a stand-in connection answers as SQLite then does.)"""
-    from core.storage import connection
 
     class Stuck:
         in_transaction = False
@@ -384,7 +384,7 @@ def test_a_connection_that_cannot_commit_is_recognised() -> None:
                 self.in_transaction = False
 
     stuck = Stuck()
-    assert connection._wedged(stuck)
+    assert refusals.wedged(stuck)
     assert stuck.statements == ["BEGIN", "COMMIT", "ROLLBACK"]
     assert not stuck.in_transaction
 
@@ -413,7 +413,7 @@ async def test_a_writer_left_unable_to_commit_is_replaced(
 
         await db.write(setup)
         first = db.writer.conn
-        monkeypatch.setattr(connection, "_wedged", lambda conn: True)
+        monkeypatch.setattr(refusals, "wedged", lambda conn: True)
         with pytest.raises(Exception, match="no such function"):
             await db.write(fail)
         monkeypatch.undo()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -20,13 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from core.errors import (
-    ExtensionMissing,
-    InvalidInput,
-    ReadOnlyDatabase,
-    StorageFull,
-    WorkbenchError,
-)
+from core.errors import ExtensionMissing, ReadOnlyDatabase
+from core.storage import refusals
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -126,14 +120,6 @@ def _connect(sqlite: ModuleType, target: Path, params: str, busy_timeout_ms: int
                           timeout=busy_timeout_ms / 1000)
 
 
-_SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN = 8, 10, 13, 14
-
-
-def _primary_code(exc: BaseException) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code & 0xFF if isinstance(code, int) else None
-
-
 def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int) -> Any:
     """A read-only connection that can read ``target``, or a clear refusal.
 
@@ -148,7 +134,7 @@ def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int)
         conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
         return conn
     except sqlite.OperationalError as exc:
-        if _primary_code(exc) not in (_SQLITE_CANTOPEN, _SQLITE_IOERR):
+        if refusals.primary_code(exc) not in (refusals.SQLITE_CANTOPEN, refusals.SQLITE_IOERR):
             conn.close()
             raise
         conn.close()
@@ -165,103 +151,6 @@ def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int)
         conn.close()
         raise
     return conn
-
-
-def not_text() -> InvalidInput:
-    """The refusal of a value the driver could not bind: text that is not valid UTF-8 (a
-    lone surrogate), from any entry point that did not check it first. Nothing was written:
-    binding fails before the statement runs, and the transaction rolls back."""
-    return InvalidInput("a value given is not valid UTF-8 text (it holds a lone surrogate, "
-                        "U+D800-U+DFFF); nothing was read or written")
-
-
-def storage_refusal(path: Path, exc: BaseException, *,
-                    opening: bool = False) -> WorkbenchError | None:
-    """The engine's own error for a write the file refused (disk full, read-only), or None.
-
-    SQLite rolls the statement's transaction back on SQLITE_FULL, so what the message
-    promises (nothing of this write kept) holds: :func:`transaction` never commits a part.
-    ``opening``: the refusal came while opening a writer, where a full disk can also show
-    as an I/O error creating the ``-shm`` index.
-    """
-    code = _primary_code(exc)
-    if code == 1 and "database or disk is full" in str(exc):
-        code = _SQLITE_FULL  # sqlite-vec's shadow-table errors quote SQLite's, code lost
-    if code == _SQLITE_FULL or (opening and code == _SQLITE_IOERR and _nearly_full(path)):
-        if opening:
-            return StorageFull(f"{path}: the disk is full (SQLite: {exc}); it cannot be "
-                               "opened for writing. Free some space and try again")
-        return StorageFull(
-            f"{path}: the disk is full (SQLite: {exc}); this write was rolled back and "
-            "nothing of it was kept. Reading still works; free some space and try again")
-    if code == _SQLITE_READONLY:
-        return ReadOnlyDatabase(
-            f"{path} refused the write (SQLite: {exc}); nothing was written. The file or "
-            "its folder became read-only after it was opened; reopen it to read it read-only")
-    return None
-
-
-_NEARLY_FULL_BYTES = 1 << 20
-# More than a vec0 block of the largest vectors (128 x 3,072 floats = 1.5 MiB) needs.
-_ROOM_FOR_A_VECTOR_BLOCK = 4 << 20
-
-
-def _vec_write_failed(exc: BaseException) -> bool:
-    """A plain SQLITE_ERROR from a write: how sqlite-vec reports a block or shadow-table
-    insert that failed, whatever the cause ("Internal sqlite-vec error: …", or only "SQL
-    logic error"), so a full disk reaches us without its SQLITE_FULL."""
-    return _primary_code(exc) == 1
-
-
-def _out_of_room(conn: Any, path: Path) -> bool:
-    """Whether the file is near its size limit (``max_page_count``) or its disk is near full:
-    then sqlite-vec's "could not insert" was a full disk in disguise."""
-    page_size, pages, limit = (conn.execute(f"PRAGMA {name}").fetchone()[0]
-                               for name in ("page_size", "page_count", "max_page_count"))
-    if (limit - pages) * page_size < _ROOM_FOR_A_VECTOR_BLOCK:
-        return True
-    try:
-        stats = os.statvfs(path.parent)
-    except (OSError, AttributeError):  # AttributeError: no statvfs on Windows
-        return False
-    return stats.f_bavail * stats.f_frsize < _ROOM_FOR_A_VECTOR_BLOCK
-
-
-def _wedged(conn: Any) -> bool:
-    """Whether a statement is left in progress on ``conn`` outside any transaction, so that
-    no transaction could commit on it again. sqlite-vec 0.1.9 leaves its blob handles open
-    when an insert fails (a full disk, say): every later COMMIT on that connection then
-    fails with "SQL statements in progress". An empty transaction tells; a deferred one
-    takes no lock, so it never waits for another process's writer."""
-    if conn.in_transaction:
-        return False
-    try:
-        conn.execute("BEGIN")
-        conn.execute("COMMIT")
-    except Exception:  # the driver's own error type
-        if conn.in_transaction:
-            with contextlib.suppress(Exception):
-                conn.execute("ROLLBACK")
-        return True
-    return False
-
-
-class _FullBehindVec(Exception):
-    """sqlite-vec's error, carrying the SQLITE_FULL it stands for."""
-
-    sqlite_errorcode = _SQLITE_FULL
-
-    def __init__(self, exc: BaseException) -> None:
-        super().__init__(f"database or disk is full; sqlite-vec said: {exc}")
-
-
-def _nearly_full(path: Path) -> bool:
-    """Less than 1 MiB left where ``path`` lives (not knowable: False)."""
-    try:
-        stats = os.statvfs(path.parent)
-    except (OSError, AttributeError):  # AttributeError: no statvfs on Windows
-        return False
-    return stats.f_bavail * stats.f_frsize < _NEARLY_FULL_BYTES
 
 
 @contextlib.contextmanager
@@ -448,9 +337,9 @@ class Database:
         try:
             return await self.writer.run(self._guarded_write, fn, args)
         except UnicodeEncodeError:
-            raise not_text() from None
+            raise refusals.not_text() from None
         except Exception as exc:
-            refusal = storage_refusal(self.path, exc)
+            refusal = refusals.storage_refusal(self.path, exc)
             if refusal is None:
                 raise
             raise refusal from exc
@@ -464,16 +353,16 @@ class Database:
         try:
             return fn(conn, *args)
         except Exception as exc:
-            if _primary_code(exc) is None:
+            if refusals.primary_code(exc) is None:
                 raise  # the engine's own refusals: nothing reached the driver's error paths
-            full = _vec_write_failed(exc) and _out_of_room(conn, self.path)
+            full = refusals.vec_write_failed(exc) and refusals.out_of_room(conn, self.path)
             assert self.writer is not None
-            if _wedged(conn):
+            if refusals.wedged(conn):
                 log.warning("%s: the writer connection cannot commit any more after %s; "
                             "opening a new one", self.path, exc)
                 self.writer.reconnect()
             if full:
-                raise _FullBehindVec(exc) from exc
+                raise refusals.FullBehindVec(exc) from exc
             raise
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -483,7 +372,7 @@ class Database:
         try:
             return await lane.run(fn, *args)
         except UnicodeEncodeError:
-            raise not_text() from None
+            raise refusals.not_text() from None
         finally:
             self._idle.put_nowait(lane)
 

@@ -32,13 +32,14 @@ from core.storage import (
     summaries,
     vectors,
 )
-from core.storage.connection import Database, storage_refusal
+from core.storage.connection import Database
 from core.storage.migrations import (
     current_version,
     latest_version,
     migrate,
     schema_too_new_message,
 )
+from core.storage.refusals import storage_refusal
 
 log = logging.getLogger(__name__)
 
