@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput
 from core.notes.fields import is_note_id
 
 CALLER = "agent"
@@ -311,15 +311,9 @@ class MemoryTools:
         return {"schedule_id": current.schedule_id, "deleted": deleted}
 
     async def _own_schedule(self, ref: str) -> Any:
-        """The namespace's schedule of that id or name; another namespace's is not found."""
-        try:
-            schedule = await self.engine.schedules.get_schedule(ref, self.namespace)
-        except NotFound:
-            schedule = None
-        if schedule is None or schedule.user_id != self.namespace:
-            raise NotFound(f"no schedule with id or name {ref!r} in namespace "
-                           f"{self.namespace!r}")
-        return schedule
+        """The namespace's schedule of that id or name; another namespace's is not found
+        (the store scopes ids and names alike to the user given)."""
+        return await self.engine.schedules.get_schedule(ref, self.namespace)
 
 
 def _note_id(value: str) -> str:

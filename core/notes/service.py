@@ -270,17 +270,11 @@ class Notes:
         found = await self._engine.retrieval.search(
             session_id=memory_session_id(namespace), query=query, mode="keyword",
             top_k=limit * 4, caller=caller)
-        best: dict[str, float] = {}
-        for result in found.results:
-            note_id = result.metadata.get("note_id")
-            if isinstance(note_id, str) and note_id not in best:
-                best[note_id] = result.fts_raw if result.fts_raw is not None else 0.0
-        owned = await self._backend.notes_by_ids(namespace, list(best))
         matched_by = "like" if found.legs.fts_fallback == "like" else "fts"
-        return [MemoryHit(key=owned[note_id]["name"], content=owned[note_id]["content"],
-                          category=owned[note_id]["category"], score=score,
-                          matched_by=matched_by, note_id=note_id)
-                for note_id, score in best.items() if note_id in owned][:limit]
+        return [MemoryHit(key=row["name"], content=row["content"], category=row["category"],
+                          score=result.fts_raw if result.fts_raw is not None else 0.0,
+                          matched_by=matched_by, note_id=row["note_id"])
+                for result, row in await self._best_per_note(namespace, found.results)][:limit]
 
     # -- seed 001's memory tools -------------------------------------------------------------
 
@@ -315,23 +309,24 @@ class Notes:
         found = await self._engine.retrieval.search(
             session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,
             tags=None if tags is None else list(self.tags(tags)), caller=caller)
+        return [NoteHit(note_id=row["note_id"], name=row["name"], content=row["content"],
+                        tags=list(row["tags"]), source=row["source"],
+                        updated_at=row["updated_at"], chunk_id=result.chunk_id,
+                        text=result.text, score=result.score,
+                        vector_score=result.vector_score, fts_score=result.fts_score)
+                for result, row in await self._best_per_note(namespace, found.results)][:top_k]
+
+    async def _best_per_note(self, namespace: str, results: Iterable[HybridQueryResult],
+                             ) -> list[tuple[HybridQueryResult, dict[str, Any]]]:
+        """Each note's best-ranked chunk in ``results`` (already best first) with the note's
+        row, for the notes the namespace owns."""
         best: dict[str, HybridQueryResult] = {}
-        for result in found.results:
+        for result in results:
             note_id = result.metadata.get("note_id")
             if isinstance(note_id, str) and note_id not in best:
                 best[note_id] = result
         owned = await self._backend.notes_by_ids(namespace, list(best))
-        hits = []
-        for note_id, result in best.items():
-            row = owned.get(note_id)
-            if row is None:
-                continue
-            hits.append(NoteHit(
-                note_id=note_id, name=row["name"], content=row["content"],
-                tags=list(row["tags"]), source=row["source"], updated_at=row["updated_at"],
-                chunk_id=result.chunk_id, text=result.text, score=result.score,
-                vector_score=result.vector_score, fts_score=result.fts_score))
-        return hits[:top_k]
+        return [(result, owned[note_id]) for note_id, result in best.items() if note_id in owned]
 
     async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
         """Remove the memory a key names; False when it names none."""
