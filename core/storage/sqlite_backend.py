@@ -103,9 +103,10 @@ class SqliteBackend:
             read_only = True
             db = _database(path, config, read_only)
             db.open_writer()
-        assert db.writer is not None
+        writer = db.writer
+        assert writer is not None
         known = latest_version()
-        found = db.writer.run_sync(current_version)
+        found = writer.run_sync(current_version)
         if found > known and not read_only:
             db.close()
             warnings.append(schema_too_new_message(path, found, known))
@@ -116,7 +117,7 @@ class SqliteBackend:
             assert db.writer is not None
         elif not read_only:
             try:
-                db.writer.run_sync(migrate, str(path))
+                writer.run_sync(migrate, str(path))
             except Exception as exc:
                 db.close()
                 refusal = storage_refusal(path, exc)
