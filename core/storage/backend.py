@@ -97,15 +97,16 @@ class Backend(Protocol):
                              context_chars: int = 400) -> list[WriteOutcome]:
         """One transaction: session upserts, sequence checks, events, chunks (a content
         already in the session is deduplicated, not stored twice), full-text rows and, when
-        given, vectors; a sequence not above the session's last (checked in the same
-        transaction, so two writers never store the same one) is ``SequenceError`` and a
-        bound message to another agent's session ``OutOfNamespace``: with
-        ``all_or_nothing`` that refusal raises and nothing is written, otherwise it is
-        reported in its message's outcome and the rest are stored."""
+        given, vectors. A sequence not above the session's last (checked in the same
+        transaction, so two writers never store the same one) is ``SequenceError``: with
+        ``all_or_nothing`` it raises and nothing is written, otherwise it is reported in its
+        message's outcome and the rest are stored. A bound message to another agent's
+        session raises ``OutOfNamespace`` and nothing is written."""
 
     async def session_tails(self, session_ids: Sequence[str],
                             count: int) -> dict[str, list[str]]:
-        """Each session's last ``count`` messages' first-chunk text, oldest first."""
+        """Each session's last ``count`` messages' first-chunk text, oldest first (an empty
+        list for a session with none)."""
 
     async def read_events(self, session_id: str, limit: int | None = None,
                           after_sequence: int | None = None) -> list[dict[str, Any]]:
