@@ -9,9 +9,9 @@ backends is declared in :class:`BackendFeatures`, never found out by branching o
 Promises every operation keeps unless its docstring says otherwise:
 
 - **Writes** are each one transaction: all of it is committed or none of it. A backend
-  opened read-only refuses them with ``ReadOnlyDatabase`` before touching anything; a disk
-  that fills mid-write raises ``StorageFull`` with that write rolled back whole; text the
-  driver cannot store (a lone surrogate) is refused with ``InvalidInput``.
+  opened read-only refuses them with ``ReadOnlyDatabase`` and writes nothing; a disk that
+  fills mid-write raises ``StorageFull`` with that write rolled back whole; text the driver
+  cannot store (a lone surrogate) is refused with ``InvalidInput``.
 - **Concurrent writers** (another process writing the same memory) are serialised: a
   check and the write that depends on it (a sequence, a name, an epoch, a claim) happen in
   the same transaction, so no other writer can slip between them.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from core.errors import ReadOnlyDatabase, StorageFull
 from core.storage.backend import Backend, BackendFeatures
-from tests.backend.builders import NOW, store
+from tests.backend.builders import DIMENSION, MODEL, NOW, store
 from tests.backend.conftest import Opener
 
 LATER = "2026-01-02T00:00:00.000Z"
@@ -89,6 +90,12 @@ async def test_a_capped_store_refuses_a_write_whole_and_reads_on(backend: Backen
     assert await backend.last_sequence("s") == 2
 
 
+async def _embed_one(backend: Backend) -> int:
+    ((chunk_id, session_id, _, _, agent, _),) = await backend.pending_chunks(1)
+    return await backend.save_vectors([(chunk_id, session_id, agent)],
+                                      np.zeros((1, DIMENSION), dtype=np.float32), MODEL)
+
+
 @pytest.mark.parametrize("write", [
     lambda b: b.write_meta("k", "v"),
     lambda b: b.upsert_fact("ana", "user", "k", "v", "user", NOW),
@@ -97,7 +104,11 @@ async def test_a_capped_store_refuses_a_write_whole_and_reads_on(backend: Backen
     lambda b: b.reset_vectors(8, "m"),
     lambda b: b.insert_schedule({"schedule_id": "x"}),
     lambda b: b.write_summary_state("s", {"upper_sequence": 0}, 0, NOW),
-], ids=["meta", "fact", "judgment", "scratchpad", "vectors", "schedule", "summary"])
+    lambda b: b.append_logs([entry("q")]),
+    lambda b: b.record_embedding_failure(["chk"], "e", 3),
+    lambda b: _embed_one(b),
+], ids=["meta", "fact", "judgment", "scratchpad", "vectors", "schedule", "summary", "log",
+        "failure", "save"])
 async def test_a_read_only_backend_refuses_every_write(backend: Backend, open_backend: Opener,
                                                        write) -> None:
     await store(backend, "s", 1, "written while writable")
