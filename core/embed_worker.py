@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from core.embeddings import Embedder
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ ProgressCallback = Callable[[int, int], None]  # (embedded so far, backlog left)
 class EmbeddingWorker:
     """Embeds the backlog of one backend with one embedder, in the background."""
 
-    def __init__(self, backend: SqliteBackend, embedder: Embedder, *, batch_size: int,
+    def __init__(self, backend: Backend, embedder: Embedder, *, batch_size: int,
                  max_attempts: int, poll_interval: float = 2.0) -> None:
         self._backend = backend
         self._embedder = embedder

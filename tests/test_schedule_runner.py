@@ -47,8 +47,7 @@ def python(script: str, *args: str) -> str:
 
 
 async def make_due(engine: Engine, schedule_id: str, when: str = LONG_AGO) -> None:
-    await engine.backend.schedule_write("update_schedule", schedule_id, {"next_run_at": when},
-                                        utc_now())
+    await engine.backend.update_schedule(schedule_id, {"next_run_at": when}, utc_now())
 
 
 async def due_schedule(engine: Engine, cadence: dict[str, str] = EVERY_HOUR,

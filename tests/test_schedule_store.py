@@ -27,8 +27,7 @@ async def engine(db_path: Path):
 
 
 async def make_due(engine: Engine, schedule_id: str, when: str = "2000-01-01T00:00:00.000Z"):
-    await engine.backend.schedule_write("update_schedule", schedule_id, {"next_run_at": when},
-                                        utc_now())
+    await engine.backend.update_schedule(schedule_id, {"next_run_at": when}, utc_now())
 
 
 def run(status: str = "ok", output: str = "done", **fields: Any) -> dict[str, Any]:

@@ -31,9 +31,8 @@ def add(runner: CliRunner, db: Path, *args: str) -> dict[str, Any]:
 def make_due(db: Path, schedule_id: str) -> None:
     async def write() -> None:
         async with Engine.open(db, config=FIXTURE_CONFIG) as engine:
-            await engine.backend.schedule_write(
-                "update_schedule", schedule_id, {"next_run_at": "2000-01-01T00:00:00.000Z"},
-                utc_now())
+            await engine.backend.update_schedule(
+                schedule_id, {"next_run_at": "2000-01-01T00:00:00.000Z"}, utc_now())
 
     asyncio.run(write())
 

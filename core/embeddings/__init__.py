@@ -27,12 +27,15 @@ class Embedder(Protocol):
     name: str
     """Stable model identifier stored with every vector."""
     dimension: int
-    tokenizer: tokenizers.Tokenizer | None
-    """The model's tokenizer where there is one (for token counting), else None."""
     quick: bool
     """True when one short text embeds in well under a millisecond in this process (a
     static model, hashing): a query's text is then embedded on the event loop, since a
     thread hand-off would cost more than the work."""
+
+    # A read-only member, so an embedder without one may declare ``tokenizer = None``.
+    @property
+    def tokenizer(self) -> tokenizers.Tokenizer | None:
+        """The model's tokenizer where there is one (for token counting), else None."""
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """A float32 array of shape (len(texts), dimension); raises ``EmbeddingError``."""
@@ -99,8 +102,9 @@ def l2_normalise(matrix: object) -> np.ndarray:
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
 
-def short_reason(exc: BaseException, limit: int = 160) -> str:
-    """The first line of an exception's message, shortened, for one-line warnings."""
+def short_reason(exc: BaseException | str, limit: int = 160) -> str:
+    """The first line of an exception's message (or of a reason given as text), shortened,
+    for one-line warnings."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"

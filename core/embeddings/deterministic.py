@@ -82,7 +82,7 @@ class DeterministicEmbedder:
                 hashes.extend(map(_feature_hash, counter))
                 counts.extend(counter.values())
                 segments.append((row, weight, len(counter)))
-        flat = np.zeros(len(texts) * self.dimension, dtype=np.float64)
+        flat: np.ndarray = np.zeros(len(texts) * self.dimension, dtype=np.float64)
         if hashes:
             seg_rows, seg_weights, seg_sizes = zip(*segments, strict=True)
             rows = np.repeat(np.asarray(seg_rows, dtype=np.intp), seg_sizes)

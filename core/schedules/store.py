@@ -139,7 +139,7 @@ class Schedules:
                "next_run_at": self._next_run(parsed, now), "consecutive_failures": 0,
                "channel_id": checked_channel(channel_id, "channel_id"),
                "channel_context_id": checked_channel(channel_context_id, "channel_context_id")}
-        return definition(await self._backend.schedule_write("insert_schedule", row))
+        return definition(await self._backend.insert_schedule(row))
 
     async def get_schedule(self, ref: str, user_id: str | None = None) -> ScheduleDefinition:
         """A schedule by id or by name, of ``user_id`` when given (another user's, even by
@@ -150,12 +150,12 @@ class Schedules:
         if not isinstance(ref, str) or not ref.strip():
             raise InvalidInput(f"a schedule is named by its id or name; got {ref!r}")
         try:
-            row = await self._backend.schedule_read("get_schedule", ref)
+            row = await self._backend.get_schedule(ref)
             if user_id is None or row["user_id"] == user_id:
                 return row  # another user's id is not found, as another user's name is
         except NotFound:
             pass
-        named = await self._backend.schedule_read("schedules_named", ref, user_id)
+        named = await self._backend.schedules_named(ref, user_id)
         if not named:
             raise NotFound(f"no schedule with id or name {ref!r}")
         if len(named) > 1:
@@ -172,13 +172,13 @@ class Schedules:
         for what, number in (("limit", limit), ("offset", offset)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 0:
                 raise InvalidInput(f"{what} must be a non-negative integer, got {number!r}")
-        total, rows = await self._backend.schedule_read(
-            "search_schedules", user_id, status, name, text, limit, offset)
+        total, rows = await self._backend.search_schedules(user_id, status, name, text, limit,
+                                                           offset)
         return ScheduleSearchResult(total, [definition(row) for row in rows])
 
     async def count_schedules(self, user_id: str) -> int:
         """How many schedules a user has."""
-        return await self._backend.schedule_read("count_schedules", user_id)
+        return await self._backend.count_schedules(user_id)
 
     async def delete_schedule(self, ref: str) -> bool:
         """Delete a schedule and its run history; False when there was none."""
@@ -186,7 +186,7 @@ class Schedules:
             row = await self._row(ref)
         except NotFound:
             return False
-        return await self._backend.schedule_write("delete_schedule", row["schedule_id"])
+        return await self._backend.delete_schedule(row["schedule_id"])
 
     async def update_schedule(self, ref: str, **patch: Any) -> ScheduleDefinition:
         """Change the fields given (``name``, ``goal``, ``cadence``, ``notification_policy``,
@@ -224,8 +224,8 @@ class Schedules:
                     validate_cadence(cadence, self._config.min_interval_secs, now)
                 changes["next_run_at"] = self._next_run(cadence, now)
                 changes["consecutive_failures"] = 0
-        return definition(await self._backend.schedule_write(
-            "update_schedule", row["schedule_id"], changes, format_utc(now)))
+        return definition(await self._backend.update_schedule(row["schedule_id"], changes,
+                                                              format_utc(now)))
 
     async def pause_schedule(self, ref: str, reason: str = "paused by hand") -> ScheduleDefinition:
         """Stop a schedule from firing until it is resumed."""
@@ -238,8 +238,7 @@ class Schedules:
     async def due_schedules(self, now: datetime | str | None = None,
                             limit: int = 100) -> list[ScheduleDefinition]:
         """Active schedules due at ``now`` (default: now), soonest first."""
-        rows = await self._backend.schedule_read("due_schedules", format_utc(parse_when(now)),
-                                                 limit)
+        rows = await self._backend.due_schedules(format_utc(parse_when(now)), limit)
         return [definition(row) for row in rows]
 
     async def claim_due(self, runner: str, *, lease_secs: float, limit: int = 10,
@@ -247,14 +246,13 @@ class Schedules:
         """Claim due schedules for one runner (no other runner gets them until the claim is
         recorded, released or runs out after ``lease_secs``)."""
         moment = parse_when(now)
-        rows = await self._backend.schedule_write(
-            "claim_due", format_utc(moment), runner,
-            format_utc(moment + timedelta(seconds=lease_secs)), limit)
+        rows = await self._backend.claim_due(
+            format_utc(moment), runner, format_utc(moment + timedelta(seconds=lease_secs)), limit)
         return [definition(row) for row in rows]
 
     async def release_claim(self, schedule_id: str, runner: str) -> None:
         """Give back a claim without recording a run."""
-        await self._backend.schedule_write("release_claim", schedule_id, runner)
+        await self._backend.release_claim(schedule_id, runner)
 
     async def record_run_and_reschedule(self, schedule_id: str, run: ScheduleRun | dict,
                                         next_run_at: datetime | str | None,
@@ -279,24 +277,24 @@ class Schedules:
         if new_status is not None:
             checked_choice(new_status, "status", STATUSES)
         after = None if next_run_at is None else format_utc(parse_when(next_run_at))
-        row = await self._backend.schedule_write(
-            "record_run_and_reschedule", fields, after, new_status, status_reason,
-            self._config.max_consecutive_failures, self._config.keep_runs, utc_now())
+        row = await self._backend.record_run_and_reschedule(
+            fields, after, new_status, status_reason, self._config.max_consecutive_failures,
+            self._config.keep_runs, utc_now())
         return definition(row)
 
     async def prune_run_history(self, schedule_id: str, keep: int) -> int:
         """Keep a schedule's newest ``keep`` runs; how many were deleted."""
-        return await self._backend.schedule_write("prune_run_history", schedule_id, keep)
+        return await self._backend.prune_run_history(schedule_id, keep)
 
     async def get_run_history(self, schedule_id: str, limit: int = 20) -> list[ScheduleRun]:
         """A schedule's runs, newest first."""
-        rows = await self._backend.schedule_read("run_history", schedule_id, limit)
+        rows = await self._backend.run_history(schedule_id, limit)
         return [run_record(row) for row in rows]
 
     async def count_runs(self, schedule_id: str) -> int:
         """How many runs of a schedule its history holds (0 for none, or no such schedule)."""
-        return await self._backend.schedule_read("count_runs", schedule_id)
+        return await self._backend.count_runs(schedule_id)
 
     async def get_run_by_id(self, run_id: str) -> ScheduleRun:
         """One run; ``NotFound`` when there is none."""
-        return run_record(await self._backend.schedule_read("get_run", run_id))
+        return run_record(await self._backend.get_run(run_id))

@@ -102,6 +102,8 @@ def _values(field: str, lowest: int, highest: int,
     """The sorted values a cron field names (numbers, names, ranges, steps); None for
     anything else (``L``, ``#``, ``?``, wrap-around ranges)."""
     found: set[int] = set()
+    start: int | None
+    end: int | None
     for part in field.split(","):
         match = _PART.fullmatch(part)
         if match is None:

@@ -350,7 +350,8 @@ def read_events(conn: Any, session_id: str, limit: int | None = None,
 def list_sessions(conn: Any, agent_identity: str | None = None, limit: int | None = None,
                   offset: int = 0) -> list[dict[str, Any]]:
     """Sessions by most recent activity, with event and chunk counts."""
-    where, params = "", []
+    where = ""
+    params: list[Any] = []
     if agent_identity is not None:
         where, params = "WHERE s.agent_identity = ?", [agent_identity]
     params += [-1 if limit is None else limit, offset]

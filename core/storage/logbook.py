@@ -22,7 +22,8 @@ def append_logs(conn: Any, entries: list[dict[str, Any]]) -> None:
 def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,
              scope_value: str | None, log_id: int | None = None) -> list[dict[str, Any]]:
     """Log entries, newest first, optionally by caller, scope or id."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
     if log_id is not None:
         clauses.append("log_id = ?")
         params.append(log_id)

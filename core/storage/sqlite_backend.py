@@ -1,8 +1,9 @@
 """The SQLite storage backend: the engine's only way to the database.
 
 Everything above this class (pipelines, retrieval fusion, summaries, cadences) is plain
-Python over its async methods, so a second backend (PostgreSQL with pgvector) can stand
-behind the same methods later. Writes go to the single writer lane, reads to the pool.
+Python over its async methods, which implement :class:`core.storage.backend.Backend` (the
+contract a second backend, PostgreSQL with pgvector, implements too). Writes go to the
+single writer lane, reads to the pool.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from core.storage import (
     summaries,
     vectors,
 )
+from core.storage.backend import BackendFeatures
 from core.storage.connection import Database
 from core.storage.migrations import (
     current_version,
@@ -41,18 +43,29 @@ from core.storage.migrations import (
 )
 from core.storage.refusals import storage_refusal
 
+if TYPE_CHECKING:
+    from core.storage.backend import Backend
+
 log = logging.getLogger(__name__)
 
-_SCHEDULE_READS = frozenset({"get_schedule", "schedules_named", "search_schedules",
-                             "count_schedules", "due_schedules", "run_history", "get_run",
-                             "count_runs"})
-_SCHEDULE_WRITES = frozenset({"insert_schedule", "update_schedule", "delete_schedule",
-                              "claim_due", "release_claim", "record_run_and_reschedule",
-                              "prune_run_history"})
+SQLITE_FEATURES = BackendFeatures(
+    # vec0 answers a KNN by scanning the scope's partition; tagged queries rank exactly.
+    exact_vector_search=True,
+    full_text_ranking="bm25",
+    raw_full_text_syntax="fts5",
+    # PRAGMA data_version on a connection of its own moves with every other commit.
+    change_counter=True,
+    # One writer at a time per file (WAL), whichever process it is in.
+    single_writer=True,
+    # PRAGMA max_page_count.
+    can_cap_size=True,
+)
 
 
 class SqliteBackend:
     """Async storage operations over one SQLite file."""
+
+    features = SQLITE_FEATURES
 
     def __init__(self, db: Database, warnings: list[str]) -> None:
         self._db = db
@@ -103,9 +116,10 @@ class SqliteBackend:
             read_only = True
             db = _database(path, config, read_only)
             db.open_writer()
-        assert db.writer is not None
+        writer = db.writer
+        assert writer is not None
         known = latest_version()
-        found = db.writer.run_sync(current_version)
+        found = writer.run_sync(current_version)
         if found > known and not read_only:
             db.close()
             warnings.append(schema_too_new_message(path, found, known))
@@ -116,7 +130,7 @@ class SqliteBackend:
             assert db.writer is not None
         elif not read_only:
             try:
-                db.writer.run_sync(migrate, str(path))
+                writer.run_sync(migrate, str(path))
             except Exception as exc:
                 db.close()
                 refusal = storage_refusal(path, exc)
@@ -260,19 +274,81 @@ class SqliteBackend:
 
     # -- schedules (seed 001 SchedulerStore) -----------------------------------------------
 
-    async def schedule_read(self, name: str, *args: Any) -> Any:
-        """Run a read of :mod:`core.storage.schedules` by name (get_schedule, schedules_named,
-        search_schedules, count_schedules, due_schedules, run_history, get_run, count_runs)."""
-        assert name in _SCHEDULE_READS, name
-        return await self._db.read(getattr(schedules, name), *args)
-
-    async def schedule_write(self, name: str, *args: Any) -> Any:
-        """Run a write of :mod:`core.storage.schedules` by name (insert_schedule,
-        update_schedule, delete_schedule, claim_due, release_claim,
-        record_run_and_reschedule, prune_run_history)."""
-        assert name in _SCHEDULE_WRITES, name
+    async def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Store a new schedule."""
         self.require_writable()
-        return await self._db.write(getattr(schedules, name), *args)
+        return await self._db.write(schedules.insert_schedule, row)
+
+    async def get_schedule(self, schedule_id: str) -> dict[str, Any]:
+        """One schedule; ``NotFound`` when there is none."""
+        return await self._db.read(schedules.get_schedule, schedule_id)
+
+    async def schedules_named(self, name: str, user_id: str | None) -> list[dict[str, Any]]:
+        """Schedules with this name (of one user, or of all)."""
+        return await self._db.read(schedules.schedules_named, name, user_id)
+
+    async def search_schedules(self, user_id: str | None, status: str | None,
+                               name: str | None, text: str | None, limit: int,
+                               offset: int) -> tuple[int, list[dict[str, Any]]]:
+        """(total, page) of schedules matching every filter given, newest first."""
+        return await self._db.read(schedules.search_schedules, user_id, status, name, text,
+                                   limit, offset)
+
+    async def count_schedules(self, user_id: str) -> int:
+        """A user's schedules."""
+        return await self._db.read(schedules.count_schedules, user_id)
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """Delete a schedule and its runs."""
+        self.require_writable()
+        return await self._db.write(schedules.delete_schedule, schedule_id)
+
+    async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
+                              now: str) -> dict[str, Any]:
+        """Apply checked changes to a schedule."""
+        self.require_writable()
+        return await self._db.write(schedules.update_schedule, schedule_id, changes, now)
+
+    async def due_schedules(self, now: str, limit: int) -> list[dict[str, Any]]:
+        """Active schedules due at ``now``, soonest first."""
+        return await self._db.read(schedules.due_schedules, now, limit)
+
+    async def claim_due(self, now: str, runner: str, until: str,
+                        limit: int) -> list[dict[str, Any]]:
+        """Claim due schedules for one runner, in one transaction."""
+        self.require_writable()
+        return await self._db.write(schedules.claim_due, now, runner, until, limit)
+
+    async def release_claim(self, schedule_id: str, runner: str) -> None:
+        """Give a claim back without recording a run."""
+        self.require_writable()
+        await self._db.write(schedules.release_claim, schedule_id, runner)
+
+    async def record_run_and_reschedule(self, run: dict[str, Any], next_run_at: str | None,
+                                        status: str | None, status_reason: str | None,
+                                        failure_limit: int, keep: int,
+                                        now: str) -> dict[str, Any]:
+        """Record a run and reschedule its schedule in one transaction."""
+        self.require_writable()
+        return await self._db.write(schedules.record_run_and_reschedule, run, next_run_at,
+                                    status, status_reason, failure_limit, keep, now)
+
+    async def prune_run_history(self, schedule_id: str, keep: int) -> int:
+        """Delete all but the newest ``keep`` runs of a schedule."""
+        self.require_writable()
+        return await self._db.write(schedules.prune_run_history, schedule_id, keep)
+
+    async def run_history(self, schedule_id: str, limit: int) -> list[dict[str, Any]]:
+        """A schedule's runs, newest first."""
+        return await self._db.read(schedules.run_history, schedule_id, limit)
+
+    async def count_runs(self, schedule_id: str) -> int:
+        """How many runs of a schedule the history holds."""
+        return await self._db.read(schedules.count_runs, schedule_id)
+
+    async def get_run(self, run_id: str) -> dict[str, Any]:
+        """One run; ``NotFound`` when there is none."""
+        return await self._db.read(schedules.get_run, run_id)
 
     # -- vectors ---------------------------------------------------------------------------
 
@@ -589,4 +665,10 @@ def _filesystem_problem(path: Path) -> str | None:
     return None
 
 
-__all__ = ["SqliteBackend", "SchemaTooNew"]
+if TYPE_CHECKING:
+    def _conforms(backend: SqliteBackend) -> Backend:
+        """Fails type-checking when SqliteBackend stops implementing the Backend protocol."""
+        return backend
+
+
+__all__ = ["SQLITE_FEATURES", "SqliteBackend", "SchemaTooNew"]

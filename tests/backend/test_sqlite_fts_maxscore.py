@@ -1,4 +1,5 @@
-"""The namespace full-text leg's MaxScore rewrite gives exactly the plain bm25 top k."""
+"""The SQLite backend's namespace full-text leg: its MaxScore rewrite gives exactly the plain
+bm25 top k."""
 
 from __future__ import annotations
 

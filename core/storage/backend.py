@@ -1,0 +1,443 @@
+"""The storage contract: every operation the engine, its services and the front ends ask of a
+storage backend, and the promise each one keeps.
+
+:class:`core.storage.sqlite_backend.SqliteBackend` implements it today (mypy checks that it
+does); a PostgreSQL backend with pgvector is to implement the same protocol, and
+``tests/backend/`` runs one contract suite against every backend. What may differ between
+backends is declared in :class:`BackendFeatures`, never found out by branching on the class.
+
+Promises every operation keeps unless its docstring says otherwise:
+
+- **Writes** are each one transaction: all of it is committed or none of it. A backend
+  opened read-only refuses them with ``ReadOnlyDatabase`` and writes nothing; a disk that
+  fills mid-write raises ``StorageFull`` with that write rolled back whole; text the driver
+  cannot store (a lone surrogate) is refused with ``InvalidInput``.
+- **Concurrent writers** (another process writing the same memory) are serialised: a
+  check and the write that depends on it (a sequence, a name, an epoch, a claim) happen in
+  the same transaction, so no other writer can slip between them.
+- **Reads** see only committed data, and never block a writer. A read of one statement is
+  one snapshot; a read that takes several statements may see another process's commit
+  land between them, unless its docstring says it is read in one transaction.
+- Text that reaches a read and cannot be bound is refused with ``InvalidInput``.
+
+Row dicts (events, sessions, chunks, notes, facts, schedules, runs, log entries) keep the
+column names of seed 001's schema and of the workbench's own tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from core.storage.events import PreparedMessage, WriteOutcome
+    from core.storage.note_listing import NoteQuery
+    from core.storage.notes import NoteChanges, NoteDraft, NoteRef
+    from core.storage.search import LegRequest, LegRows, Scope
+    from core.storage.summaries import CompactionPlan
+
+
+@dataclass(frozen=True)
+class BackendFeatures:
+    """What a backend can do where backends differ (Django's ``BaseDatabaseFeatures``).
+
+    Code and tests that care read these flags instead of asking which backend they have.
+    """
+
+    exact_vector_search: bool
+    """A vector leg returns the true nearest neighbours (a scan of the scope's vectors),
+    not an approximate index's (HNSW, IVF) answer that may miss some."""
+    full_text_ranking: str
+    """The ranking function behind the full-text leg's scores (``"bm25"`` for FTS5's), so
+    an explanation can name what a raw full-text score is."""
+    raw_full_text_syntax: str
+    """The query language a person's raw full-text expression is written in (``"fts5"``:
+    FTS5 MATCH syntax); the playground's raw mode passes it through as written."""
+    change_counter: bool
+    """:meth:`Backend.pulse` carries a counter that moves whenever any connection (in any
+    process) commits, so a front end can refresh live by polling it."""
+    single_writer: bool
+    """Writes, from every process, take turns on one lock over the whole memory; a slow
+    write delays every other writer (SQLite's), rather than only those touching its rows."""
+    can_cap_size: bool
+    """:meth:`Backend.cap_size` can cap the store's size, so a full disk can be staged."""
+
+
+class Backend(Protocol):
+    """Async storage operations over one memory (a file, or a database server)."""
+
+    path: Path
+    """Where the memory is stored."""
+    read_only: bool
+    """True when writes are refused (asked for, or forced: see ``read_only_reason``)."""
+    read_only_reason: str | None
+    """Why the memory is read-only when nobody asked for it (None otherwise)."""
+    warnings: list[str]
+    """What opening it found that a person should know (read-only, an old schema)."""
+    schema_version: int
+    """The schema version the memory holds."""
+    features: BackendFeatures
+    """What this backend can do where backends differ."""
+
+    def close(self) -> None:
+        """Close every connection; the backend is not used again."""
+
+    def require_writable(self) -> None:
+        """Raise ``ReadOnlyDatabase`` (saying why) when the memory is open read-only."""
+
+    # -- sessions and events -----------------------------------------------------------------
+
+    async def write_messages(self, messages: Sequence[PreparedMessage], *,
+                             all_or_nothing: bool, vectors: np.ndarray | None = None,
+                             vector_model: str | None = None, context_messages: int = 0,
+                             context_chars: int = 400) -> list[WriteOutcome]:
+        """One transaction: session upserts, sequence checks, events, chunks (a content
+        already in the session is deduplicated, not stored twice), full-text rows and, when
+        given, vectors. A sequence not above the session's last (checked in the same
+        transaction, so two writers never store the same one) is ``SequenceError``: with
+        ``all_or_nothing`` it raises and nothing is written, otherwise it is reported in its
+        message's outcome and the rest are stored. A bound message to another agent's
+        session raises ``OutOfNamespace`` and nothing is written."""
+
+    async def session_tails(self, session_ids: Sequence[str],
+                            count: int) -> dict[str, list[str]]:
+        """Each session's last ``count`` messages' first-chunk text, oldest first (an empty
+        list for a session with none)."""
+
+    async def read_events(self, session_id: str, limit: int | None = None,
+                          after_sequence: int | None = None) -> list[dict[str, Any]]:
+        """A session's events oldest first (with ``limit``, the most recent ``limit``); one
+        statement, so one snapshot."""
+
+    async def last_sequence(self, session_id: str) -> int | None:
+        """The session's highest stored sequence (None: no events)."""
+
+    async def list_sessions(self, agent_identity: str | None = None, limit: int | None = None,
+                            offset: int = 0) -> list[dict[str, Any]]:
+        """Sessions, most recently active first, with their event and chunk counts."""
+
+    async def delete_session(self, session_id: str) -> bool:
+        """One transaction: the session and every row under it (events, chunks, full-text
+        rows, vectors, state); False when there was no such session."""
+
+    async def session_agent(self, session_id: str) -> str | None:
+        """The agent identity the session was created under ('' for none; None: no such
+        session)."""
+
+    async def read_session_state(self, session_id: str) -> dict[str, Any] | None:
+        """The session's state object (None: no state row)."""
+
+    async def read_session_snapshot(self, session_id: str) -> dict[str, Any] | None:
+        """The session's row, events and state read in one transaction, so a concurrent
+        writer's commit is seen whole or not at all (None: no such session)."""
+
+    async def salient_events(self, session_id: str, threshold: float) -> list[dict[str, Any]]:
+        """A session's events whose importance is at or above ``threshold``."""
+
+    async def session_row_counts(self, session_id: str) -> dict[str, int]:
+        """Rows the session owns in each table (what forgetting it must bring to zero)."""
+
+    # -- chunks and vectors ------------------------------------------------------------------
+
+    async def vector_meta(self) -> tuple[int | None, str | None]:
+        """(dimension, model) the vector index was made for; (None, None) before one is."""
+
+    async def ensure_vector_table(self, dimension: int, model: str) -> None:
+        """Create the vector index for ``dimension``, or raise ``DimensionMismatch`` for a
+        memory made for another size; does nothing when read-only (reads still work)."""
+
+    async def reset_vectors(self, dimension: int, model: str) -> int:
+        """One transaction: drop every vector, remake the index for ``dimension`` and queue
+        every chunk for ``model`` again; how many chunks were queued."""
+
+    async def pending_chunks(self, limit: int, after_rowid: int = 0,
+                             ) -> list[tuple[str, str, str, int, str, str]]:
+        """Chunks waiting for a vector after ``after_rowid``, in insertion order:
+        (chunk_id, session_id, text, rowid, agent_identity, context)."""
+
+    async def save_vectors(self, rows: Sequence[tuple[str, str, str]], matrix: np.ndarray,
+                           model: str) -> int:
+        """One transaction: store a vector per (chunk_id, session_id, agent_identity) row and
+        mark those chunks embedded; a chunk deleted meanwhile (by any writer) is skipped, so
+        no vector outlives its chunk. How many were stored."""
+
+    async def record_embedding_failure(self, chunk_ids: Sequence[str], error: str,
+                                       max_attempts: int) -> int:
+        """One transaction: count a failed attempt on each chunk, with the error; a chunk at
+        ``max_attempts`` leaves the backlog as failed. How many chunks are failed now."""
+
+    async def embedding_counts(self) -> dict[str, Any]:
+        """Backlog, failures, embedded chunks and vectors per model."""
+
+    async def backlog_count(self) -> int:
+        """Chunks waiting for a vector."""
+
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Chunk rows by id (text, session, sequence range, metadata, context); ids with no
+        chunk are left out."""
+
+    # -- full text and the search legs -------------------------------------------------------
+
+    async def fts_search(self, scope: Scope, terms: Sequence[str], k: int,
+                         tags: Sequence[str] = (),
+                         context_weight: float = 0.5) -> list[tuple[str, float]]:
+        """The top ``k`` chunks of the scope holding any of ``terms`` (and every tag), as
+        (chunk_id, score), higher better; the terms are words, never query syntax."""
+
+    async def full_text_leg(self, request: LegRequest,
+                            ) -> tuple[list[tuple[str, float]], str | None]:
+        """The full-text leg: ranked rows for the terms (or for the raw expression, whose
+        syntax error raises the driver's own error, for the engine to word), else, when the
+        terms find nothing and ``like_text`` is set, substring matches (seed 002's
+        fallback); and which answered (None: full text, "like": the fallback)."""
+
+    async def vector_search(self, scope: Scope, query: np.ndarray, k: int, model: str,
+                            tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """The ``k`` chunks of the scope nearest ``query`` by cosine distance, as (chunk_id,
+        distance), nearest first; tags filter before the cut, never after."""
+
+    async def run_legs(self, request: LegRequest, *, full_text: bool) -> LegRows:
+        """The request's vector leg, full-text leg (when ``full_text``) and the chunks they
+        found, in one call; each leg is one snapshot, the two may straddle a commit."""
+
+    # -- notes -------------------------------------------------------------------------------
+
+    async def add_note(self, draft: NoteDraft, now: str) -> dict[str, Any]:
+        """One transaction: the note, its names, tags, event and chunks; ``NameTaken`` when
+        its name or an alias is bound in the namespace (checked in the same transaction)."""
+
+    async def write_note(self, namespace: str, ref: NoteRef, changes: NoteChanges,
+                         now: str) -> dict[str, Any]:
+        """One transaction: replace a note's content and fields and index it again (id,
+        names and created_at kept); ``NotFound`` when ``ref`` names no note there."""
+
+    async def rename_note(self, namespace: str, ref: NoteRef, new_name: str,
+                          now: str) -> dict[str, Any]:
+        """One transaction: give the note a new name (its old one released); ``NameTaken``
+        when another note holds it, ``NotFound`` when ``ref`` names no note."""
+
+    async def alias_note(self, namespace: str, ref: NoteRef, alias: str,
+                         now: str) -> dict[str, Any]:
+        """One transaction: bind one more name to the note (aliases resolve, never add search
+        tokens); ``NameTaken`` when another note holds it, ``NotFound`` for no note."""
+
+    async def unalias_note(self, namespace: str, alias: str, now: str) -> dict[str, Any]:
+        """One transaction: unbind an alias; ``NotFound`` when it is bound to nothing,
+        ``InvalidInput`` when it is a note's own name."""
+
+    async def remove_note(self, namespace: str, ref: NoteRef) -> bool:
+        """One transaction: the note with its names, tags, event, chunks and vectors; False
+        when ``ref`` names no note."""
+
+    async def edit_note(self, namespace: str, ref: NoteRef, new_name: str | None,
+                        aliases: Sequence[str] | None, changes: NoteChanges,
+                        now: str) -> dict[str, Any]:
+        """One transaction: rename, set the aliases and write the fields; any refusal
+        (``NameTaken``, ``NotFound``) leaves the note exactly as it was."""
+
+    async def import_notes(self, namespace: str, drafts: Sequence[NoteDraft],
+                           overwrite: bool, now: str,
+                           new_id: Callable[[], str]) -> dict[str, Any]:
+        """One transaction: apply every draft, or (names already bound, without
+        ``overwrite``) apply none and report each collision."""
+
+    async def note_namespaces(self) -> list[str]:
+        """Every namespace that holds a note, in order."""
+
+    async def read_note(self, namespace: str, ref: NoteRef) -> dict[str, Any] | None:
+        """The note ``ref`` (id, name or alias) names in the namespace (None: none there)."""
+
+    async def list_notes(self, query: NoteQuery,
+                         ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
+        """A page of the namespace's notes matching every filter, the total and whether it
+        is exact, and how the text filter matched ("fts", "like" or None)."""
+
+    async def note_names(self, namespace: str, category: str | None = None) -> list[str]:
+        """The namespace's note names (of one category), in order."""
+
+    async def notes_by_ids(self, namespace: str,
+                           note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The namespace's notes among these ids; another namespace's ids find nothing."""
+
+    async def all_notes(self, namespace: str) -> list[dict[str, Any]]:
+        """Every note of the namespace, by name."""
+
+    # -- facts -------------------------------------------------------------------------------
+
+    async def upsert_fact(self, namespace: str, category: str, key: str, value: str,
+                          source: str, now: str) -> dict[str, Any]:
+        """One transaction: insert the fact or replace its value and source (created_at
+        kept), the row as stored; of two concurrent writers of one key the later wins whole."""
+
+    async def read_fact(self, namespace: str, category: str,
+                        key: str) -> dict[str, Any] | None:
+        """The fact under (category, key) in the namespace (None: none)."""
+
+    async def list_facts(self, namespace: str,
+                         category: str | None = None) -> list[dict[str, Any]]:
+        """The namespace's facts (of one category) by category, then key."""
+
+    async def delete_fact(self, namespace: str, category: str, key: str) -> bool:
+        """Delete a fact; False when there was none."""
+
+    # -- scratchpad --------------------------------------------------------------------------
+
+    async def read_scratchpad(self, session_id: str) -> dict[str, Any] | None:
+        """The session's scratchpad field (None: it has none)."""
+
+    async def write_scratchpad(self, session_id: str, agent_identity: str,
+                               items: Sequence[str], now: str,
+                               bound: bool = False) -> dict[str, Any]:
+        """One transaction: replace the whole scratchpad (creating the session if new); with
+        ``bound``, another agent's session is ``OutOfNamespace`` and nothing is written."""
+
+    async def clear_scratchpad(self, session_id: str, now: str,
+                               agent_identity: str | None = None) -> bool:
+        """One transaction: remove the scratchpad; False when there was none (or, with
+        ``agent_identity``, when the session is another agent's)."""
+
+    async def scratchpad_sessions(self, limit: int) -> list[dict[str, Any]]:
+        """Sessions that have a scratchpad, most recently written first, with their items."""
+
+    # -- summaries and compaction ------------------------------------------------------------
+
+    async def write_summary_state(self, session_id: str, summary: dict[str, Any],
+                                  expected_epoch: int, now: str) -> int | None:
+        """Compare-and-swap in one transaction: written with epoch ``expected_epoch + 1``
+        when the stored epoch is still ``expected_epoch``, else None and nothing written
+        (of two writers that read one epoch, exactly one wins); ``NotFound`` for no session,
+        ``InvalidInput`` for an ``upper_sequence`` outside the history."""
+
+    async def record_summary_error(self, session_id: str, error: str | None, now: str) -> None:
+        """Keep the session's last summarizer failure (None clears it)."""
+
+    async def commit_compaction(self, plan: CompactionPlan, archive: NoteDraft,
+                                now: str) -> dict[str, Any]:
+        """One transaction: archive note, compact marker, folded events, reset summary and
+        archive row; ``SummaryConflict`` and nothing written when the session's last
+        sequence or summary epoch moved since ``plan`` read them."""
+
+    async def archive_count(self, session_id: str) -> int:
+        """How many compactions the session has had."""
+
+    async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """A session's compaction archives (every session's without one), oldest first."""
+
+    async def unwritten_archives(self) -> list[dict[str, Any]]:
+        """Archives whose markdown file is still to be written, with their note's content."""
+
+    async def record_archive_file(self, session_id: str, marker_sequence: int,
+                                  file_path: str | None, error: str | None) -> None:
+        """Record where an archive's markdown went, or why it could not be written."""
+
+    async def idle_sessions(self, idle_before: str) -> list[str]:
+        """Conversations last active before ``idle_before`` holding events not yet folded
+        into an archive, least recently active first (note sessions never)."""
+
+    # -- schedules ---------------------------------------------------------------------------
+
+    async def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Store a new, already checked schedule row; the row as stored."""
+
+    async def get_schedule(self, schedule_id: str) -> dict[str, Any]:
+        """One schedule by id; ``NotFound`` when there is none."""
+
+    async def schedules_named(self, name: str, user_id: str | None) -> list[dict[str, Any]]:
+        """Schedules with this name (of one user, or of all), oldest first."""
+
+    async def search_schedules(self, user_id: str | None, status: str | None,
+                               name: str | None, text: str | None, limit: int,
+                               offset: int) -> tuple[int, list[dict[str, Any]]]:
+        """(total, page) of schedules matching every filter given, newest first; ``text``
+        is a case-insensitive substring of name or goal, its wildcards literal."""
+
+    async def count_schedules(self, user_id: str) -> int:
+        """How many schedules a user has."""
+
+    async def delete_schedule(self, schedule_id: str) -> bool:
+        """One transaction: the schedule and its runs; False when there was none."""
+
+    async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
+                              now: str) -> dict[str, Any]:
+        """One transaction: apply checked changes to editable columns; ``NotFound`` when
+        there is no such schedule. The row as stored."""
+
+    async def due_schedules(self, now: str, limit: int) -> list[dict[str, Any]]:
+        """Active schedules whose next run is at or before ``now``, soonest first."""
+
+    async def claim_due(self, now: str, runner: str, until: str,
+                        limit: int) -> list[dict[str, Any]]:
+        """One transaction: claim up to ``limit`` due schedules no live claim holds, for
+        ``runner`` until ``until``; two runners (in any processes) never get the same one."""
+
+    async def release_claim(self, schedule_id: str, runner: str) -> None:
+        """Give back ``runner``'s claim without recording a run (another's is left alone)."""
+
+    async def record_run_and_reschedule(self, run: dict[str, Any], next_run_at: str | None,
+                                        status: str | None, status_reason: str | None,
+                                        failure_limit: int, keep: int,
+                                        now: str) -> dict[str, Any]:
+        """One transaction: the run row, the schedule's last run, failure count (paused with
+        a reason at ``failure_limit``), next run, status and released claim, and the history
+        pruned to ``keep``: a run is never recorded without its reschedule."""
+
+    async def prune_run_history(self, schedule_id: str, keep: int) -> int:
+        """Delete all but the newest ``keep`` runs of a schedule; how many went."""
+
+    async def run_history(self, schedule_id: str, limit: int) -> list[dict[str, Any]]:
+        """A schedule's runs, newest first."""
+
+    async def count_runs(self, schedule_id: str) -> int:
+        """How many runs of a schedule its history holds."""
+
+    async def get_run(self, run_id: str) -> dict[str, Any]:
+        """One run; ``NotFound`` when there is none."""
+
+    # -- retrieval log and judgments ---------------------------------------------------------
+
+    async def append_logs(self, entries: list[dict[str, Any]]) -> None:
+        """Record queries in the retrieval log, in order, in one transaction."""
+
+    async def read_log(self, limit: int = 50, caller: str | None = None,
+                       scope_kind: str | None = None, scope_value: str | None = None,
+                       log_id: int | None = None) -> list[dict[str, Any]]:
+        """Retrieval log entries, newest first, by caller, scope or id when given."""
+
+    async def set_judgment(self, scope_kind: str, scope_value: str, query: str, chunk_id: str,
+                           grade: int, now: str) -> None:
+        """Record (or change) how relevant a chunk is to a query in a scope, grade 0 to 3."""
+
+    async def read_judgments(self, scope_kind: str, scope_value: str,
+                             query: str) -> dict[str, int]:
+        """chunk_id -> grade for one query in one scope."""
+
+    # -- meta and maintenance ----------------------------------------------------------------
+
+    async def read_meta(self, key: str) -> str | None:
+        """A value of the memory's own key-value settings (None: unset)."""
+
+    async def write_meta(self, key: str, value: str) -> None:
+        """Set a value of the memory's own key-value settings."""
+
+    async def pulse(self) -> tuple[int, int, int]:
+        """(change counter, backlog, failed chunks): the counter moves whenever any
+        connection in any process commits (see ``features.change_counter``)."""
+
+    async def table_counts(self) -> dict[str, int]:
+        """Row counts of the main tables."""
+
+    async def versions(self) -> dict[str, str]:
+        """The storage engine's component versions by name, for diagnostics."""
+
+    async def integrity_check(self) -> list[str]:
+        """The store's own consistency checks, full-text index included; ``["ok"]`` when
+        sound, else one line per problem."""
+
+    async def cap_size(self, extra_pages: int | None) -> int:
+        """Cap the store at its size plus ``extra_pages`` pages (None lifts the cap), so a
+        write that needs more fails as on a full disk; the cap in pages. Only where
+        ``features.can_cap_size``."""

@@ -1,0 +1,54 @@
+"""The backend contract suite's fixtures: every test here runs once per storage backend.
+
+A backend joins the suite by adding its name to ``BACKENDS`` and a branch to ``_open``
+(the PostgreSQL backend will need a server; its branch skips when none is configured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from core.config import StorageConfig
+from core.storage.backend import Backend
+from core.storage.sqlite_backend import SqliteBackend
+from tests.backend.builders import DIMENSION, MODEL
+
+BACKENDS = ["sqlite"]
+
+Opener = Callable[..., Awaitable[Backend]]
+
+
+async def _open(kind: str, where: Path, *, read_only: bool = False) -> Backend:
+    if kind == "sqlite":
+        return await asyncio.to_thread(SqliteBackend.open, where / "memory.db",
+                                       StorageConfig(reader_pool_size=2), read_only=read_only)
+    raise AssertionError(f"no backend {kind!r}")
+
+
+@pytest.fixture(params=BACKENDS)
+async def open_backend(request: pytest.FixtureRequest,
+                       tmp_path: Path) -> AsyncIterator[Opener]:
+    """Opens more backends over the same memory (a second writer, a read-only reader);
+    all of them are closed after the test."""
+    opened: list[Backend] = []
+
+    async def open_one(*, read_only: bool = False) -> Backend:
+        backend = await _open(request.param, tmp_path, read_only=read_only)
+        opened.append(backend)
+        return backend
+
+    yield open_one
+    for backend in reversed(opened):
+        backend.close()
+
+
+@pytest.fixture
+async def backend(open_backend: Opener) -> Backend:
+    """An opened, empty, writable backend whose vector index is made for the test model."""
+    opened = await open_backend()
+    await opened.ensure_vector_table(DIMENSION, MODEL)
+    return opened
