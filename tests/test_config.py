@@ -1,4 +1,4 @@
-"""core/config.py: seed defaults, TOML/dict/Config/env sources, refusals by name, interpolation."""
+"""core/config/: seed defaults, TOML/dict/Config/env sources, refusals by name, interpolation."""
 
 from __future__ import annotations
 
