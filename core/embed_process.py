@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -46,7 +45,7 @@ class EmbeddingProcess:
     """One helper process holding the model; ``embed`` sends it texts, gets vectors back."""
 
     def __init__(self, config: EmbeddingConfig, expected_name: str, dimension: int) -> None:
-        self._config = dataclasses.asdict(config)
+        self._config = config.model_dump()
         self._expected_name = expected_name
         self._dimension = dimension
         self._process: asyncio.subprocess.Process | None = None

@@ -1,17 +1,16 @@
-"""core/config.py: seed defaults, TOML/dict/Config/env sources, refusals by name, interpolation."""
+"""core/config/: seed defaults, TOML/dict/Config/env sources, refusals by name, interpolation."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from core.config import (
     CONFIG_ENV_VAR,
@@ -328,11 +327,12 @@ def test_describe_fields_documents_every_field() -> None:
     for key, _default, text in rows:
         assert isinstance(text, str) and text.strip(), f"{key} has no doc"
     expected = set()
-    for f in dataclasses.fields(Config):
-        if dataclasses.is_dataclass(f.default_factory):  # type: ignore[arg-type]
-            expected |= {f"{f.name}.{g.name}" for g in dataclasses.fields(f.default_factory)}
+    for name, f in Config.model_fields.items():
+        section = f.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            expected |= {f"{name}.{inner}" for inner in section.model_fields}
         else:
-            expected.add(f.name)
+            expected.add(name)
     assert set(keys) == expected
     by_key = {key: default for key, default, _ in rows}
     assert by_key["chunking.max_chars"] == 640
@@ -375,14 +375,14 @@ def _plausible(annotation: Any) -> st.SearchStrategy[Any]:
     return st.text(max_size=20)
 
 
-def _schema_shaped(cls: type) -> st.SearchStrategy[dict[str, Any]]:
+def _schema_shaped(cls: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
     """Dicts whose keys are mostly the real ones of ``cls``, with junk values mixed in."""
-    hints = typing.get_type_hints(cls)
     optional: dict[str, st.SearchStrategy[Any]] = {}
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        inner = _schema_shaped(hint) if dataclasses.is_dataclass(hint) else _plausible(hint)
-        optional[f.name] = st.one_of(inner, json_ish) if dataclasses.is_dataclass(hint) \
+    for name, f in cls.model_fields.items():
+        hint = f.annotation
+        is_section = isinstance(hint, type) and issubclass(hint, BaseModel)
+        inner = _schema_shaped(hint) if is_section else _plausible(hint)  # type: ignore[arg-type]
+        optional[name] = st.one_of(inner, json_ish) if is_section \
             else st.one_of(inner, inner, json_ish)
     shaped = st.fixed_dictionaries({}, optional=optional)
     extra = st.dictionaries(keys, json_ish, max_size=1)

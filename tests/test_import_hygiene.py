@@ -18,7 +18,8 @@ def modules_after(code: str) -> set[str]:
 
 def test_importing_core_loads_nothing_heavy() -> None:
     loaded = modules_after("import core")
-    assert not loaded & {"textual", "workbench", "numpy", "sqlean", "model2vec", "click"}
+    assert not loaded & {"textual", "workbench", "numpy", "sqlean", "model2vec", "click",
+                          "pydantic"}
 
 
 def test_the_engine_never_imports_textual_or_the_app() -> None:

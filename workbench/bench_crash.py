@@ -316,7 +316,7 @@ def _config_dict(config: Any) -> dict[str, Any]:
     """The config as the JSON the child reads, with the harness's worker batch size."""
     from core.config import load_config
 
-    as_dict = dataclasses.asdict(load_config(config))
+    as_dict = load_config(config).to_dict()
     as_dict["embedding"]["batch_size"] = WORKER_BATCH
     return as_dict
 

@@ -259,13 +259,11 @@ def eval_command(ctx: click.Context, db_path: Path, dataset_path: Path, run_swee
     """Score retrieval on a dataset: recall@k, hit@k, MRR and nDCG@k, overall and per category."""
     if run_sweep and vector_weight is not None:
         raise click.UsageError("--sweep tries every vector weight; leave out --vector-weight")
-    import dataclasses
-
     config = _with_model(_load_config(ctx), model)
     # Evaluation queries are measurements, not an agent's recalls: they stay out of the
     # file's retrieval log.
-    config = dataclasses.replace(
-        config, retrieval=dataclasses.replace(config.retrieval, log_enabled=False))
+    config = config.model_copy(
+        update={"retrieval": config.retrieval.model_copy(update={"log_enabled": False})})
     _require_db(db_path)
     result, category_names = _run(_evaluate(db_path, dataset_path, config, run_sweep,
                                             vector_weight, fusion))
@@ -332,14 +330,11 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
 @click.pass_context
 def bench_app(ctx: click.Context, db_path: Path, model: str | None, runs: int) -> None:
     """Start-up: first paint, file open, sessions listed and model loaded, in ms."""
-    import dataclasses
-
     from workbench.bench_app import run_app_bench
 
     _require_db(db_path)
     config = _with_model(_load_config(ctx), model)
-    as_dict = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config
-    run_app_bench(db_path, as_dict, runs, click.echo)
+    run_app_bench(db_path, config.to_dict(), runs, click.echo)
 
 
 def _register_commands() -> None:

@@ -45,13 +45,11 @@ def _with_model(config: Any, model: str | None) -> Any:
     """The config with ``--model`` applied: a folder or hub id for model2vec."""
     if model is None:
         return config
-    import dataclasses
-
     if model == "deterministic":
-        embedding = dataclasses.replace(config.embedding, backend="deterministic")
+        embedding = config.embedding.model_copy(update={"backend": "deterministic"})
     else:
-        embedding = dataclasses.replace(config.embedding, backend="model2vec", model=model)
-    return dataclasses.replace(config, embedding=embedding)
+        embedding = config.embedding.model_copy(update={"backend": "model2vec", "model": model})
+    return config.model_copy(update={"embedding": embedding})
 
 
 model_option = click.option(
@@ -99,10 +97,8 @@ def echo_json(payload: Any) -> None:
 
 def quiet(config: Any) -> Any:
     """The config without background consolidation: a command does its one job."""
-    import dataclasses
-
-    return dataclasses.replace(config, consolidation=dataclasses.replace(
-        config.consolidation, enabled=False))
+    return config.model_copy(update={
+        "consolidation": config.consolidation.model_copy(update={"enabled": False})})
 
 
 def on_engine(ctx: click.Context, db_path: Path, work: Callable[[Any], Coroutine[Any, Any, T]],

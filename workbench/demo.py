@@ -117,9 +117,9 @@ def _build_config(config: ConfigSource) -> Config:
     from core.config import load_config
 
     loaded = load_config(config)
-    return dataclasses.replace(
-        loaded, summary=dataclasses.replace(loaded.summary, auto=False),
-        consolidation=dataclasses.replace(loaded.consolidation, enabled=False))
+    return loaded.model_copy(update={
+        "summary": loaded.summary.model_copy(update={"auto": False}),
+        "consolidation": loaded.consolidation.model_copy(update={"enabled": False})})
 
 
 async def _write_everything(engine: Engine, report: Callable[[str], None]) -> DemoSummary:
