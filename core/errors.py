@@ -6,6 +6,8 @@ one place and show them, while a bug (any other exception) still surfaces as a b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class WorkbenchError(Exception):
     """Base of every refusal the engine makes on purpose."""
@@ -72,9 +74,9 @@ class ImportCollision(InvalidInput):
     show them all and ask whether to import again with ``overwrite=True``.
     """
 
-    def __init__(self, message: str, collisions: list[object]) -> None:
+    def __init__(self, message: str, collisions: Sequence[object]) -> None:
         super().__init__(message)
-        self.collisions = collisions
+        self.collisions = list(collisions)
 
 
 class SummaryError(WorkbenchError):
