@@ -87,7 +87,8 @@ def read_imports(path: Path, module: str) -> ModuleImports:
 def project_imports(root: Path = ROOT) -> dict[str, ModuleImports]:
     """Module name -> its imports, restricted to the project's own modules (plus the first
     segment of third-party ones, so "imports textual" can be asked)."""
-    paths = {module_name(p, root): p for package in PACKAGES for p in (root / package).rglob("*.py")}
+    paths = {module_name(p, root): p
+             for package in PACKAGES for p in (root / package).rglob("*.py")}
     graph: dict[str, ModuleImports] = {}
     for module, path in paths.items():
         raw = read_imports(path, module)
