@@ -1,7 +1,7 @@
 """Conversations: storing messages, reading them back, forgetting sessions.
 
 A message is validated and turned into rows (text, chunks, hashes, metadata) off the
-writer's lock, then stored in one transaction (seed 001's nine steps, see
+writer's lock, then stored in one transaction (oxydra's nine steps, see
 :meth:`core.storage.sqlite_backend.SqliteBackend.write_messages`). Embedding happens after,
 in the embedding worker, which a store wakes. The working memory keeps the recent tail of
 live sessions, always checked against the file so another process's writes are never
@@ -94,7 +94,7 @@ class Conversations:
 
     async def store(self, session_id: str, sequence: int, payload: Any, agent: str | None,
                     namespace: str | None) -> StoreResult:
-        """Store one message durably (seed 001's nine steps, one transaction).
+        """Store one message durably (oxydra's nine steps, one transaction).
 
         Raises ``InvalidMessage`` for a payload that is not a Message, ``SequenceError`` when
         ``sequence`` is not above the session's last; in both cases nothing is written.

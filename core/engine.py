@@ -7,7 +7,7 @@ the Engine:
 
 - :mod:`core.model` and :mod:`core.model_loading`: the model, loaded now or in the
   background, its embedding worker, reindexing
-- :mod:`core.conversations`: store, append, recall, forget (seed 001's ``Memory``)
+- :mod:`core.conversations`: store, append, recall, forget (oxydra's ``Memory``)
 - :mod:`core.bulk`: the importers' bulk path
 - :mod:`core.retrieval.service`: hybrid queries, the retrieval log, ``get_context``
 - :mod:`core.notes.service`, :mod:`core.notes.facts`: notes and facts, whose operations
@@ -109,7 +109,7 @@ class Engine(NoteOperations):
         """Open (creating if missing) a memory file.
 
         ``reindex`` opens a file embedded with a model of another size so that
-        :meth:`reindex` can move it; otherwise such a file is refused (seed 003).
+        :meth:`reindex` can move it; otherwise such a file is refused (nexo-rs).
         ``defer_model`` returns as soon as the file is open and loads the model in the
         background (the app browses meanwhile): what needs the model waits for it, and a
         model the file refuses raises from those calls and from :meth:`model_ready`.
@@ -219,7 +219,7 @@ class Engine(NoteOperations):
     @needs_model
     async def store(self, session_id: str, sequence: int, payload: dict[str, Any], *,
                     agent: str | None = None, namespace: str | None = None) -> StoreResult:
-        """Store one message durably at ``sequence`` (seed 001's nine steps)."""
+        """Store one message durably at ``sequence`` (oxydra's nine steps)."""
         return await self.conversations.store(session_id, sequence, payload, agent, namespace)
 
     @needs_model
@@ -292,13 +292,13 @@ class Engine(NoteOperations):
 
     @needs_model
     async def compact(self, session_id: str) -> CompactionResult:
-        """Fold the history since the last compact marker into an Archive note (seed 004)."""
+        """Fold the history since the last compact marker into an Archive note (crabtalk)."""
         return await self.compactor.compact(session_id)
 
     @needs_model
     async def consolidate(self, idle_hours: float | None = None,
                           progress: Progress | None = None) -> ConsolidationReport:
-        """Compact every conversation idle for ``idle_hours`` (seed 000); resumable."""
+        """Compact every conversation idle for ``idle_hours`` (aidaemon); resumable."""
         return await self.compactor.consolidate(idle_hours, progress)
 
     async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
@@ -321,7 +321,7 @@ class Engine(NoteOperations):
                            namespace: str | None = None, mode: str | None = None,
                            min_score: float | None = None, raw_fts: bool = False,
                            caller: str = "api") -> list[HybridQueryResult]:
-        """Seed 001's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency."""
+        """Oxydra's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency."""
         found = await self.retrieval.search(
             session_id=session_id, namespace=namespace, query=query, top_k=top_k,
             vector_weight=vector_weight, fts_weight=fts_weight, tags=tags,
@@ -341,7 +341,7 @@ class Engine(NoteOperations):
     @needs_model
     async def replay(self, log_id: int, *, namespace: str | None = None,
                      **changes: Any) -> SearchResult:
-        """Run a logged query again in its logged scope, ranking knobs ``changes``d."""
+        """Run a logged query again in its logged scope; ``changes`` override ranking knobs."""
         return await self.retrieval.replay(log_id, namespace=namespace, **changes)
 
     async def judge(self, query: str, chunk_id: str, grade: int, **scope: Any) -> None:
@@ -355,11 +355,11 @@ class Engine(NoteOperations):
     @needs_model
     async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,
                           caller: str = "get_context") -> ContextResult:
-        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated."""
+        """Aidaemon's tri-hybrid context: recent, salient and relevant events, deduplicated."""
         return await self.retrieval.get_context(session_id, query, namespace=namespace,
                                                 caller=caller)
 
-    # -- scratchpad (seed 001; see core/scratchpad.py) -------------------------------------
+    # -- scratchpad (oxydra; see core/scratchpad.py) ---------------------------------------
 
     async def read_scratchpad(self, session_id: str, *,
                               namespace: str | None = None) -> ScratchpadState | None:

@@ -121,8 +121,9 @@ class ModelLoader:
     async def reindex(self, progress: Any = None) -> int:
         """Re-embed every chunk with the running model; returns the number of chunks.
 
-        ``progress(done, total)`` is called as batches are saved. A fallback model is
-        refused: its vectors would replace real ones with word matches.
+        ``progress(done, total)`` is called as batches are saved. Open the engine with
+        ``reindex=True`` to reindex a file whose vectors have another dimension. A fallback
+        model is refused: its vectors would replace real ones with word matches.
         """
         model = self._model
         if model.fell_back:
@@ -158,7 +159,9 @@ class ModelLoader:
             other_models=others, fell_back=model.fell_back, warning=model.warning)
 
     async def pulse(self) -> Pulse:
-        """The file's change counter, the backlog and failures, and the model's state."""
+        """What a watching front end polls, cheaply: the file's change counter (``PRAGMA
+        data_version``, which moves when any connection or process commits), the embedding
+        backlog and failures, and whether the model has loaded."""
         model = self._model
         version, backlog, failed = await self._backend.pulse()
         refused = model.worker.storage_error if model.worker is not None else None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class NoteOperations:
-    """Notes (seed 001, seed 004 operations), seed 002's and seed 001's memory tools, facts."""
+    """Notes (oxydra's, with crabtalk's operations), pynchy's and oxydra's memory tools, facts."""
 
     notes: Notes
     facts: Facts
@@ -37,7 +37,7 @@ class NoteOperations:
                        kind: str = "Note", category: str | None = None,
                        tags: Sequence[str] | None = None, source: str = "",
                        importance: float = 0.5, aliases: Sequence[str] | None = None) -> Note:
-        """Create a note (seed 004 Add); ``NameTaken`` when a name is already bound."""
+        """Create a note (crabtalk's Add); ``NameTaken`` when a name is already bound."""
         return await self.notes.add(name, content, namespace=namespace, kind=kind,
                                     category=category, tags=tags, source=source,
                                     importance=importance, aliases=aliases)
@@ -47,7 +47,7 @@ class NoteOperations:
                          namespace: str | None = None, kind: str | None = None,
                          category: str | None = None, tags: Sequence[str] | None = None,
                          source: str | None = None, importance: float | None = None) -> Note:
-        """Replace a note's content and any field given (seed 004 Write), identity kept."""
+        """Replace a note's content and any field given (crabtalk's Write), identity kept."""
         return await self.notes.write(ref, content, namespace=namespace, kind=kind,
                                       category=category, tags=tags, source=source,
                                       importance=importance)
@@ -69,11 +69,11 @@ class NoteOperations:
 
     async def rename_note(self, ref: str, new_name: str, *,
                           namespace: str | None = None) -> Note:
-        """Change a note's name (seed 004 Rename); the old name is released."""
+        """Change a note's name (crabtalk's Rename); the old name is released."""
         return await self.notes.rename(ref, new_name, namespace=namespace)
 
     async def alias_note(self, ref: str, alias: str, *, namespace: str | None = None) -> Note:
-        """Bind another name to a note (seed 004 Alias); it adds no search words."""
+        """Bind another name to a note (crabtalk's Alias); it adds no search words."""
         return await self.notes.alias(ref, alias, namespace=namespace)
 
     async def unalias_note(self, alias: str, *, namespace: str | None = None) -> Note:
@@ -81,7 +81,7 @@ class NoteOperations:
         return await self.notes.unalias(alias, namespace=namespace)
 
     async def remove_note(self, ref: str, *, namespace: str | None = None) -> bool:
-        """Delete a note and everything that indexes it (seed 004 Remove)."""
+        """Delete a note and everything that indexes it (crabtalk's Remove)."""
         return await self.notes.remove(ref, namespace=namespace)
 
     async def get_note(self, ref: str, *, namespace: str | None = None) -> Note:
@@ -108,33 +108,20 @@ class NoteOperations:
         """Import a notes file: all of it, or (``ImportCollision``) nothing."""
         return await transfer.import_notes(self.notes, path, namespace, overwrite=overwrite)
 
+    # -- pynchy's memory tools: notes by key -----------------------------------------------
+
     @needs_model
     async def save_memory(self, key: str, content: str, category: str | None = None, *,
                           namespace: str | None = None) -> Note:
-        """Seed 002: store content under a key (the note of that name, written or added)."""
+        """Store content under a key (the note of that name, written or added)."""
         return await self.notes.save_memory(key, content, category, namespace=namespace)
 
     @needs_model
     async def recall_memories(self, query: str, *, namespace: str | None = None,
                               limit: int = 10, caller: str = "recall_memories") -> list[MemoryHit]:
-        """Seed 002: memories for a query, BM25, else the LIKE substring fallback."""
+        """Memories for a query: BM25, else the LIKE substring fallback."""
         return await self.notes.recall_memories(query, namespace=namespace, limit=limit,
                                                 caller=caller)
-
-    @needs_model
-    async def memory_save(self, content: str, *, tags: Sequence[str] | None = None,
-                          source: str = "memory_save", namespace: str | None = None) -> Note:
-        """Seed 001: store a note by content alone, under a fresh ``note-{uuid}``."""
-        return await self.notes.memory_save(content, tags=tags, source=source,
-                                            namespace=namespace)
-
-    @needs_model
-    async def memory_search(self, query: str, *, tags: Sequence[str] | None = None,
-                            top_k: int = 10, namespace: str | None = None,
-                            caller: str = "memory_search") -> list[NoteHit]:
-        """Seed 001: the namespace's notes for a query, best first, one hit per note."""
-        return await self.notes.memory_search(query, tags=tags, top_k=top_k,
-                                              namespace=namespace, caller=caller)
 
     async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
         """Remove the memory a key names; False when none."""
@@ -145,7 +132,24 @@ class NoteOperations:
         """Every memory key of the namespace, in order."""
         return await self.notes.list_memories(namespace=namespace, category=category)
 
-    # -- facts (seed 000; see core/notes/facts.py) -----------------------------------------
+    # -- oxydra's memory tools: notes by id, with tags ------------------------------------
+
+    @needs_model
+    async def memory_save(self, content: str, *, tags: Sequence[str] | None = None,
+                          source: str = "memory_save", namespace: str | None = None) -> Note:
+        """Store a note by content alone (oxydra's ``store_note``), as ``note-{uuid}``."""
+        return await self.notes.memory_save(content, tags=tags, source=source,
+                                            namespace=namespace)
+
+    @needs_model
+    async def memory_search(self, query: str, *, tags: Sequence[str] | None = None,
+                            top_k: int = 10, namespace: str | None = None,
+                            caller: str = "memory_search") -> list[NoteHit]:
+        """The namespace's notes for a query (hybrid, tags in SQL), best first, one per note."""
+        return await self.notes.memory_search(query, tags=tags, top_k=top_k,
+                                              namespace=namespace, caller=caller)
+
+    # -- facts (aidaemon; see core/notes/facts.py) -----------------------------------------
 
     async def upsert_fact(self, category: str, key: str, value: str, *, source: str = "agent",
                           namespace: str | None = None) -> Fact:

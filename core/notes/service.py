@@ -74,7 +74,8 @@ class Notes:
         return clean_namespace(self._config.agent if namespace is None else namespace)
 
     def session_id(self, namespace: str | None = None) -> str:
-        """The memory session whose chunks index the namespace's notes."""
+        """The memory session whose chunks index the namespace's notes: a hybrid query on it
+        searches exactly those notes (``namespace=`` finds them beside the conversations)."""
         return memory_session_id(self.namespace(namespace))
 
     @staticmethod

@@ -96,7 +96,8 @@ class Compactor:
     # -- one compaction --------------------------------------------------------------------
 
     async def compact(self, session_id: str) -> CompactionResult:
-        """Fold the history since the latest marker into an archive and a new marker."""
+        """Fold the history since the latest marker into an Archive note and a new marker
+        (crabtalk), with a markdown copy of the archive (pynchy)."""
         self._backend.require_writable()
         replay = await self._summaries.replay(session_id)
         folded = replay.messages

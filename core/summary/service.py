@@ -207,8 +207,15 @@ class Summaries:
         return epoch is not None
 
     async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
-        """``Engine.restore``: marker and summary first while they fit, then the newest
-        messages after the summary that still fit, oldest first."""
+        """The session's context for a new run, within ``token_budget``, oldest first.
+
+        Replay starts at the latest compact marker (crabtalk): the marker, then the rolling
+        summary as the system message "Rolling session summary: …" (oxydra), then the newest
+        messages after the summary that still fit. The marker and the summary come first and
+        are kept while they fit. Tokens are counted by :class:`core.tokens.TokenCounter`: the
+        embedding model's tokenizer when it has one, else about four characters a token, plus
+        a per-message overhead.
+        """
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
             raise InvalidInput(f"token_budget must be a non-negative integer, "
                                f"got {token_budget!r}")
@@ -250,7 +257,9 @@ class Summaries:
     # -- one rolling summary ---------------------------------------------------------------
 
     async def summarize(self, session_id: str, token_budget: int | None = None) -> SummaryOutcome:
-        """Check the session against the trigger and, when it fires, condense and write."""
+        """Check the session against the trigger and, when it fires, condense and write;
+        the outcome says whether it fired, and why. With ``summary.auto`` this also runs in
+        the background after stores (see :meth:`after_store`)."""
         budget = self._config.token_budget if token_budget is None else token_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise InvalidInput(f"token_budget must be a positive integer, got {budget!r}")
