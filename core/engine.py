@@ -70,7 +70,6 @@ from core.working_memory import WorkingMemory
 ConfigSource = str | os.PathLike[str] | dict[str, Any] | Config | None
 
 
-
 class Engine(NoteOperations):
     """Durable agent memory over one SQLite file: store, recall, forget, query, restore."""
 
