@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,11 @@ from core.storage.fts_rows import context_text
 from core.types import BulkStoreResult, Rejected
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.config import Config
+    from core.conversations import Conversations
+    from core.model import CurrentModel
+    from core.storage.sqlite_backend import SqliteBackend
+    from core.working_memory import WorkingMemory
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +51,15 @@ def message_time(given: object) -> str:
 class BulkIngest:
     """The engine's bulk path, and the embedding helper process it starts when it pays."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, backend: SqliteBackend, config: Config, model: CurrentModel,
+                 working_memory: WorkingMemory, wake: Callable[[], None],
+                 conversations: Conversations) -> None:
+        self._backend = backend
+        self._config = config
+        self._model = model
+        self._working_memory = working_memory
+        self._wake = wake
+        self._conversations = conversations
         self.process: EmbeddingProcess | None = None
 
     async def close(self) -> None:
@@ -73,10 +84,10 @@ class BulkIngest:
         :mod:`core.embed_process`) so that it has a core of its own. If embedding a batch
         fails, its chunks are stored unembedded and the worker retries them.
         """
-        engine = self._engine
+        model, backend, config = self._model, self._backend, self._config
         stored = inserted = deduplicated = 0
         rejected: list[Rejected] = []
-        embed_inline = engine.worker is not None and engine.vectors_usable
+        embed_inline = model.worker is not None and model.vectors_usable
 
         def prepare(chunk_of_items: list[tuple[int, BulkItem]],
                     ) -> tuple[list[tuple[int, PreparedMessage]], list[Rejected]]:
@@ -92,7 +103,7 @@ class BulkIngest:
                     else:
                         session_id, sequence, payload, given = item
                         created_at = batch_time if given is None else message_time(given)
-                    batch.append((index, engine.prepare_message(
+                    batch.append((index, self._conversations.prepare_message(
                         session_id, sequence, payload, agent, created_at)))
                 except InvalidInput as exc:
                     refused.append(Rejected(index, str(session_id),
@@ -102,13 +113,13 @@ class BulkIngest:
 
         def embed_here(texts: list[str]) -> np.ndarray | None:
             try:
-                return embed_checked(engine.embedder, texts)
+                return embed_checked(model.embedder, texts)
             except Exception as exc:  # the worker will retry these chunks and record errors
                 log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
                             len(texts), exc)
                 return None
 
-        chunking = engine.config.chunking
+        chunking = config.chunking
         count, max_chars = chunking.context_messages, chunking.context_chars
         # Per session, its latest messages so far as context parts: (text, vector or None).
         tails: dict[str, list[tuple[str, np.ndarray | None]]] = {}
@@ -137,23 +148,26 @@ class BulkIngest:
             sessions = list(dict.fromkeys(p.session_id for _, p in batch))
             unseen = [sid for sid in sessions if sid not in tails]
             if unseen:
-                found = await engine.backend.session_tails(unseen, count)
+                found = await backend.session_tails(unseen, count)
                 for sid in unseen:
                     tails[sid] = [(text[:max_chars], None) for text in found.get(sid, [])]
             if raw is not None and not await vectors_for_tails(sessions):
                 raw = None
-            out, parts = [], []
-            extra = iter(raw[sum(len(p.chunks) for _, p in batch):]) if raw is not None else None
+            out: list[tuple[int, PreparedMessage]] = []
+            # With ``raw``, every part has its vector (vectors_for_tails saw to it).
+            parts: list[list[np.ndarray]] = []
+            extra = iter(raw[sum(len(p.chunks) for _, p in batch):] if raw is not None else ())
             row = 0
             for index, prepared in batch:
                 tail = tails[prepared.session_id]
                 out.append((index, dataclasses.replace(
                     prepared, context=context_text([text for text, _ in tail], max_chars))))
-                parts += [[vector for _, vector in tail]] * len(prepared.chunks)
+                parts += [[vector for _, vector in tail if vector is not None]] * len(
+                    prepared.chunks)
                 if prepared.chunks:
                     first = prepared.chunks[0].text
                     vector = None
-                    if extra is not None:
+                    if raw is not None:
                         vector = next(extra) if len(first) > max_chars else raw[row]
                     tail.append((first[:max_chars], vector))
                     del tail[:-count]
@@ -198,9 +212,9 @@ class BulkIngest:
                 await previous  # writes stay in input order: sequences are checked in order
             if not batch:
                 return
-            outcomes = await engine.backend.write_messages(
+            outcomes = await backend.write_messages(
                 [p for _, p in batch], all_or_nothing=False, vectors=matrix,
-                vector_model=engine.embedder.name)
+                vector_model=model.embedder.name)
             for (index, prepared), outcome in zip(batch, outcomes, strict=True):
                 if outcome.error is not None:
                     rejected.append(Rejected(index, prepared.session_id, prepared.sequence,
@@ -209,9 +223,8 @@ class BulkIngest:
                 stored += 1
                 inserted += outcome.inserted
                 deduplicated += outcome.deduplicated
-                engine.working_memory.drop(prepared.session_id)
-            if engine.worker is not None:
-                engine.worker.wake()
+                self._working_memory.drop(prepared.session_id)
+            self._wake()
 
         # A pipeline: batch N is prepared and embedded in a thread while batch N-1 is written
         # on the writer's thread; at most two batches are in flight.
@@ -223,10 +236,10 @@ class BulkIngest:
             nonlocal pending_items, last_turn
             previous = in_flight[-1] if in_flight else None
             if previous is not None and embed_inline and self.process is None and \
-                    worth_a_process(engine.config.embedding):
+                    worth_a_process(config.embedding):
                 # A second batch means a real import: give the model a core of its own.
                 self.process = EmbeddingProcess(
-                    engine.config.embedding, engine.embedder.name, engine.embedder.dimension)
+                    config.embedding, model.embedder.name, model.embedder.dimension)
                 self.process.start()
             turn = asyncio.Event()
             in_flight.append(asyncio.create_task(stage(pending_items, previous,

@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.clock import utc_now
+from core.conversations import require_session_in
 from core.errors import InvalidInput
 from core.notes.fields import clean_namespace
 from core.storage.notes import MEMORY_PREFIX
 from core.types import ScratchpadState
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.config import ScratchpadConfig
+    from core.storage.sqlite_backend import SqliteBackend
 
 
 def check_items(items: Any, max_items: int, max_chars: int) -> list[str]:
@@ -54,10 +56,10 @@ def _session(session_id: Any) -> str:
 class Scratchpad:
     """Read, write (whole-replace) and clear a session's scratchpad."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._backend = engine.backend
-        self._limits = engine.config.scratchpad
+    def __init__(self, backend: SqliteBackend, limits: ScratchpadConfig, agent: str) -> None:
+        self._backend = backend
+        self._limits = limits
+        self._agent = agent
 
     async def read(self, session_id: str, *,
                    namespace: str | None = None) -> ScratchpadState | None:
@@ -65,7 +67,7 @@ class Scratchpad:
         ``OutOfNamespace`` when the session is another namespace's)."""
         session_id = _session(session_id)
         if namespace is not None:
-            await self._engine.require_session_in(session_id, namespace)
+            await require_session_in(self._backend, session_id, namespace)
         stored = await self._backend.read_scratchpad(session_id)
         if stored is None:
             return None
@@ -85,7 +87,7 @@ class Scratchpad:
         checked = check_items(items, self._limits.max_items, self._limits.max_item_chars)
         # An empty namespace is refused, never read as "the configured agent".
         owner = (clean_namespace(namespace) if namespace is not None
-                 else agent or self._engine.config.agent)
+                 else agent or self._agent)
         stored = await self._backend.write_scratchpad(session_id, owner, checked, utc_now(),
                                                       namespace is not None)
         return ScratchpadState(session_id, stored["items"], stored["updated_at"])
@@ -95,7 +97,7 @@ class Scratchpad:
         with ``OutOfNamespace`` when the session is another namespace's)."""
         session_id = _session(session_id)
         if namespace is not None:
-            await self._engine.require_session_in(session_id, namespace)
+            await require_session_in(self._backend, session_id, namespace)
         return await self._backend.clear_scratchpad(session_id, utc_now(), namespace)
 
     async def sessions(self, limit: int = 200) -> list[ScratchpadState]:

@@ -11,6 +11,7 @@ import pytest
 
 from core import Engine, clock
 from core.errors import DimensionMismatch
+from core.summary.summarizers import Turn
 from tests.conftest import DETERMINISTIC
 
 
@@ -32,6 +33,24 @@ async def test_a_deferred_model_lets_reads_run_first_and_writes_wait_for_it(
         assert (pulse.backlog, pulse.failed, pulse.model_loaded) == (0, 0, True)
         hits = await engine.hybrid_query(session_id="s1", query="bird lake")
         assert hits and hits[0].vector_score > 0
+
+
+async def test_the_services_count_with_the_model_a_deferred_load_brings(
+        db_path: Path, tiny_model_dir: Path) -> None:
+    """The services are built before a deferred model loads: none may keep the placeholder's
+    estimate (four characters a token) once the model's tokenizer is there."""
+    config = {"embedding": {"backend": "model2vec", "model": str(tiny_model_dir)},
+              "consolidation": {"enabled": False}}
+    async with Engine.open(db_path, config=config, defer_model=True) as engine:
+        assert not engine.tokens.exact
+        await engine.append("s1", {"role": "user", "content": "a bird by the lake"})
+        assert engine.tokens.exact
+        restored = await engine.restore("s1", 1000)
+        assert restored.token_counting == engine.tokens.description
+        # One-letter words: the estimate counts half a token each, the tokenizer one.
+        turns = [Turn(n, "user", " ".join("abcdefghij")) for n in range(1, 7)]
+        block = engine.summaries.summarizer.summarize(turns, 12)
+        assert 0 < engine.tokens.count(block) <= 12
 
 
 async def test_a_deferred_model_the_file_refuses_raises_from_the_calls_that_need_it(

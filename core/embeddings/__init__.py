@@ -60,7 +60,7 @@ class LoadingEmbedder:
     no vectors to give, and says so."""
 
     quick = False
-    tokenizer = None
+    tokenizer: tokenizers.Tokenizer | None = None
     dimension = 0
 
     def __init__(self, configured: str) -> None:

@@ -26,7 +26,8 @@ from core.notes.fields import clean_identifier
 from core.types import Fact
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.notes.service import Notes
+    from core.storage.sqlite_backend import SqliteBackend
 
 SOURCES = ("agent", "user")
 
@@ -51,21 +52,21 @@ def _source(source: Any) -> str:
 class Facts:
     """The engine's facts: upsert, get, list, delete, each in one namespace."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._backend = engine.backend
+    def __init__(self, backend: SqliteBackend, notes: Notes) -> None:
+        self._backend = backend
+        self._notes = notes
 
     async def upsert(self, category: str, key: str, value: str, *, source: str = "agent",
                      namespace: str | None = None) -> Fact:
         """Store a fact, replacing the value (and source) under the same category and key."""
         row = await self._backend.upsert_fact(
-            self._engine.notes.namespace(namespace), clean_identifier(category, "category"),
+            self._notes.namespace(namespace), clean_identifier(category, "category"),
             clean_identifier(key, "key"), _value(value), _source(source), utc_now())
         return Fact(**row)
 
     async def get(self, category: str, key: str, *, namespace: str | None = None) -> Fact:
         """The fact under (category, key); ``NotFound`` when there is none."""
-        namespace = self._engine.notes.namespace(namespace)
+        namespace = self._notes.namespace(namespace)
         category, key = clean_identifier(category, "category"), clean_identifier(key, "key")
         row = await self._backend.read_fact(namespace, category, key)
         if row is None:
@@ -77,12 +78,12 @@ class Facts:
                          namespace: str | None = None) -> list[Fact]:
         """The namespace's facts (of one category when given), by category then key."""
         rows = await self._backend.list_facts(
-            self._engine.notes.namespace(namespace),
+            self._notes.namespace(namespace),
             None if category is None else clean_identifier(category, "category"))
         return [Fact(**row) for row in rows]
 
     async def delete(self, category: str, key: str, *, namespace: str | None = None) -> bool:
         """Delete a fact; False when there was none."""
         return await self._backend.delete_fact(
-            self._engine.notes.namespace(namespace), clean_identifier(category, "category"),
+            self._notes.namespace(namespace), clean_identifier(category, "category"),
             clean_identifier(key, "key"))

@@ -14,7 +14,7 @@ notes the namespace owns.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core import indexing
@@ -42,7 +42,10 @@ from core.storage.notes import NoteChanges, NoteDraft, NoteRef, memory_session_i
 from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.config import Config
+    from core.retrieval.service import Retrieval
+    from core.storage.sqlite_backend import SqliteBackend
+    from core.working_memory import WorkingMemory
 
 ORDERS = ("name", "updated")
 MAX_PAGE = 1000
@@ -56,10 +59,13 @@ def note_from_row(row: dict[str, Any]) -> Note:
 class Notes:
     """The engine's note operations, each in one namespace."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._backend = engine.backend
-        self._config = engine.config
+    def __init__(self, backend: SqliteBackend, config: Config, retrieval: Retrieval,
+                 working_memory: WorkingMemory, wake: Callable[[], None]) -> None:
+        self._backend = backend
+        self._config = config
+        self._retrieval = retrieval
+        self._working_memory = working_memory
+        self._wake = wake
 
     # -- what callers give ------------------------------------------------------------------
 
@@ -68,7 +74,8 @@ class Notes:
         return clean_namespace(self._config.agent if namespace is None else namespace)
 
     def session_id(self, namespace: str | None = None) -> str:
-        """The memory session whose chunks index the namespace's notes."""
+        """The memory session whose chunks index the namespace's notes: a hybrid query on it
+        searches exactly those notes (``namespace=`` finds them beside the conversations)."""
         return memory_session_id(self.namespace(namespace))
 
     @staticmethod
@@ -127,9 +134,8 @@ class Notes:
 
     def _changed(self, row: dict[str, Any]) -> Note:
         """A written note, after telling the worker and dropping stale working memory."""
-        self._engine.working_memory.drop(row["session_id"])
-        if self._engine.worker is not None:
-            self._engine.worker.wake()
+        self._working_memory.drop(row["session_id"])
+        self._wake()
         return note_from_row(row)
 
     # -- seed 004's operations -------------------------------------------------------------
@@ -200,7 +206,7 @@ class Notes:
         """Delete a note and everything that indexes it; False when there was none."""
         namespace = self.namespace(namespace)
         removed = await self._backend.remove_note(namespace, self.reference(ref))
-        self._engine.working_memory.drop(memory_session_id(namespace))
+        self._working_memory.drop(memory_session_id(namespace))
         return removed
 
     async def get(self, ref: str, *, namespace: str | None = None) -> Note:
@@ -267,7 +273,7 @@ class Notes:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
         namespace = self.namespace(namespace)
-        found = await self._engine.retrieval.search(
+        found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, mode="keyword",
             top_k=limit * 4, caller=caller)
         matched_by = "like" if found.legs.fts_fallback == "like" else "fts"
@@ -306,7 +312,7 @@ class Notes:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_PAGE:
             raise InvalidInput(f"top_k must be an integer from 1 to {MAX_PAGE}, got {top_k!r}")
         namespace = self.namespace(namespace)
-        found = await self._engine.retrieval.search(
+        found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,
             tags=None if tags is None else list(self.tags(tags)), caller=caller)
         return [NoteHit(note_id=row["note_id"], name=row["name"], content=row["content"],
@@ -350,8 +356,7 @@ class Notes:
         result = await self._backend.import_notes(namespace, drafts, overwrite, utc_now(),
                                                   new_note_id)
         if result["applied"]:
-            self._engine.working_memory.drop(memory_session_id(namespace))
-            if self._engine.worker is not None:
-                self._engine.worker.wake()
+            self._working_memory.drop(memory_session_id(namespace))
+            self._wake()
         return result
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from core import indexing, inputs, retrieval
 from core.clock import utc_now
+from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound
 from core.notes.fields import clean_namespace
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
@@ -28,7 +29,10 @@ from core.storage.search import LegRequest, Scope
 from core.types import ContextItem, ContextResult, MemoryRecord
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.config import Config
+    from core.conversations import Conversations
+    from core.model import CurrentModel
+    from core.storage.sqlite_backend import SqliteBackend
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +48,12 @@ _FTS_SYNTAX = ("fts5", "syntax", "no such column", "unterminated string", "unrec
 class Retrieval:
     """The engine's queries, retrieval log, judgments and tri-hybrid context."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._backend = engine.backend
-        self._config = engine.config
+    def __init__(self, backend: SqliteBackend, config: Config, model: CurrentModel,
+                 conversations: Conversations) -> None:
+        self._backend = backend
+        self._config = config
+        self._model = model
+        self._conversations = conversations
         self._log_buffer: list[dict[str, Any]] = []
         self._log_flusher: asyncio.Task[None] | None = None
 
@@ -61,12 +67,15 @@ class Retrieval:
                      raw_fts: bool = False, caller: str = "api") -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
-        Any text is a valid query: only its words reach FTS5 (see
-        :mod:`core.retrieval.fts_query`). When full-text search matches nothing, seed 002's
-        LIKE substring fallback answers. A failing embedder leaves the full-text leg to
-        answer alone, and the explanation says so. With ``raw_fts`` the query is FTS5 syntax
-        passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax error is
-        refused as ``InvalidInput`` carrying SQLite's message.
+        Oxydra's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency. Scope is one
+        ``session_id`` or a ``namespace`` (every session of an agent identity). ``mode`` is
+        "keyword", "vector" or "hybrid" (nexo-rs); ``fusion`` is "minmax" (oxydra), "rrf" or
+        "dbsf"; ``None`` takes the configured value. Any text is a valid query: only its words
+        reach FTS5 (see :mod:`core.retrieval.fts_query`). When full-text search matches
+        nothing, seed 002's LIKE substring fallback answers. A failing embedder leaves the
+        full-text leg to answer alone, and the explanation says so. With ``raw_fts`` the query
+        is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
+        error is refused as ``InvalidInput`` carrying SQLite's message.
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
@@ -82,7 +91,7 @@ class Retrieval:
             raw_expression=query if raw_fts else None,
             like_text=None if raw_fts else query.strip() or None,
             context_weight=self._config.retrieval.context_weight,
-            model=self._engine.embedder.name)
+            model=self._model.embedder.name)
         if raw_fts and not query.strip():
             raise InvalidInput("raw FTS mode needs an expression; an empty one matches nothing")
         full_text, vectors = mode_used != "vector", mode_used != "keyword"
@@ -156,7 +165,7 @@ class Retrieval:
 
     def _log_query(self, found: SearchResult, scope: Scope, caller: str) -> None:
         """Record the query in the retrieval log without making the caller wait for it."""
-        if not self._config.retrieval.log_enabled or self._engine.read_only:
+        if not self._config.retrieval.log_enabled or self._backend.read_only:
             return
         ranking = found.ranking
         entry = {
@@ -253,7 +262,7 @@ class Retrieval:
         scope = _scope(session_id, namespace)
         return await self._backend.read_judgments(scope.kind, scope.value, query)
 
-    async def get_context(self, session_id: str, query: str, *,
+    async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,
                           caller: str = "get_context") -> ContextResult:
         """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
 
@@ -261,8 +270,11 @@ class Retrieval:
         is at least ``salience_threshold`` (0.85). Relevance: events whose chunks' vector
         similarity to the query exceeds ``relevance_threshold`` (0.655), at most
         ``relevance_limit`` (5). Each event appears once, in sequence order, with the
-        strategies that chose it.
+        strategies that chose it. ``namespace`` binds the call (another namespace's session:
+        ``OutOfNamespace``); ``caller`` is who the relevance search is logged as.
         """
+        if namespace is not None:
+            await require_session_in(self._backend, session_id, namespace)
         inputs.utf8_text(query, "query")
         rcfg = self._config.retrieval
         chosen: dict[int, tuple[MemoryRecord, list[str], float | None]] = {}
@@ -274,7 +286,7 @@ class Retrieval:
             if similarity is not None:
                 chosen[record.sequence] = (record, reasons, max(similarity, best or similarity))
 
-        for record in await self._engine.recall(session_id, rcfg.recency_limit):
+        for record in await self._conversations.recall(session_id, rcfg.recency_limit):
             add(record, "recency")
         for row in await self._backend.salient_events(session_id, rcfg.salience_threshold):
             add(MemoryRecord(**row), "salience")
@@ -345,8 +357,8 @@ class Retrieval:
     async def _query_vector(self, query: str, query_embedding: Sequence[float] | None,
                             legs: KeptLegs) -> np.ndarray | None:
         """The query's vector, or None with the reason in ``legs.vector_note``."""
-        if not self._engine.vectors_usable:
-            legs.vector_note = ("the vector leg is off: " + (self._engine.embedding_warning or
+        if not self._model.vectors_usable:
+            legs.vector_note = ("the vector leg is off: " + (self._model.warning or
                                                             "this file's vectors are unusable"))
             return None
         if query_embedding is not None:
@@ -356,15 +368,15 @@ class Retrieval:
             except (TypeError, ValueError, OverflowError):
                 raise InvalidInput("query_embedding must be a list of numbers, got "
                                    f"{inputs.shown(query_embedding)}") from None
-            if qvec.shape != (self._engine.embedder.dimension,):
+            if qvec.shape != (self._model.embedder.dimension,):
                 raise InvalidInput(f"query_embedding has {qvec.size} values; the model "
-                                   f"makes {self._engine.embedder.dimension}")
+                                   f"makes {self._model.embedder.dimension}")
         elif not query.strip():
             legs.vector_note = "the query is empty: the vector leg has nothing to embed"
             return None
         else:
             try:
-                qvec = await self._engine.embed_query(query)
+                qvec = await self._model.embed_query(query)
             except EmbeddingError as exc:
                 # The keyword leg still answers: a query never fails because the model did.
                 log.warning("query embedding failed; answering from full text only: %s", exc)

@@ -27,7 +27,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from core import clock
 from core.clock import utc_now
@@ -88,7 +88,7 @@ class Runner:
                  runner_id: str | None = None, *, action: Action | None = None) -> None:
         if config is None:
             config = engine.config.scheduler
-        scheduler: SchedulerConfig = getattr(config, "scheduler", config)  # type: ignore[assignment]
+        scheduler = cast("SchedulerConfig", getattr(config, "scheduler", config))
         if engine.read_only:
             raise ReadOnlyDatabase("a runner records its runs: open the file writable")
         self.action = action if action is not None else action_from_config(scheduler)

@@ -26,7 +26,8 @@ from core.schedules.cadence import (
 from core.types import ScheduleDefinition, ScheduleRun, ScheduleSearchResult
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.config import SchedulerConfig
+    from core.storage.sqlite_backend import SqliteBackend
 
 POLICIES = ("always", "on_failure", "never")
 STATUSES = ("active", "paused", "completed")
@@ -111,9 +112,9 @@ def run_seconds(run: ScheduleRun) -> float:
 class Schedules:
     """Seed 001's ``SchedulerStore`` over the engine's file."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._backend = engine.backend
-        self._config = engine.config.scheduler
+    def __init__(self, backend: SqliteBackend, config: SchedulerConfig) -> None:
+        self._backend = backend
+        self._config = config
 
     def _next_run(self, cadence: Cadence, after: datetime) -> str | None:
         moment = next_run_for_cadence(cadence, after)

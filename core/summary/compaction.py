@@ -43,8 +43,12 @@ from core.summary.service import summary_turns, turns_of
 from core.types import CompactionResult, ConsolidationReport, MemoryRecord
 
 if TYPE_CHECKING:
-    from core.engine import Engine
-    from core.summary.service import Replay
+    from core.config import ConsolidationConfig, SummaryConfig
+    from core.model import CurrentModel
+    from core.notes.service import Notes
+    from core.storage.sqlite_backend import SqliteBackend
+    from core.summary.service import Replay, Summaries
+    from core.working_memory import WorkingMemory
 
 log = logging.getLogger(__name__)
 
@@ -73,21 +77,29 @@ def parse_utc(text: str) -> datetime:
 class Compactor:
     """Compacts conversations and consolidates idle ones, for one engine."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._backend = engine.backend
-        self._summary = engine.config.summary
-        self._consolidation = engine.config.consolidation
-        self.root = archive_files.archive_root(self._summary.archive_dir, Path(engine.path))
+    def __init__(self, backend: SqliteBackend, summary: SummaryConfig,
+                 consolidation: ConsolidationConfig, *, summaries: Summaries, notes: Notes,
+                 model: CurrentModel, working_memory: WorkingMemory,
+                 wake: Callable[[], None]) -> None:
+        self._backend = backend
+        self._summary = summary
+        self._consolidation = consolidation
+        self._summaries = summaries
+        self._notes = notes
+        self._model = model
+        self._working_memory = working_memory
+        self._wake = wake
+        self.root = archive_files.archive_root(summary.archive_dir, Path(backend.path))
         self._loop: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     # -- one compaction --------------------------------------------------------------------
 
     async def compact(self, session_id: str) -> CompactionResult:
-        """Fold the history since the latest marker into an archive and a new marker."""
+        """Fold the history since the latest marker into an Archive note and a new marker
+        (crabtalk), with a markdown copy of the archive (pynchy)."""
         self._backend.require_writable()
-        replay = await self._engine.summaries.replay(session_id)
+        replay = await self._summaries.replay(session_id)
         folded = replay.messages
         if not folded and not replay.summary:
             raise InvalidInput(f"nothing to compact in session {session_id!r}: no messages "
@@ -95,19 +107,19 @@ class Compactor:
         everything = await self._since_marker(session_id, replay)
         first, last = everything[0].sequence, everything[-1].sequence
         name = archive_name(session_id, await self._backend.archive_count(session_id) + 1)
-        summarizer = self._engine.summaries.summarizer
+        summarizer = self._summaries.summarizer
         header = (f"Conversation {session_id}: messages #{first}-#{last} ({len(everything)} "
                   f"messages, {everything[0].created_at} to {everything[-1].created_at}), "
                   f"summarised by {summarizer.name}.")
         turns = turns_of(folded)
         if replay.summary:  # what the rolling summary already condensed, line by line
             turns[:0] = summary_turns(replay.summary, replay.upper_sequence)
-        room = self._summary.archive_tokens - self._engine.tokens.count(header) - 2
+        room = self._summary.archive_tokens - self._model.tokens.count(header) - 2
         body = await asyncio.to_thread(summarizer.summarize, turns, max(1, room))
         now = utc_now()
-        draft = self._engine.notes.draft(
+        draft = self._notes.draft(
             name, f"{header}\n\n{body}" if body else header,
-            namespace=self._engine.notes.namespace(await self._namespace(session_id)),
+            namespace=self._notes.namespace(await self._namespace(session_id)),
             kind="Archive", category="conversation", tags=[ARCHIVE_TAG], source="compaction")
         marker = {"role": "system",
                   "content": f"Compact marker: the {len(everything)} messages before this "
@@ -119,9 +131,8 @@ class Compactor:
         plan = CompactionPlan(session_id, replay.epoch, replay.last_sequence or last, first,
                               len(everything), summarizer.name, marker)
         committed = await self._backend.commit_compaction(plan, draft, now)
-        self._engine.working_memory.drop(session_id)
-        if self._engine.worker is not None:
-            self._engine.worker.wake()  # the archive note's chunks wait for vectors
+        self._working_memory.drop(session_id)
+        self._wake()  # the archive note's chunks wait for vectors
         path, error = await self._write_file(session_id, committed["marker_sequence"], name,
                                              committed["note"]["content"])
         return CompactionResult(session_id, name, committed["note"]["note_id"], now,
@@ -208,7 +219,7 @@ class Compactor:
 
     def start(self) -> None:
         """Run consolidation every ``interval_hours`` while the engine is open."""
-        if self._loop is None and self._consolidation.enabled and not self._engine.read_only:
+        if self._loop is None and self._consolidation.enabled and not self._backend.read_only:
             self._loop = asyncio.create_task(self._every_interval(), name="consolidation")
 
     async def stop(self) -> None:

@@ -40,7 +40,9 @@ from core.summary.summarizers import Summarizer, Turn, build_summarizer
 from core.types import MemoryRecord, RestoreResult, SummaryOutcome, SummaryState
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.config import SummaryConfig
+    from core.model import CurrentModel
+    from core.storage.sqlite_backend import SqliteBackend
     from core.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -129,19 +131,32 @@ _TALLIES_KEPT = 4096
 class Summaries:
     """The rolling summary of each session: read, plan, condense, compare-and-swap."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._backend = engine.backend
-        self._config = engine.config.summary
-        self.summarizer: Summarizer = build_summarizer(self._config, engine.tokens)
+    def __init__(self, backend: SqliteBackend, config: SummaryConfig,
+                 model: CurrentModel) -> None:
+        self._backend = backend
+        self._config = config
+        self._model = model
+        self._counted_with = model.tokens
+        self._summarizer: Summarizer = build_summarizer(config, model.tokens)
         self._checks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         self._tallies: OrderedDict[str, _Tally] = OrderedDict()
 
-    def use_counter(self, counter: TokenCounter) -> None:
-        """Count with the loaded model's tokenizer (the engine loads it after opening)."""
-        self.summarizer = build_summarizer(self._config, counter)
-        self._tallies.clear()
+    @property
+    def summarizer(self) -> Summarizer:
+        """The configured summarizer, counting with the current model's tokenizer."""
+        self._counter()
+        return self._summarizer
+
+    def _counter(self) -> TokenCounter:
+        """The current model's token counter; when a deferred load has swapped the model in
+        since the last call, the summarizer is rebuilt on it and the tallies recounted."""
+        counter = self._model.tokens
+        if counter is not self._counted_with:
+            self._counted_with = counter
+            self._summarizer = build_summarizer(self._config, counter)
+            self._tallies.clear()
+        return counter
 
     @property
     def limits(self) -> Limits:
@@ -192,12 +207,19 @@ class Summaries:
         return epoch is not None
 
     async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
-        """``Engine.restore``: marker and summary first while they fit, then the newest
-        messages after the summary that still fit, oldest first."""
+        """The session's context for a new run, within ``token_budget``, oldest first.
+
+        Replay starts at the latest compact marker (crabtalk): the marker, then the rolling
+        summary as the system message "Rolling session summary: …" (oxydra), then the newest
+        messages after the summary that still fit. The marker and the summary come first and
+        are kept while they fit. Tokens are counted by :class:`core.tokens.TokenCounter`: the
+        embedding model's tokenizer when it has one, else about four characters a token, plus
+        a per-message overhead.
+        """
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
             raise InvalidInput(f"token_budget must be a non-negative integer, "
                                f"got {token_budget!r}")
-        counter = self._engine.tokens
+        counter = self._counter()
         try:
             replay = await self.replay(session_id)
         except NotFound:
@@ -235,13 +257,15 @@ class Summaries:
     # -- one rolling summary ---------------------------------------------------------------
 
     async def summarize(self, session_id: str, token_budget: int | None = None) -> SummaryOutcome:
-        """Check the session against the trigger and, when it fires, condense and write."""
+        """Check the session against the trigger and, when it fires, condense and write;
+        the outcome says whether it fired, and why. With ``summary.auto`` this also runs in
+        the background after stores (see :meth:`after_store`)."""
         budget = self._config.token_budget if token_budget is None else token_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise InvalidInput(f"token_budget must be a positive integer, got {budget!r}")
         self._backend.require_writable()
         replay = await self.replay(session_id)
-        counter = self._engine.tokens
+        counter = self._counter()
         costs = counter.count_messages([r.payload for r in replay.messages])
         marker_cost = counter.count_message(replay.marker.payload) if replay.marker else 0
 
@@ -304,8 +328,9 @@ class Summaries:
         tokens per character, plus :data:`_ESTIMATE_MARGIN`; a tally crossing the trigger
         starts a background check, which counts exactly before it summarises anything.
         """
-        if not self._config.auto or self._engine.read_only:
+        if not self._config.auto or self._backend.read_only:
             return
+        self._counter()  # tallies counted with a replaced model's counter are dropped
         tally = self._tallies.get(session_id)
         if tally is not None and sequence > tally.last and tally.added < _RECOUNT_EVERY:
             tally = tally.plus(sequence, len(payload_json))
@@ -345,7 +370,7 @@ class Summaries:
     async def _recount(self, session_id: str) -> _Tally:
         """The session's tally counted from the file (and kept for the next stores)."""
         replay = await self.replay(session_id)
-        counter = self._engine.tokens
+        counter = self._counter()
         pinned = counter.count_message(replay.marker.payload) if replay.marker else 0
         if replay.summary:
             pinned += counter.count_message(summary_message(replay.summary))
