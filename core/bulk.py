@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from core.config import Config
     from core.conversations import Conversations
     from core.model import CurrentModel
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
     from core.working_memory import WorkingMemory
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def message_time(given: object) -> str:
 class BulkIngest:
     """The engine's bulk path, and the embedding helper process it starts when it pays."""
 
-    def __init__(self, backend: SqliteBackend, config: Config, model: CurrentModel,
+    def __init__(self, backend: Backend, config: Config, model: CurrentModel,
                  working_memory: WorkingMemory, wake: Callable[[], None],
                  conversations: Conversations) -> None:
         self._backend = backend

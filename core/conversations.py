@@ -2,7 +2,7 @@
 
 A message is validated and turned into rows (text, chunks, hashes, metadata) off the
 writer's lock, then stored in one transaction (oxydra's nine steps, see
-:meth:`core.storage.sqlite_backend.SqliteBackend.write_messages`). Embedding happens after,
+:meth:`core.storage.backend.Backend.write_messages`). Embedding happens after,
 in the embedding worker, which a store wakes. The working memory keeps the recent tail of
 live sessions, always checked against the file so another process's writes are never
 missed.
@@ -24,12 +24,12 @@ from core.types import MemoryRecord, SessionInfo, StoreResult
 
 if TYPE_CHECKING:
     from core.config import Config
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
     from core.summary.service import Summaries
     from core.working_memory import WorkingMemory
 
 
-async def require_session_in(backend: SqliteBackend, session_id: str, namespace: str) -> None:
+async def require_session_in(backend: Backend, session_id: str, namespace: str) -> None:
     """Refuse (``OutOfNamespace``) a session that exists and is not ``namespace``'s; a
     session that does not exist yet passes (it holds nothing to reach)."""
     namespace = clean_namespace(namespace)
@@ -41,7 +41,7 @@ async def require_session_in(backend: SqliteBackend, session_id: str, namespace:
 class Conversations:
     """Store, append, recall and forget the messages of sessions."""
 
-    def __init__(self, backend: SqliteBackend, config: Config, working_memory: WorkingMemory,
+    def __init__(self, backend: Backend, config: Config, working_memory: WorkingMemory,
                  wake: Callable[[], None], summaries: Summaries) -> None:
         self._backend = backend
         self._config = config

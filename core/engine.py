@@ -23,7 +23,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,13 +67,16 @@ from core.types import (
 )
 from core.working_memory import WorkingMemory
 
+if TYPE_CHECKING:
+    from core.storage.backend import Backend
+
 ConfigSource = str | os.PathLike[str] | dict[str, Any] | Config | None
 
 
 class Engine(NoteOperations):
     """Durable agent memory over one SQLite file: store, recall, forget, query, restore."""
 
-    def __init__(self, backend: SqliteBackend, config: Config, loaded: LoadedEmbedder) -> None:
+    def __init__(self, backend: Backend, config: Config, loaded: LoadedEmbedder) -> None:
         self.config = config
         self.backend = backend
         self.path = backend.path

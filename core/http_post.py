@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from core.embeddings import short_reason
+from core.embeddings.base import short_reason
 
 EXCERPT_CHARS = 200
 PIECE_CHARS = 12

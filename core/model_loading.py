@@ -22,7 +22,7 @@ from core.types import EmbeddingStatus, Pulse
 if TYPE_CHECKING:
     from core.config import EmbeddingConfig
     from core.model import CurrentModel
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -41,7 +41,7 @@ def needs_model(method: _Method) -> _Method:
 class ModelLoader:
     """Loads the model into a :class:`CurrentModel` and runs its embedding worker."""
 
-    def __init__(self, backend: SqliteBackend, config: EmbeddingConfig,
+    def __init__(self, backend: Backend, config: EmbeddingConfig,
                  model: CurrentModel) -> None:
         self._backend = backend
         self._config = config

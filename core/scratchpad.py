@@ -22,7 +22,7 @@ from core.types import ScratchpadState
 
 if TYPE_CHECKING:
     from core.config import ScratchpadConfig
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 
 def check_items(items: Any, max_items: int, max_chars: int) -> list[str]:
@@ -56,7 +56,7 @@ def _session(session_id: Any) -> str:
 class Scratchpad:
     """Read, write (whole-replace) and clear a session's scratchpad."""
 
-    def __init__(self, backend: SqliteBackend, limits: ScratchpadConfig, agent: str) -> None:
+    def __init__(self, backend: Backend, limits: ScratchpadConfig, agent: str) -> None:
         self._backend = backend
         self._limits = limits
         self._agent = agent

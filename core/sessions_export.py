@@ -27,7 +27,7 @@ from core.summary.service import summary_state_of
 from core.types import SessionExportResult
 
 if TYPE_CHECKING:
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 FORMAT = "memory-workbench-session"
 VERSION = 1
@@ -53,7 +53,7 @@ def session_document(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def export_session(backend: SqliteBackend, session_id: str,
+async def export_session(backend: Backend, session_id: str,
                          path: str | os.PathLike[str]) -> SessionExportResult:
     """Write ``session_id`` to ``path`` as JSON; ``NotFound`` when there is no such session,
     ``InvalidInput`` when the file cannot be written (nothing is then left behind)."""

@@ -33,7 +33,7 @@ def context_parts(context: str) -> list[str]:
 
 def blend_rows(own: np.ndarray, parts: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
     """Chunks' vectors from their own rows and, per row, its context parts' vectors."""
-    from core.embeddings import l2_normalise
+    from core.embeddings.base import l2_normalise
 
     out = l2_normalise(own)
     rows = [index for index, row_parts in enumerate(parts) if row_parts]
@@ -46,7 +46,7 @@ def blend_rows(own: np.ndarray, parts: Sequence[Sequence[np.ndarray]]) -> np.nda
 def embed_with_context(embedder: Any, texts: Sequence[str],
                        contexts: Sequence[str]) -> np.ndarray:
     """Vectors for chunks from their texts and stored contexts, each distinct text once."""
-    from core.embeddings import embed_checked
+    from core.embeddings.base import embed_checked
 
     wanted: dict[str, int] = {}
     for text, context in zip(texts, contexts, strict=True):

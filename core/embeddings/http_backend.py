@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from core.embeddings import l2_normalise, short_reason
+from core.embeddings.base import l2_normalise, short_reason
 from core.errors import DimensionMismatch, EmbeddingError
 from core.http_post import PostFailed, SecretPost
 

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.embeddings import l2_normalise, short_reason
+from core.embeddings.base import l2_normalise, short_reason
 from core.errors import EmbeddingError
 
 if TYPE_CHECKING:

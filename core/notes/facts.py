@@ -27,7 +27,7 @@ from core.types import Fact
 
 if TYPE_CHECKING:
     from core.notes.service import Notes
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 SOURCES = ("agent", "user")
 
@@ -52,7 +52,7 @@ def _source(source: Any) -> str:
 class Facts:
     """The engine's facts: upsert, get, list, delete, each in one namespace."""
 
-    def __init__(self, backend: SqliteBackend, notes: Notes) -> None:
+    def __init__(self, backend: Backend, notes: Notes) -> None:
         self._backend = backend
         self._notes = notes
 

@@ -44,7 +44,7 @@ from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage
 if TYPE_CHECKING:
     from core.config import Config
     from core.retrieval.service import Retrieval
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
     from core.working_memory import WorkingMemory
 
 ORDERS = ("name", "updated")
@@ -59,7 +59,7 @@ def note_from_row(row: dict[str, Any]) -> Note:
 class Notes:
     """The engine's note operations, each in one namespace."""
 
-    def __init__(self, backend: SqliteBackend, config: Config, retrieval: Retrieval,
+    def __init__(self, backend: Backend, config: Config, retrieval: Retrieval,
                  working_memory: WorkingMemory, wake: Callable[[], None]) -> None:
         self._backend = backend
         self._config = config

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from core.config import Config
     from core.conversations import Conversations
     from core.model import CurrentModel
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ _FTS_SYNTAX = ("fts5", "syntax", "no such column", "unterminated string", "unrec
 class Retrieval:
     """The engine's queries, retrieval log, judgments and tri-hybrid context."""
 
-    def __init__(self, backend: SqliteBackend, config: Config, model: CurrentModel,
+    def __init__(self, backend: Backend, config: Config, model: CurrentModel,
                  conversations: Conversations) -> None:
         self._backend = backend
         self._config = config

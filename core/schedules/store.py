@@ -27,7 +27,7 @@ from core.types import ScheduleDefinition, ScheduleRun, ScheduleSearchResult
 
 if TYPE_CHECKING:
     from core.config import SchedulerConfig
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
 
 POLICIES = ("always", "on_failure", "never")
 STATUSES = ("active", "paused", "completed")
@@ -112,7 +112,7 @@ def run_seconds(run: ScheduleRun) -> float:
 class Schedules:
     """Seed 001's ``SchedulerStore`` over the engine's file."""
 
-    def __init__(self, backend: SqliteBackend, config: SchedulerConfig) -> None:
+    def __init__(self, backend: Backend, config: SchedulerConfig) -> None:
         self._backend = backend
         self._config = config
 

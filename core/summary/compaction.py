@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from core.config import ConsolidationConfig, SummaryConfig
     from core.model import CurrentModel
     from core.notes.service import Notes
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
     from core.summary.service import Replay, Summaries
     from core.working_memory import WorkingMemory
 
@@ -77,7 +77,7 @@ def parse_utc(text: str) -> datetime:
 class Compactor:
     """Compacts conversations and consolidates idle ones, for one engine."""
 
-    def __init__(self, backend: SqliteBackend, summary: SummaryConfig,
+    def __init__(self, backend: Backend, summary: SummaryConfig,
                  consolidation: ConsolidationConfig, *, summaries: Summaries, notes: Notes,
                  model: CurrentModel, working_memory: WorkingMemory,
                  wake: Callable[[], None]) -> None:

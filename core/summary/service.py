@@ -42,7 +42,7 @@ from core.types import MemoryRecord, RestoreResult, SummaryOutcome, SummaryState
 if TYPE_CHECKING:
     from core.config import SummaryConfig
     from core.model import CurrentModel
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.backend import Backend
     from core.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ _TALLIES_KEPT = 4096
 class Summaries:
     """The rolling summary of each session: read, plan, condense, compare-and-swap."""
 
-    def __init__(self, backend: SqliteBackend, config: SummaryConfig,
+    def __init__(self, backend: Backend, config: SummaryConfig,
                  model: CurrentModel) -> None:
         self._backend = backend
         self._config = config
