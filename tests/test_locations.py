@@ -95,3 +95,11 @@ def test_no_password_survives_redaction(password: str) -> None:
         location = parse_location(url)
         assert password not in location.display
         assert password not in scrub(f"failed for {url} ({password})", location.secrets)
+
+
+@pytest.mark.parametrize("url", ["postgresql://agent:hunter2@[unclosed/memory",
+                                 "postgresql://agent@[unclosed/memory?password=hunter2"])
+def test_an_unsplittable_url_still_gives_up_its_password_for_scrubbing(url: str) -> None:
+    location = parse_location(url)
+    assert location.secrets == ("hunter2",)
+    assert location.display == "postgresql://***"

@@ -118,8 +118,8 @@ def url_secrets(url: str) -> tuple[str, ...]:
     try:
         parts = urlsplit(url)
         netloc, query = parts.netloc, parts.query
-    except ValueError:  # unsplittable: take everything before the last "@" as userinfo
-        netloc, query = url.partition("://")[2], ""
+    except ValueError:  # unsplittable: the userinfo ends at the last "@", the query at "?"
+        netloc, _mark, query = url.partition("://")[2].partition("?")
     found: list[str] = []
     userinfo, at, _hosts = netloc.rpartition("@")
     if at and ":" in userinfo:
