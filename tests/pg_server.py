@@ -95,6 +95,14 @@ def start_server(folder: Path) -> PgTestServer:
     return test_server
 
 
+def _memory_folder() -> str | None:
+    """``/dev/shm`` where it can be written (Linux), else None: the system's temporary
+    folder. A test database made in RAM takes ~13 ms; on this machine's disk, shared with
+    other busy processes, 50-400 ms."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgTestServer]:
     """This test process's PostgreSQL server, stopped and deleted when its tests are done.
@@ -102,9 +110,10 @@ def pg_server() -> Iterator[PgTestServer]:
     Its folder is made by ``tempfile`` under the system's temporary folder, not by
     ``tmp_path_factory``: run as root, pgserver starts PostgreSQL as an unprivileged user,
     which must be able to reach the folder, and pytest keeps its own temporary root
-    private to the user who runs it (any concurrent pytest run resets it to 0700).
+    private to the user who runs it (any concurrent pytest run resets it to 0700). Where
+    there is a RAM-backed folder the server lives there.
     """
-    folder = Path(tempfile.mkdtemp(prefix="memory-workbench-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix="memory-workbench-pg-", dir=_memory_folder()))
     server = start_server(folder)
     try:
         yield server
