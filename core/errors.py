@@ -34,6 +34,12 @@ class StorageFull(WorkbenchError):
     back whole, earlier ones are intact, and reads go on working."""
 
 
+class StorageUnavailable(WorkbenchError):
+    """The database server cannot serve the request: it cannot be reached, refused the
+    connection or the role, dropped the connection mid-request, or another writer kept
+    conflicting. Nothing of a write that raised it was kept unless the message says so."""
+
+
 class DimensionMismatch(WorkbenchError):
     """The file holds vectors of a different size than the configured model produces."""
 

@@ -1,0 +1,146 @@
+"""A pool of connections to one PostgreSQL memory, and the transactions the engine runs on it.
+
+:class:`PgDatabase` has the shape of the SQLite :class:`core.storage.connection.Database`:
+``await db.read(fn, *args)`` and ``await db.write(fn, *args)`` run ``await fn(conn, *args)``
+in a transaction and return what it returns, so a PostgreSQL backend's operations are
+written as the SQLite backend's are, one function of a connection each. A function, not an
+``async with`` block, because a write that loses a serialization conflict or a deadlock
+is run again from the start, and only a function can be.
+
+- A read is a REPEATABLE READ, READ ONLY transaction: one snapshot for all its statements,
+  as a SQLite read transaction in WAL mode sees. Read-only snapshot transactions never fail
+  with a serialization conflict, so reads are not retried.
+- A write is READ COMMITTED (PostgreSQL's default, each statement sees what committed
+  before it), run again up to ``write_attempts`` times after a serialization failure or a
+  deadlock. Its function may run more than once: it must do nothing outside its transaction.
+- Errors come out as the engine's refusals (:mod:`core.storage.pg.refusals`), never with
+  the password in them.
+
+Connections come from ``psycopg_pool.AsyncConnectionPool`` (``autocommit=False``). The
+pool is opened after one direct connection succeeds: a pool that cannot connect only says
+it timed out, a direct connection says why (no such database, authentication failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import AsyncConnection, IsolationLevel
+from psycopg_pool import AsyncConnectionPool
+
+from core.errors import ReadOnlyDatabase
+from core.storage.locations import Location
+from core.storage.pg import migrations, refusals
+
+T = TypeVar("T")
+Conn = AsyncConnection[Any]
+
+APPLICATION_NAME = "memory-workbench"
+
+
+class PgDatabase:
+    """A connection pool over one PostgreSQL database holding a memory."""
+
+    def __init__(self, location: Location, *, read_only: bool = False, pool_size: int = 5,
+                 connect_timeout_s: float = 10.0, write_attempts: int = 5) -> None:
+        assert location.is_postgres, f"{location} is not a PostgreSQL location"
+        self.location = location
+        self.read_only = read_only
+        self._pool_size = pool_size
+        self._connect_timeout_s = connect_timeout_s
+        self._write_attempts = write_attempts
+        self._pool: AsyncConnectionPool[Conn] | None = None
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"autocommit": False, "application_name": APPLICATION_NAME,
+                "connect_timeout": max(1, round(self._connect_timeout_s))}
+
+    async def open(self) -> None:
+        """Connect once to learn whether (and why not) the server takes us, then fill the pool."""
+        try:
+            probe = await AsyncConnection.connect(self.location.target, **self._connect_kwargs())
+        except psycopg.Error as exc:
+            raise refusals.connect_refusal(self.location, exc) from None
+        await probe.close()
+        pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            self.location.target, min_size=1, max_size=self._pool_size,
+            kwargs=self._connect_kwargs(), open=False, name="memory-workbench",
+            timeout=self._connect_timeout_s)
+        try:
+            await pool.open(wait=True, timeout=self._connect_timeout_s)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise refusals.connect_refusal(self.location, exc) from None
+        self._pool = pool
+
+    async def migrate(self) -> list[int]:
+        """Apply pending schema migrations (:mod:`core.storage.pg.migrations`); the versions
+        applied. A database newer than this code raises ``SchemaTooNew``."""
+        if self.read_only:
+            raise ReadOnlyDatabase(f"{self.location} is open read-only; it cannot be migrated")
+        pool = self._opened()
+        try:
+            async with pool.connection() as conn:
+                return await migrations.migrate(conn, self.location)
+        except psycopg.Error as exc:
+            raise self._refusal(exc, writing=True) from None
+
+    async def schema_version(self) -> int:
+        """The schema version recorded in the database (0 before the first migration)."""
+        return await self.read(migrations.current_version)
+
+    async def read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``await fn(conn, *args)`` in a read-only snapshot transaction."""
+        pool = self._opened()
+        try:
+            async with pool.connection() as conn:
+                await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ)
+                await conn.set_read_only(True)
+                async with conn.transaction():
+                    return await fn(conn, *args)
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise self._refusal(exc, writing=False) from None
+
+    async def write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``await fn(conn, *args)`` in a READ COMMITTED transaction, committed on return,
+        rolled back whole on any error, and run again after a conflict with another writer
+        (serialization failure, deadlock) up to ``write_attempts`` times."""
+        if self.read_only:
+            raise ReadOnlyDatabase(f"{self.location} is open read-only; nothing was written")
+        pool = self._opened()
+        for attempt in range(1, self._write_attempts + 1):
+            try:
+                async with pool.connection() as conn:
+                    await conn.set_isolation_level(IsolationLevel.READ_COMMITTED)
+                    # The server's default, not READ WRITE: a database its administrator
+                    # made read-only refuses the write instead of being overridden.
+                    await conn.set_read_only(None)
+                    async with conn.transaction():
+                        return await fn(conn, *args)
+            except refusals.RETRYABLE as exc:
+                if attempt == self._write_attempts:
+                    raise self._refusal(exc, writing=True) from None
+                # Jittered, growing pauses, so the writers that collided do not meet again.
+                await asyncio.sleep(random.uniform(0, min(0.25, 0.005 * 2 ** attempt)))
+            except (psycopg.Error, UnicodeEncodeError) as exc:
+                raise self._refusal(exc, writing=True) from None
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _refusal(self, exc: Exception, *, writing: bool) -> Exception:
+        """The engine's error for ``exc``; the driver's own when it is not a refusal (a
+        constraint for the caller to interpret, or a bug)."""
+        return refusals.refusal(self.location, exc, writing=writing) or exc
+
+    def _opened(self) -> AsyncConnectionPool[Conn]:
+        assert self._pool is not None, f"{self.location} is not open"
+        return self._pool
+
+    async def close(self) -> None:
+        """Close every connection; the database stays as the last commit left it."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()

@@ -1,0 +1,197 @@
+"""PgDatabase: reads in a snapshot, writes committed whole or not at all, conflicts retried,
+and every refusal the engine's own error, with no password in it."""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from psycopg import AsyncConnection, sql
+from psycopg import errors as pg_errors
+
+from core.errors import (
+    InvalidInput,
+    ReadOnlyDatabase,
+    StorageFull,
+    StorageUnavailable,
+)
+from core.storage.locations import parse_location
+from core.storage.pg import refusals
+from core.storage.pg.connection import PgDatabase
+from tests.pg_server import PgTestServer
+
+Conn = AsyncConnection[Any]
+
+
+async def add_session(conn: Conn, session_id: str, agent: str = "agent") -> None:
+    await conn.execute("INSERT INTO sessions(session_id, agent_identity) VALUES (%s, %s)",
+                       (session_id, agent))
+
+
+async def session_ids(conn: Conn) -> list[str]:
+    cursor = await conn.execute("SELECT session_id FROM sessions ORDER BY session_id")
+    return [row[0] for row in await cursor.fetchall()]
+
+
+async def test_a_write_commits_whole_or_not_at_all(pg_db: PgDatabase) -> None:
+    await pg_db.write(add_session, "kept")
+
+    async def half_then_fail(conn: Conn) -> None:
+        await add_session(conn, "lost")
+        raise RuntimeError("the engine changed its mind")
+
+    with pytest.raises(RuntimeError):
+        await pg_db.write(half_then_fail)
+    assert await pg_db.read(session_ids) == ["kept"]
+
+
+async def test_a_read_sees_one_snapshot_and_may_not_write(pg_db: PgDatabase) -> None:
+    seen_twice: list[list[str]] = []
+
+    async def read_twice(conn: Conn) -> None:
+        seen_twice.append(await session_ids(conn))
+        await pg_db.write(add_session, "written-between")  # commits on another connection
+        seen_twice.append(await session_ids(conn))
+
+    await pg_db.read(read_twice)
+    assert seen_twice == [[], []]
+    assert await pg_db.read(session_ids) == ["written-between"]
+    with pytest.raises(pg_errors.ReadOnlySqlTransaction):  # a bug, surfaced as one
+        await pg_db.read(add_session, "from-a-read")
+
+
+async def test_a_deadlock_is_retried_until_both_writes_commit(
+        pg_db: PgDatabase, pg_server: PgTestServer) -> None:
+    for session_id in ("left", "right"):
+        await pg_db.write(add_session, session_id)
+    both_locked_one = asyncio.Barrier(2)
+    attempts: list[str] = []
+
+    async def touch(conn: Conn, first: str, second: str) -> None:
+        attempts.append(first)
+        # Detected in 50 ms rather than the server's default second.
+        await conn.execute("SET LOCAL deadlock_timeout = '50ms'")
+        await conn.execute("UPDATE sessions SET updated_at = 'x' WHERE session_id = %s",
+                           (first,))
+        if len(attempts) <= 2:  # the first round: make sure they cross
+            await both_locked_one.wait()
+        await conn.execute("UPDATE sessions SET updated_at = 'y' WHERE session_id = %s",
+                           (second,))
+
+    await asyncio.gather(pg_db.write(touch, "left", "right"),
+                         pg_db.write(touch, "right", "left"))
+    assert len(attempts) == 3  # one of the two was chosen as the victim and ran again
+
+
+async def test_a_conflict_that_never_ends_is_a_refusal(pg_url: str) -> None:
+    db = PgDatabase(parse_location(pg_url), write_attempts=3)
+    await db.open()
+    calls = 0
+
+    async def always_conflicting(conn: Conn) -> None:
+        nonlocal calls
+        calls += 1
+        raise pg_errors.SerializationFailure("could not serialize access")
+
+    try:
+        with pytest.raises(StorageUnavailable, match="kept conflicting"):
+            await db.write(always_conflicting)
+        assert calls == 3
+    finally:
+        await db.close()
+
+
+async def test_a_read_only_server_refuses_writes_as_read_only(
+        pg_db: PgDatabase, pg_server: PgTestServer) -> None:
+    name = urlsplit(pg_db.location.target).path.lstrip("/")
+    with pg_server.admin() as admin:
+        admin.execute(sql.SQL("ALTER DATABASE {} SET default_transaction_read_only = on")
+                      .format(sql.Identifier(name)))
+    db = PgDatabase(pg_db.location)
+    await db.open()
+    try:
+        with pytest.raises(ReadOnlyDatabase, match="nothing was written"):
+            await db.write(add_session, "refused")
+        assert await db.read(session_ids) == []
+    finally:
+        await db.close()
+
+
+async def test_a_role_without_grants_is_refused_by_name_of_what_it_tried(
+        pg_db: PgDatabase, pg_server: PgTestServer) -> None:
+    role = "reader_without_grants"
+    with pg_server.admin() as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    db = PgDatabase(parse_location(pg_db.location.target.replace("postgres:@", f"{role}:@")))
+    await db.open()
+    try:
+        with pytest.raises(ReadOnlyDatabase, match="This role may not write"):
+            await db.write(add_session, "refused")
+        with pytest.raises(StorageUnavailable, match="may not read"):
+            await db.read(session_ids)
+    finally:
+        await db.close()
+        with pg_server.admin() as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}; DROP ROLE {}").format(
+                sql.Identifier(role), sql.Identifier(role)))
+
+
+async def test_a_database_opened_read_only_writes_nothing(pg_db: PgDatabase) -> None:
+    db = PgDatabase(pg_db.location, read_only=True)
+    await db.open()
+    try:
+        with pytest.raises(ReadOnlyDatabase):
+            await db.write(add_session, "refused")
+        with pytest.raises(ReadOnlyDatabase):
+            await db.migrate()
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("text", ["nul\x00inside", "lone \ud800 surrogate"])
+async def test_text_postgres_cannot_hold_is_invalid_input(pg_db: PgDatabase, text: str) -> None:
+    with pytest.raises(InvalidInput, match="nothing was read or written"):
+        await pg_db.write(add_session, text)
+
+
+def shown(exc: BaseException) -> str:
+    """Everything a person could see of ``exc``: its message and its whole traceback."""
+    return "".join(traceback.format_exception(exc))
+
+
+@pytest.mark.parametrize("url", [
+    # libpq quotes the whole URL when it cannot parse it
+    "postgresql://agent:hunter2@[unclosed/memory",
+    "postgresql://agent@[unclosed/memory?password=hunter2",
+])
+async def test_an_unreadable_url_is_refused_without_its_password(url: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        await PgDatabase(parse_location(url)).open()
+    assert "hunter2" not in shown(refused.value)
+    assert "***" in str(refused.value) or "postgresql://***" in str(refused.value)
+
+
+async def test_a_refused_connection_is_unavailable_without_its_password(
+        pg_server: PgTestServer) -> None:
+    # A role named like the password makes the server's own message carry it.
+    url = pg_server.url("memory").replace("postgres:@", "hunter2:hunter2@")
+    with pytest.raises(StorageUnavailable) as refused:
+        await PgDatabase(parse_location(url), connect_timeout_s=5).open()
+    assert 'role "***" does not exist' in str(refused.value)
+    assert 'role "hunter2"' not in shown(refused.value)  # nor in a chained driver error
+
+
+def test_server_refusals_become_the_engines_errors_without_the_password() -> None:
+    location = parse_location("postgresql://agent:hunter2@db/memory")
+    disk_full = pg_errors.DiskFull("could not extend file: No space left (hunter2)")
+    refusal = refusals.refusal(location, disk_full, writing=True)
+    assert isinstance(refusal, StorageFull)
+    assert "hunter2" not in str(refusal) and "SQLSTATE 53100" in str(refusal)
+    lost = pg_errors.AdminShutdown("terminating connection due to administrator command")
+    assert isinstance(refusals.refusal(location, lost, writing=True), StorageUnavailable)
+    assert "may or may not" in str(refusals.refusal(location, lost, writing=True))
+    unique = pg_errors.UniqueViolation("duplicate key value")
+    assert refusals.refusal(location, unique, writing=True) is None  # the caller's to read

@@ -1,0 +1,132 @@
+"""A real PostgreSQL 16 with pgvector for the tests: one server per test process (each
+xdist worker starts its own), a fresh database per test.
+
+The server comes from the ``pgserver`` wheel (a test dependency: the PostgreSQL binaries
+and pgvector's ``vector.so`` ship inside it), in a temporary folder, over a unix socket:
+no Docker, no system service, nothing downloaded. Each test's database is copied from a
+template that already has the vector extension, which takes a few tens of milliseconds.
+
+Fixtures: ``pg_server`` (session) and ``pg_url`` (a new database's URL). Imported by
+``tests/pg/conftest.py``, and by any other conftest that needs them later.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+TEMPLATE = "memory_template"
+
+
+class PgTestServer:
+    """A running pgserver and the databases the tests make on it."""
+
+    def __init__(self, server: Any, startup_s: float) -> None:
+        self._server = server
+        self.startup_s = startup_s
+        self._names = itertools.count()
+        self.database_s: list[float] = []  # how long each CREATE DATABASE took
+
+    def url(self, database: str = "postgres") -> str:
+        """The database's URL (a unix socket, the superuser ``postgres``, no password)."""
+        return str(self._server.get_uri(database))
+
+    def admin(self) -> psycopg.Connection[Any]:
+        """An autocommit superuser connection to the ``postgres`` database."""
+        return psycopg.connect(self.url(), autocommit=True)
+
+    def create_database(self, template: str = TEMPLATE) -> str:
+        """A new, empty database copied from ``template``; its name."""
+        name = f"memory_test_{os.getpid()}_{next(self._names)}"
+        started = time.perf_counter()
+        with self.admin() as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template)))
+        self.database_s.append(time.perf_counter() - started)
+        return name
+
+    def drop_database(self, name: str) -> None:
+        """Drop ``name``, ending any connection a test left open on it."""
+        with self.admin() as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))
+
+    def stop(self) -> None:
+        self._server.cleanup()
+
+
+def start_server(folder: Path) -> PgTestServer:
+    """Start pgserver in ``folder`` and make the template database."""
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        # platformdirs warns, through pgserver, that a root shell has no XDG_RUNTIME_DIR.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+        try:
+            import pgserver
+        except ImportError:
+            pytest.fail("the PostgreSQL tests need the pgserver package (a test dependency): "
+                        "pip install -e '.[test]'", pytrace=False)
+        server = pgserver.get_server(folder, cleanup_mode="stop")
+    test_server = PgTestServer(server, 0.0)
+    with test_server.admin() as conn:
+        # A throwaway server: nothing it holds must survive a power cut, and each test's
+        # CREATE and DROP DATABASE would otherwise wait on the disk of a busy machine.
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+        conn.execute("SELECT pg_reload_conf()")
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+    with psycopg.connect(test_server.url(TEMPLATE), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    with test_server.admin() as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} WITH is_template = true").format(
+            sql.Identifier(TEMPLATE)))
+    test_server.startup_s = time.perf_counter() - started
+    return test_server
+
+
+def _memory_folder() -> str | None:
+    """``/dev/shm`` where it can be written (Linux), else None: the system's temporary
+    folder. A test database made in RAM takes ~13 ms; on this machine's disk, shared with
+    other busy processes, 50-400 ms."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgTestServer]:
+    """This test process's PostgreSQL server, stopped and deleted when its tests are done.
+
+    Its folder is made by ``tempfile`` under the system's temporary folder, not by
+    ``tmp_path_factory``: run as root, pgserver starts PostgreSQL as an unprivileged user,
+    which must be able to reach the folder, and pytest keeps its own temporary root
+    private to the user who runs it (any concurrent pytest run resets it to 0700). Where
+    there is a RAM-backed folder the server lives there.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="memory-workbench-pg-", dir=_memory_folder()))
+    server = start_server(folder)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder)
+
+
+@pytest.fixture
+def pg_url(pg_server: PgTestServer) -> Iterator[str]:
+    """The URL of a new database of this test's own (with pgvector, no schema yet)."""
+    name = pg_server.create_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
