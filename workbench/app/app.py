@@ -26,7 +26,8 @@ from textual.worker import Worker, WorkerState
 from core import Engine
 from core.errors import WorkbenchError
 from core.types import Pulse
-from workbench.app.clipboard import copy_text, to_json
+from workbench.app.clipboard import copy_text
+from workbench.app.host import Report
 from workbench.app.panes.base import Pane
 from workbench.app.panes.notes import NotesPane
 from workbench.app.panes.playground import PlaygroundPane
@@ -37,6 +38,7 @@ from workbench.app.screens.help import HelpScreen
 from workbench.app.themes import DEFAULT_THEME, PROJECT_THEMES, load_theme_dirs, user_theme_dir
 from workbench.app.widgets.header import StatusHeader
 from workbench.app.widgets.progress import ProgressStrip, WorkProgress
+from workbench.text import to_json
 
 PANES: tuple[tuple[str, type[Pane], str], ...] = (
     ("sessions", SessionsPane, "1"),
@@ -45,10 +47,6 @@ PANES: tuple[tuple[str, type[Pane], str], ...] = (
     ("playground", PlaygroundPane, "4"),
     ("schedules", SchedulesPane, "5"),
 )
-
-Report = Callable[[int, int | None, str | None], None]
-"""How long work reports progress: (done, total or None, a new label or None)."""
-
 
 @dataclass(frozen=True)
 class AppSettings:
@@ -73,7 +71,10 @@ class MainScreen(Screen[None]):
 
 
 class WorkbenchApp(App[None]):
-    """Memory Workbench: browse, edit and replay an agent's memory."""
+    """Memory Workbench: browse, edit and replay an agent's memory.
+
+    Its panes, screens and long work see it as a :class:`~workbench.app.host.WorkbenchHost`.
+    """
 
     TITLE = "Memory Workbench"
     CSS = """

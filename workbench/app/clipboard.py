@@ -1,18 +1,8 @@
 """Copying as JSON: pyperclip first, the terminal's OSC 52 as well, and plain words when
-there is no clipboard to copy to."""
+there is no clipboard to copy to. The JSON itself is :func:`workbench.text.to_json`, which
+the CLI prints too."""
 
 from __future__ import annotations
-
-import dataclasses
-import json
-from typing import Any
-
-
-def to_json(value: Any) -> str:
-    """``value`` (a dataclass, a dict, a list) as indented JSON text."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def copy_text(text: str) -> str | None:

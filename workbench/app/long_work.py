@@ -1,6 +1,6 @@
 """Long work the command palette starts: reindex, consolidation, imports, export.
 
-Each job runs through :meth:`WorkbenchApp.run_long`: a progress strip, ctrl+x to cancel,
+Each job runs through :meth:`WorkbenchHost.run_long`: a progress strip, ctrl+x to cancel,
 the outcome (or the error) as a notification. Cancelling loses nothing: reindex and
 consolidation resume where they stopped, and an import is all or nothing per batch.
 """
@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from workbench.app.host import Report, WorkbenchHost
 from workbench.app.screens.prompt import PromptScreen
 
-if TYPE_CHECKING:
-    from workbench.app.app import Report, WorkbenchApp
 
-
-def reindex(app: WorkbenchApp) -> None:
+def reindex(app: WorkbenchHost) -> None:
     """Re-embed every chunk with the engine's model."""
     engine = app.engine
     if engine is None:
@@ -31,7 +28,7 @@ def reindex(app: WorkbenchApp) -> None:
     app.run_long("Reindexing embeddings", job)
 
 
-def consolidate(app: WorkbenchApp) -> None:
+def consolidate(app: WorkbenchHost) -> None:
     """Compact every conversation idle for the configured hours, now."""
     engine = app.engine
     if engine is None:
@@ -46,7 +43,7 @@ def consolidate(app: WorkbenchApp) -> None:
     app.run_long("Consolidating", job)
 
 
-def import_notes(app: WorkbenchApp) -> None:
+def import_notes(app: WorkbenchHost) -> None:
     """Ask for a notes JSON file (as export writes it) and import it, all or nothing."""
 
     def chosen(path: str | None) -> None:
@@ -64,7 +61,7 @@ def import_notes(app: WorkbenchApp) -> None:
                                  "notes.json"), chosen)
 
 
-def export_notes(app: WorkbenchApp) -> None:
+def export_notes(app: WorkbenchHost) -> None:
     """Ask for a path and write the agent namespace's notes there."""
 
     def chosen(path: str | None) -> None:
@@ -82,7 +79,7 @@ def export_notes(app: WorkbenchApp) -> None:
                                  "notes.json"), chosen)
 
 
-def import_locomo(app: WorkbenchApp) -> None:
+def import_locomo(app: WorkbenchHost) -> None:
     """Ask for a LoCoMo JSON file and store its conversations, as `workbench import locomo`
     does (a second import adds nothing)."""
 
@@ -111,7 +108,7 @@ def import_locomo(app: WorkbenchApp) -> None:
                                  "locomo.json"), chosen)
 
 
-COMMANDS: tuple[tuple[str, str, Callable[[WorkbenchApp], None]], ...] = (
+COMMANDS: tuple[tuple[str, str, Callable[[WorkbenchHost], None]], ...] = (
     ("Reindex embeddings", "Re-embed every chunk with the current model (progress, ctrl+x)",
      reindex),
     ("Consolidate now", "Compact idle conversations into archives (progress, ctrl+x)",

@@ -51,9 +51,9 @@ from typing import Any
 
 import click
 
-from workbench.app.clipboard import to_json
 from workbench.bench.crash_child import NOTES_NAMESPACE, is_marker, note_state, payload_digest
 from workbench.cli.support import _load_config, _run, _with_model
+from workbench.text import to_json
 
 WORKLOADS = ("ingest", "notes", "compact")
 WORKER_BATCH = 32  # chunks per embedding batch: the worker commits often, so kills land there too

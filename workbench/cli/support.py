@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from workbench.app.clipboard import to_json
+from workbench.text import to_json
 
 DEFAULT_DB = Path("data") / "memory.db"
 T = TypeVar("T")

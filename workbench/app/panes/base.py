@@ -9,15 +9,16 @@ one reloads when it is shown again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual.containers import Vertical
 from textual.widget import Widget
 
+from workbench.app.host import WorkbenchHost
+
 if TYPE_CHECKING:
     from core import Engine
     from core.types import Pulse
-    from workbench.app.app import WorkbenchApp
 
 
 class Pane(Vertical):
@@ -32,8 +33,9 @@ class Pane(Vertical):
         self._subscribed = False
 
     @property
-    def workbench(self) -> WorkbenchApp:
-        return self.app  # type: ignore[return-value]
+    def workbench(self) -> WorkbenchHost:
+        """The app, as panes may use it (:class:`~workbench.app.host.WorkbenchHost`)."""
+        return cast(WorkbenchHost, self.app)
 
     @property
     def engine(self) -> Engine:

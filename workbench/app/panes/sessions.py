@@ -124,7 +124,7 @@ class SessionsPane(Pane):
         table.add_column("Last activity", key="updated", width=16)
         self.query_one("#sessions-empty").display = False
         self.detail.display = False
-        self.watch(self.workbench, "current_session", self._follow_session, init=False)
+        self.watch(self.app, "current_session", self._follow_session, init=False)
 
     @property
     def table(self) -> DataTable[object]:

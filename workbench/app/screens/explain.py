@@ -22,7 +22,7 @@ from core.types import HybridQueryResult
 from workbench.app.widgets.playground_bars import FTS, VECTOR, bar, highlighted
 
 if TYPE_CHECKING:
-    from workbench.app.app import WorkbenchApp
+    from workbench.app.host import WorkbenchHost
 
 CUT_SHOWN = 12
 
@@ -197,7 +197,7 @@ class ExplainScreen(ModalScreen[None]):
 
     def action_copy(self) -> None:
         what = f"the explanation of #{self.rank}" if self.rank else "the query's explanation"
-        cast("WorkbenchApp", self.app).copy_json(self.explanation(), what)
+        cast("WorkbenchHost", self.app).copy_json(self.explanation(), what)
 
     def action_close(self) -> None:
         self.dismiss(None)
