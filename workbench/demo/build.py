@@ -24,16 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import clock
-from workbench.demo.content import (
-    AGENTS,
-    ANCHOR,
-    FACTS,
-    NOTES,
-    SCHEDULES,
-    SESSIONS,
+from workbench.demo.content import AGENTS, ANCHOR, FACTS, NOTES, SCHEDULES, SESSIONS
+from workbench.demo.schedules import DemoRun, DemoSchedule
+from workbench.demo.script import (
     Compact,
-    DemoRun,
-    DemoSchedule,
     Pause,
     Recall,
     Scratchpad,
