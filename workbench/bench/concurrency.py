@@ -57,7 +57,7 @@ from workbench.bench.concurrency_sides import (
     DeveloperSide,
     keep_going,
 )
-from workbench.bench.ingest import _percentile
+from workbench.bench.measure import percentile
 from workbench.cli.support import _load_config, echo_json, json_option, model_option
 from workbench.cli.support import _run as _run_cli
 
@@ -78,8 +78,8 @@ class _LogCatcher(logging.Handler):
 def _stats(values: list[float]) -> dict[str, float]:
     if not values:
         return {"count": 0, "p50_ms": 0.0, "p95_ms": 0.0, "max_ms": 0.0}
-    return {"count": len(values), "p50_ms": _percentile(values, 0.50) * 1000,
-            "p95_ms": _percentile(values, 0.95) * 1000, "max_ms": max(values) * 1000}
+    return {"count": len(values), "p50_ms": percentile(values, 0.50) * 1000,
+            "p95_ms": percentile(values, 0.95) * 1000, "max_ms": max(values) * 1000}
 
 
 @dataclass

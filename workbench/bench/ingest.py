@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: how fast the engine ingests, next to the model alone.
+"""``workbench bench ingest``: how fast the engine ingests, next to the model alone.
 
 ``workbench bench ingest`` encodes the messages' texts with the model alone (the ceiling
 ingest can approach), then ingests the same messages end to end into a fresh file (store
@@ -20,25 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
-    """Peak resident set size in MiB (Linux reports KiB): this process, or with
-    ``RUSAGE_CHILDREN`` the largest finished child (the bulk path's embedding helper)."""
-    return resource.getrusage(who).ru_maxrss / 1024
-
-
-def resident_file_mb() -> float:
-    """MiB of this process's resident memory that are mapped files (Linux ``RssFile``): with
-    ``storage.mmap_mb`` mostly the database's pages, the operating system's file cache shared
-    by every connection, not private memory. 0 where the kernel does not say."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("RssFile:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+from workbench.bench.measure import peak_rss_mb, percentile
 
 
 @dataclass
@@ -76,11 +58,6 @@ class IngestFigures:
             f"peak RSS              {self.peak_rss_mb:,.0f} MiB this process, "
             f"{self.helper_rss_mb:,.0f} MiB the embedding helper process",
         ]
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 async def run_ingest(config: Any, messages: int, sessions: int,
@@ -137,7 +114,7 @@ async def run_ingest(config: Any, messages: int, sessions: int,
         mean_chars=statistics.fmean(len(t) for t in texts), model=embedder.name,
         dimension=embedder.dimension, encode_per_s=len(texts) / encode_seconds,
         store_per_s=len(data) / store_seconds,
-        store_p50_ms=_percentile(latencies, 0.50) * 1000,
-        store_p95_ms=_percentile(latencies, 0.95) * 1000,
+        store_p50_ms=percentile(latencies, 0.50) * 1000,
+        store_p95_ms=percentile(latencies, 0.95) * 1000,
         bulk_per_s=len(data) / bulk_seconds, peak_rss_mb=peak_rss_mb(),
         helper_rss_mb=peak_rss_mb(resource.RUSAGE_CHILDREN))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.bench.ingest import _percentile, peak_rss_mb, resident_file_mb
+from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
 
 AGENT = "bench-agent"
 TOP_K = 10
@@ -338,21 +338,21 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
     return QueryFigures(
         model=model, dimension=dimension, chunks=have, sessions=session_count,
         messages=stored, queries=len(asked), build_seconds=build_seconds,
-        embed_p50_ms=_percentile(embed_ms, 0.5),
-        session_p50_ms=_percentile(session_ms, 0.5),
-        session_p95_ms=_percentile(session_ms, 0.95),
-        namespace_p50_ms=_percentile(namespace_ms, 0.5),
-        namespace_p95_ms=_percentile(namespace_ms, 0.95),
-        refusion_p50_ms=_percentile(refusion_ms, 0.5),
-        refusion_p95_ms=_percentile(refusion_ms, 0.95),
-        numpy_p50_ms=_percentile(numpy_ms, 0.5),
-        numpy_p95_ms=_percentile(numpy_ms, 0.95),
-        session_fts_p50_ms=_percentile(legs["session fts"], 0.5),
-        session_vector_p50_ms=_percentile(legs["session vector"], 0.5),
-        session_fetch_p50_ms=_percentile(legs["session fetch"], 0.5),
-        namespace_fts_p50_ms=_percentile(legs["namespace fts"], 0.5),
-        namespace_vector_p50_ms=_percentile(legs["namespace vector"], 0.5),
-        namespace_fetch_p50_ms=_percentile(legs["namespace fetch"], 0.5),
+        embed_p50_ms=percentile(embed_ms, 0.5),
+        session_p50_ms=percentile(session_ms, 0.5),
+        session_p95_ms=percentile(session_ms, 0.95),
+        namespace_p50_ms=percentile(namespace_ms, 0.5),
+        namespace_p95_ms=percentile(namespace_ms, 0.95),
+        refusion_p50_ms=percentile(refusion_ms, 0.5),
+        refusion_p95_ms=percentile(refusion_ms, 0.95),
+        numpy_p50_ms=percentile(numpy_ms, 0.5),
+        numpy_p95_ms=percentile(numpy_ms, 0.95),
+        session_fts_p50_ms=percentile(legs["session fts"], 0.5),
+        session_vector_p50_ms=percentile(legs["session vector"], 0.5),
+        session_fetch_p50_ms=percentile(legs["session fetch"], 0.5),
+        namespace_fts_p50_ms=percentile(legs["namespace fts"], 0.5),
+        namespace_vector_p50_ms=percentile(legs["namespace vector"], 0.5),
+        namespace_fetch_p50_ms=percentile(legs["namespace fetch"], 0.5),
         matrix_mb=matrix_mb, rss_before_matrix_mb=rss_before_matrix, file_rss_mb=file_rss,
         peak_rss_mb=peak_rss_mb(), file_mb=file_mb)
 
