@@ -13,6 +13,19 @@ runs the same suite and asserts there are none.
 
 from __future__ import annotations
 
-from workbench.bench.isolation.suite import SuiteResult, run_suite
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.bench.isolation.suite import SuiteResult, run_suite
 
 __all__ = ["SuiteResult", "run_suite"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy (PEP 562): the `workbench bench isolation` command lives in this package, and
+    # `workbench --help` should not load the suite to list it.
+    if name in __all__:
+        from workbench.bench.isolation import suite
+
+        return getattr(suite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
