@@ -36,8 +36,6 @@ def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions:
     _echo_figures(lambda say: run_ingest(config, messages, sessions, say=say))
 
 
-
-
 @bench.command("query")
 @model_option
 @click.option("--chunks", default=100_000, show_default=True, type=click.IntRange(min=100),
