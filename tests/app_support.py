@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from core import Engine, clock
-from workbench.app import AppSettings, WorkbenchApp
-from workbench.screenshots import settle  # noqa: F401  (the tests import it from here)
-from workbench.themes import PROJECT_THEMES
+from workbench.app.app import AppSettings, WorkbenchApp
+from workbench.app.screenshots import settle  # noqa: F401  (the tests import it from here)
+from workbench.app.themes import PROJECT_THEMES
 
 FIXTURE_NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 FIXTURE_CONFIG: dict[str, Any] = {

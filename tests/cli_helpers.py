@@ -11,7 +11,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from core import Engine
-from workbench.cli import main
+from workbench.cli.root import main
 
 # The ``runner`` fixture's config (tests/conftest.py): deterministic vectors of 32 dimensions.
 FIXTURE_CONFIG = {"embedding": {"backend": "deterministic", "fallback_dimensions": 32},

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
-from workbench.widgets.header import StatusHeader
+from workbench.app.widgets.header import StatusHeader
 
 
 @pytest.fixture

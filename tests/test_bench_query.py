@@ -9,7 +9,7 @@ import pytest
 
 from core import Engine
 from tests.conftest import DETERMINISTIC
-from workbench.bench_query import QueryFigures, run_query_bench
+from workbench.bench.query import QueryFigures, run_query_bench
 
 
 def test_bench_query_measures_every_path(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from workbench.cli import main
+from workbench.cli.root import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

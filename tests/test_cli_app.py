@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from workbench import app_cli
-from workbench.cli import main
+from workbench.cli import app_commands
+from workbench.cli.root import main
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, str | None]]:
     def fake_run(db_path: Path, config: Any, theme: str | None) -> None:
         calls.append((db_path, theme))
 
-    monkeypatch.setattr(app_cli, "_run_app", fake_run)
+    monkeypatch.setattr(app_commands, "_run_app", fake_run)
     return calls
 
 

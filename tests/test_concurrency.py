@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from core import Engine
 from tests.conftest import DETERMINISTIC
-from workbench.bench_concurrency_check import AGENT, DEVELOPER, Ledger, Write, last_writes, verify
-from workbench.cli import main
+from workbench.bench.concurrency_check import AGENT, DEVELOPER, Ledger, Write, last_writes, verify
+from workbench.cli.root import main
 
 pytest.importorskip("mcp")
 

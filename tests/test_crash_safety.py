@@ -16,7 +16,7 @@ from core import Engine
 from core.storage.connection import open_connection
 from core.storage.invariants import check_file
 from tests.conftest import DETERMINISTIC
-from workbench.bench_crash import (
+from workbench.bench.crash import (
     MUST_BE_ZERO,
     WORKLOADS,
     _compare,
@@ -25,7 +25,7 @@ from workbench.bench_crash import (
     _read_acks,
     run_crash_bench,
 )
-from workbench.cli import main
+from workbench.cli.root import main
 
 CONFIG = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
 

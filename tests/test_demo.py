@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from core import Engine, clock
-from workbench.demo import DemoSummary, build_demo, default_demo_path
-from workbench.demo_content import AGENTS
+from workbench.demo.build import DemoSummary, build_demo, default_demo_path
+from workbench.demo.content import AGENTS
 
 CONFIG = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64},
           "consolidation": {"enabled": False}}

@@ -34,7 +34,7 @@ from core.evaluation.metrics import (
 )
 from core.types import HybridQueryResult, MemoryRecord
 from tests.conftest import DETERMINISTIC
-from workbench.cli import main
+from workbench.cli.root import main
 
 LOCOMO_DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev"
 

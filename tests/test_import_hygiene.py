@@ -37,3 +37,36 @@ def test_no_module_in_core_imports_the_ui() -> None:
                                      "from workbench"))
     ]
     assert offenders == []
+
+
+def importing_lines(folder: Path, prefixes: tuple[str, ...]) -> list[str]:
+    """``file:line`` of every import under ``folder`` naming a module that starts with one of
+    ``prefixes`` (deferred imports inside functions included)."""
+    starts = tuple(f"{word} {prefix}" for prefix in prefixes for word in ("import", "from"))
+    return [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in folder.rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if line.lstrip().startswith(starts)
+    ]
+
+
+def test_the_app_never_imports_the_other_front_ends() -> None:
+    # The CLI opens the app (lazily, in the commands that open it), never the other way.
+    assert importing_lines(ROOT / "workbench" / "app", (
+        "workbench.cli", "workbench.mcp", "workbench.bench")) == []
+
+
+def test_panes_screens_widgets_and_long_work_never_import_the_app_module() -> None:
+    # They see the app as workbench.app.host.WorkbenchHost; importing the App back would
+    # make a cycle with the App, which imports them all.
+    app_folder = ROOT / "workbench" / "app"
+    offenders = [line for part in ("panes", "screens", "widgets")
+                 for line in importing_lines(app_folder / part, ("workbench.app.app",))]
+    long_work = (app_folder / "long_work.py").read_text()
+    assert offenders == [] and "workbench.app.app" not in long_work
+
+
+def test_the_command_line_loads_no_textual_until_a_command_opens_the_app() -> None:
+    loaded = modules_after("import workbench.cli.root")
+    assert "textual" not in loaded

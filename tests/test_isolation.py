@@ -1,6 +1,6 @@
 """Isolation: one namespace's memory attacked from another, through every front end.
 
-The suite (:mod:`workbench.isolation`, also ``workbench bench isolation``) plants secrets in a
+The suite (:mod:`workbench.bench.isolation`, also ``workbench bench isolation``) plants secrets in a
 victim namespace and attacks it from other namespaces and sessions with crafted ids, LIKE
 wildcards, FTS5 syntax, forged scope tokens, JSON-path tags and the victim's own note, schedule
 and log ids, through the engine API, the CLI and one real MCP server subprocess. The tests
@@ -16,9 +16,9 @@ import pytest
 from core import Engine
 from core.errors import InvalidInput, NotFound
 from tests.conftest import DETERMINISTIC, rows
-from workbench.bench_isolation import report_lines
-from workbench.isolation import run_suite
-from workbench.isolation.probe import Probe
+from workbench.bench.isolation import run_suite
+from workbench.bench.isolation.command import report_lines
+from workbench.bench.isolation.probe import Probe
 
 pytest.importorskip("mcp")
 

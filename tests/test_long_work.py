@@ -9,7 +9,7 @@ import pytest
 
 from tests.app_support import running_app, settle
 from tests.test_evaluation import tiny_locomo
-from workbench import long_work
+from workbench.app import long_work
 
 
 async def test_importing_locomo_twice_adds_nothing_the_second_time(

@@ -20,10 +20,10 @@ from tests.app_support import (
     running_app,
     settle,
 )
-from workbench.panes.notes import NotesPane
-from workbench.screens.confirm import ConfirmScreen
-from workbench.screens.prompt import PromptScreen
-from workbench.widgets.note_editor import NoteEditor
+from workbench.app.panes.notes import NotesPane
+from workbench.app.screens.confirm import ConfirmScreen
+from workbench.app.screens.prompt import PromptScreen
+from workbench.app.widgets.note_editor import NoteEditor
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ from textual.widgets import Input, Select, Static
 
 from core.evaluation.judged import score_ranking
 from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
-from workbench.panes.playground import NO_JUDGMENTS_SWEEP, PlaygroundPane
-from workbench.screens.explain import ExplainScreen
-from workbench.widgets.playground_controls import WeightSlider
-from workbench.widgets.playground_log import LogList
-from workbench.widgets.playground_plot import SweepPlot
-from workbench.widgets.playground_ranking import NO_RESULTS
-from workbench.widgets.playground_results import ResultsList
+from workbench.app.panes.playground import NO_JUDGMENTS_SWEEP, PlaygroundPane
+from workbench.app.screens.explain import ExplainScreen
+from workbench.app.widgets.playground_controls import WeightSlider
+from workbench.app.widgets.playground_log import LogList
+from workbench.app.widgets.playground_plot import SweepPlot
+from workbench.app.widgets.playground_ranking import NO_RESULTS
+from workbench.app.widgets.playground_results import ResultsList
 
 SIZE = (160, 48)
 

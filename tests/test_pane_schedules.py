@@ -24,11 +24,11 @@ from tests.app_support import (
     running_app,
     settle,
 )
-from workbench.app import WorkbenchApp
-from workbench.panes.schedules import EMPTY, SchedulesPane
-from workbench.screens.confirm import ConfirmScreen
-from workbench.screens.prompt import PromptScreen
-from workbench.screens.schedule_editor import ScheduleEditor
+from workbench.app.app import WorkbenchApp
+from workbench.app.panes.schedules import EMPTY, SchedulesPane
+from workbench.app.screens.confirm import ConfirmScreen
+from workbench.app.screens.prompt import PromptScreen
+from workbench.app.screens.schedule_editor import ScheduleEditor
 
 
 @pytest.fixture

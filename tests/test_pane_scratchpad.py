@@ -21,8 +21,8 @@ from tests.app_support import (
     running_app,
     settle,
 )
-from workbench.panes.scratchpad import ItemInput, ScratchpadPane, near_limit
-from workbench.screens.confirm import ConfirmScreen
+from workbench.app.panes.scratchpad import ItemInput, ScratchpadPane, near_limit
+from workbench.app.screens.confirm import ConfirmScreen
 
 TRIP = "trip-dolomites"
 STORED = ["book Rifugio Lagazuoi", "check cable car times"]

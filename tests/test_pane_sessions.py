@@ -19,10 +19,10 @@ from tests.app_support import (
     running_app,
     settle,
 )
-from workbench.panes.sessions import SessionsPane, export_file_name
-from workbench.screens.confirm import ConfirmScreen
-from workbench.screens.prompt import PromptScreen
-from workbench.widgets.timeline import Timeline
+from workbench.app.panes.sessions import SessionsPane, export_file_name
+from workbench.app.screens.confirm import ConfirmScreen
+from workbench.app.screens.prompt import PromptScreen
+from workbench.app.widgets.timeline import Timeline
 
 SIZE = (160, 48)
 
@@ -241,7 +241,7 @@ async def test_live_refresh_keeps_the_selection_and_shows_new_messages(
 
 async def test_long_sessions_load_the_latest_events_then_earlier_ones(
         fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import workbench.panes.sessions as sessions_module
+    import workbench.app.panes.sessions as sessions_module
 
     monkeypatch.setattr(sessions_module, "PAGE", 3)
     async with running_app(fixture_db) as (app, pilot):

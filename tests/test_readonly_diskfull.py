@@ -30,8 +30,8 @@ from core.storage import refusals
 from core.storage.connection import open_connection, transaction
 from core.types import Pulse
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file
-from workbench.bench_diskfull import drill, mounted_tmpfs
-from workbench.widgets.header import StatusHeader, _pulse_parts
+from workbench.app.widgets.header import StatusHeader, _pulse_parts
+from workbench.bench.diskfull import drill, mounted_tmpfs
 
 CONFIG: dict[str, Any] = {
     "embedding": {"backend": "deterministic", "fallback_dimensions": 64, "batch_size": 8},

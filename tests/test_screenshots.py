@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.screenshots import main_async
+from workbench.app.screenshots import main_async
 
 
 async def test_a_scene_is_saved_as_the_apps_own_svg(tmp_path: Path) -> None:

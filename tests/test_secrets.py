@@ -36,7 +36,7 @@ from core.errors import ConfigError, WorkbenchError
 from core.summary.summarizers import build_summarizer
 from core.tokens import TokenCounter
 from tests.loopback import loopback
-from workbench.cli import main
+from workbench.cli.root import main
 
 SECRET = "sk-test-SECRET-0123456789"
 KEY_VAR = "WB_TEST_SECRET_KEY"
@@ -377,9 +377,9 @@ def _toml(config: dict[str, Any]) -> str:
 async def test_the_app_screen_never_shows_the_key(
         monkeypatch: pytest.MonkeyPatch, places: Places, tmp_path: Path) -> None:
     from tests.app_support import settle
-    from workbench.app import AppSettings, WorkbenchApp
-    from workbench.themes import PROJECT_THEMES
-    from workbench.widgets.header import StatusHeader
+    from workbench.app.app import AppSettings, WorkbenchApp
+    from workbench.app.themes import PROJECT_THEMES
+    from workbench.app.widgets.header import StatusHeader
 
     monkeypatch.setenv(KEY_VAR, SECRET)
     path = tmp_path / "memory.db"

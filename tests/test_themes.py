@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.app_support import build_fixture, fixture_clock, make_app, settle
-from workbench.themes import PROJECT_THEMES, load_theme_dirs, parse_theme
+from workbench.app.themes import PROJECT_THEMES, load_theme_dirs, parse_theme
 
 
 def test_the_project_themes_load_without_problems() -> None:

@@ -1,8 +1,9 @@
-"""Plain-text helpers every front end shares (the app's panes and the CLI): counts, clipped
-lines, stored timestamps. No Textual import, so the CLI can use them."""
+"""Plain-text helpers every front end shares (the app's panes, the CLI, the benches): counts,
+clipped lines, stored timestamps, JSON. No Textual import, so the CLI can use them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -74,3 +75,10 @@ def tool_names(records: Sequence[Any]) -> dict[str, str]:
             if isinstance(function, dict) and call.get("id"):
                 names[str(call["id"])] = str(function.get("name") or "?")
     return names
+
+
+def to_json(value: Any) -> str:
+    """``value`` (a dataclass, a dict, a list) as indented JSON text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,469 @@
+"""The Search playground: ask the memory what the agent asks it, and see why it answered so.
+
+A query runs its legs once, in a worker (``engine.search``); the result keeps them, so
+every control below the query box — the leg weights, the fusion, ``top_k``, ``min_score``
+— re-ranks at once with ``SearchResult.rerank``, no database involved, and each row says
+how it moved. Judgments (space, 0-3) score the ranking with recall@k and nDCG@k as the
+sliders move, and a sweep draws those scores over every vector weight. ``p`` pins the
+settings as A to compare with what the controls say now (B); the retrieval log replays any
+past query, the agent's included. Tri-hybrid mode shows seed 000's ``get_context``: the
+recent, salient and relevant events and why each was chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Input, Select
+
+from core.errors import WorkbenchError
+from core.evaluation.judged import SweepPoint, best_point, relevant_chunks, weight_sweep
+from core.evaluation.runner import SWEEP_WEIGHTS
+from core.retrieval import query_terms
+from core.retrieval.search import Ranking, SearchResult, rank
+from core.types import ContextResult
+from workbench.app.panes.base import Pane
+from workbench.app.screens.explain import ExplainScreen
+from workbench.app.widgets.playground_ask import TRI_HYBRID, AskBar, Asked
+from workbench.app.widgets.playground_controls import RankingControls
+from workbench.app.widgets.playground_judged import JudgedBox
+from workbench.app.widgets.playground_log import LogList
+from workbench.app.widgets.playground_plot import SweepPlot
+from workbench.app.widgets.playground_ranking import RankingView, ranking_ids
+from workbench.app.widgets.playground_results import ResultsList
+
+LOG_LIMIT = 100
+EMPTY = ("Type a query and press enter; the session selected in Sessions is the scope.\n\n"
+         "keyword, vector and hybrid rank chunks and show what each leg scored; tri-hybrid "
+         "shows the recent, salient and relevant events get_context gives the agent.\n"
+         "The retrieval log on the right replays any past query, the agent's included.")
+NO_SESSIONS = ("No sessions yet, so nothing to search. An agent writes them with "
+               "engine.store(); or run `workbench demo`.")
+NO_JUDGMENTS_SWEEP = "mark relevant results to see the sweep"
+
+
+class PlaygroundPane(Pane):
+    """The Search pane: query, re-rank, explain, judge, sweep, compare, replay."""
+
+    pane_title = "Search"
+    DEFAULT_CSS = """
+    PlaygroundPane { padding: 0 1; }
+    PlaygroundPane #pg-body { height: 1fr; }
+    PlaygroundPane #pg-side { width: 50; margin-left: 1; }
+    """
+    BINDINGS = [
+        Binding("slash", "focus_query", "Query", id="playground.query", key_display="/"),
+        Binding("e", "explain", "Explain", id="playground.explain"),
+        Binding("space", "toggle_relevant", "Relevant", id="playground.relevant"),
+        Binding("g", "next_grade", "Next grade (0-3 set one)", id="playground.grade",
+                show=False),
+        Binding("w", "sweep", "Sweep", id="playground.sweep"),
+        Binding("p", "pin", "Pin A | B", id="playground.pin"),
+        Binding("l", "focus_log", "Log", id="playground.log"),
+        Binding("c", "copy", "Copy JSON", id="playground.copy"),
+        Binding("r", "run_query", "Run the query again", id="playground.run", show=False),
+        Binding("escape", "focus_results", "Go to the results", id="playground.results",
+                show=False),
+        Binding("left_square_bracket", "nudge('pg-vector', -1)", "Vector weight −0.05",
+                id="playground.vector_down", key_display="[", show=False),
+        Binding("right_square_bracket", "nudge('pg-vector', 1)", "Vector weight +0.05",
+                id="playground.vector_up", key_display="]", show=False),
+        Binding("left_curly_bracket", "nudge('pg-fts', -1)", "FTS weight −0.05",
+                id="playground.fts_down", key_display="{", show=False),
+        Binding("right_curly_bracket", "nudge('pg-fts', 1)", "FTS weight +0.05",
+                id="playground.fts_up", key_display="}", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.asked: Asked | None = None
+        """The query the shown answer answers."""
+        self.found: SearchResult | None = None
+        """The ranking shown (B when A is pinned)."""
+        self.context: ContextResult | None = None
+        """Tri-hybrid's answer, when that mode asked."""
+        self.previous: list[str] | None = None
+        """The ranking shown before the last move of a control, for ↑ ↓ new."""
+        self.pinned: Ranking | None = None
+        """A's settings, once pinned."""
+        self.judgments: dict[str, int] = {}
+        self.sweep: tuple[tuple[Any, ...], list[SweepPoint]] | None = None
+        """The last sweep and the settings it was made under."""
+        self.log_entries: list[dict[str, Any]] = []
+        self._controls_ready = False
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield AskBar(id="pg-ask")
+        yield RankingControls(id="pg-controls")
+        with Horizontal(id="pg-body"):
+            yield RankingView(EMPTY, id="pg-main")
+            with Vertical(id="pg-side"):
+                yield JudgedBox(id="pg-judged")
+                yield SweepPlot(id="pg-sweep")
+                yield LogList(id="pg-log")
+
+    @property
+    def ask_bar(self) -> AskBar:
+        return self.query_one(AskBar)
+
+    @property
+    def controls(self) -> RankingControls:
+        return self.query_one(RankingControls)
+
+    @property
+    def view(self) -> RankingView:
+        return self.query_one(RankingView)
+
+    def on_mount(self) -> None:
+        self.query_one(JudgedBox).border_title = "Judged"
+        self.query_one(SweepPlot).border_title = "Weight sweep (w)"
+        self.query_one(LogList).border_title = "Retrieval log (l · enter replays)"
+        self.watch(self.app, "current_session", self._follow_session)
+        self._draw()
+
+    # -- loading (live reloads keep the query, the controls and the selection) -------------
+
+    def focus_target(self) -> Widget | None:
+        """The query box: the cursor is there when the pane is first shown."""
+        return self.query_one("#pg-query", Input)
+
+    def reload(self) -> None:
+        self._load()
+
+    @work(exclusive=True, group="playground", exit_on_error=False)
+    async def _load(self) -> None:
+        """Sessions for the scope, the retrieval log and the shown query's judgments; the
+        query is not run again, so nothing the person looks at moves."""
+        engine = self.engine
+        asked = self.asked
+        sessions = await engine.list_sessions()
+        entries = await engine.retrieval_log(limit=LOG_LIMIT)
+        judgments = None
+        if asked is not None and asked.mode != TRI_HYBRID:
+            judgments = await engine.judgments(asked.text, **asked.scope)
+        if not self._controls_ready:
+            self._init_controls()
+        self.ask_bar.show_scopes(sessions, self.workbench.current_session)
+        if not sessions and self.found is None and self.context is None:
+            self.view.show_empty(NO_SESSIONS)
+        self._show_log(entries)
+        if judgments is not None and self.asked == asked:
+            self.judgments = judgments
+            self._draw()
+
+    def _init_controls(self) -> None:
+        """The controls start at the engine's configured retrieval settings."""
+        retrieval = self.engine.config.retrieval
+        self._controls_ready = True
+        self.controls.show_ranking(vector_weight=retrieval.vector_weight,
+                                   fts_weight=retrieval.fts_weight, fusion=retrieval.fusion)
+        self.ask_bar.set_mode(retrieval.default_recall_mode)
+
+    def _show_log(self, entries: list[dict[str, Any]]) -> None:
+        self.log_entries = entries
+        log = self.query_one(LogList)
+        log.show(entries)
+        log.border_subtitle = f"{len(entries)} queries" if entries else "no queries yet"
+
+    def _follow_session(self, session_id: str | None) -> None:
+        """Sessions selected another session: it becomes the scope (and the query reruns).
+        A session not listed yet becomes the default at the next load."""
+        if session_id is not None and self.ask_bar.follow_session(session_id) \
+                and self.asked is not None and self.engine_open:
+            self.action_run_query()
+
+    # -- asking ------------------------------------------------------------------------------
+
+    def _knobs(self) -> dict[str, Any] | None:
+        """The controls' ranking, or None with the reason on the status line."""
+        try:
+            return self.controls.knobs()
+        except ValueError as exc:
+            self.view.status(Content.styled(str(exc), "$error"))
+            return None
+
+    def action_run_query(self) -> None:
+        if not self.engine_open:
+            self.notify("The memory file is still opening.", severity="warning")
+            return
+        try:
+            asked = self.ask_bar.asking()
+        except ValueError as exc:
+            self.view.status(Content.styled(str(exc), "$warning"))
+            return
+        knobs = self._knobs()
+        if knobs is None:
+            return
+        self.view.status(Content.styled("searching…", "italic $text-muted"))
+        self._search(asked, knobs)
+
+    @on(Input.Submitted, "#pg-query")
+    def _query_submitted(self) -> None:
+        self.action_run_query()
+
+    @work(exclusive=True, group="playground-search", exit_on_error=False)
+    async def _search(self, asked: Asked, knobs: dict[str, Any]) -> None:
+        engine = self.engine
+        try:
+            if asked.mode == TRI_HYBRID:
+                context = await engine.get_context(asked.scope_value, asked.text)
+            else:
+                found = await engine.search(query=asked.text, mode=asked.mode,
+                                            caller="workbench", **asked.scope, **knobs)
+                judgments = await engine.judgments(asked.text, **asked.scope)
+        except WorkbenchError as exc:
+            self.view.status(Content.styled(str(exc), "$error"))
+            self.notify(str(exc), severity="error")
+            return
+        if asked.mode == TRI_HYBRID:
+            self.asked, self.found, self.context = asked, None, context
+            self.judgments, self.previous, self.sweep = {}, None, None
+        else:
+            self._show_found(asked, found, judgments)
+        self._draw(focus=True)
+        self._show_log(await engine.retrieval_log(limit=LOG_LIMIT))
+
+    def _show_found(self, asked: Asked, found: SearchResult, judgments: dict[str, int]) -> None:
+        """A new answer: nothing moved yet, and a sweep of other legs no longer applies."""
+        self.asked, self.found, self.context = asked, found, None
+        self.judgments, self.previous, self.sweep = judgments, None, None
+
+    # -- re-ranking from the kept legs (no database) -----------------------------------------
+
+    @on(RankingControls.Changed)
+    def _rerank(self) -> None:
+        found = self.found
+        if found is None or self.context is not None:
+            return
+        knobs = self._knobs()
+        if knobs is None:
+            return
+        if knobs["top_k"] > found.legs.depth:  # the legs hold too few: ask the database
+            self.action_run_query()
+            return
+        reranked = found.rerank(**knobs)
+        if reranked.ranking == found.ranking:
+            return
+        self.previous = ranking_ids(found)
+        self.found = reranked
+        self._draw()
+
+    @on(Select.Changed, "#pg-scope, #pg-mode")
+    def _question_changed(self) -> None:
+        self.controls.enable(self.ask_bar.mode != TRI_HYBRID)
+        if self.asked is not None:
+            self.action_run_query()
+
+    def action_nudge(self, slider_id: str, steps: int) -> None:
+        self.controls.nudge(slider_id, steps)
+
+    # -- showing -----------------------------------------------------------------------------
+
+    def _pinned_found(self) -> SearchResult | None:
+        """A's ranking: the same kept legs under the pinned settings."""
+        if self.pinned is None or self.found is None:
+            return None
+        return rank(self.found.legs, self.pinned)
+
+    def _draw(self, focus: bool = False) -> None:
+        """Show the current answer: the list(s), the judged scores, the sweep."""
+        view, pinned = self.view, self._pinned_found()
+        self.controls.show_pinned(self.pinned is not None)
+        if self.context is not None:
+            assert self.asked is not None
+            view.show_context(self.context, query_terms(self.asked.text))
+        elif self.found is not None:
+            view.show_found(self.found, pinned, self.previous, self.judgments)
+        self.query_one(JudgedBox).show(self.found, self.judgments, pinned,
+                                       tri_hybrid=self.context is not None)
+        self._draw_sweep()
+        if focus:
+            view.focus_results()
+
+    def _sweep_key(self) -> tuple[Any, ...] | None:
+        """What a sweep depends on: the legs, the settings it keeps, the judgments."""
+        found = self.found
+        if found is None or self.context is not None:
+            return None
+        ranking = found.ranking
+        return (id(found.legs), ranking.fusion, ranking.top_k, ranking.min_score,
+                tuple(sorted(self.judgments.items())))
+
+    def _draw_sweep(self) -> None:
+        plot, current = self.query_one(SweepPlot), self.controls.vector_weight
+        key = self._sweep_key()
+        if self.context is not None:
+            plot.show_sweep(None, current, message="tri-hybrid has no weights to sweep")
+        elif key is None:
+            plot.show_sweep(None, current, message="run a query to sweep its weights")
+        elif not relevant_chunks(self.judgments):
+            plot.show_sweep(None, current, message=NO_JUDGMENTS_SWEEP)
+        elif self.sweep is None:
+            plot.show_sweep(None, current, message="press w to sweep the vector weight from "
+                                                   "0 to 1 (fts = 1 − v)")
+        else:
+            swept_key, points = self.sweep
+            plot.show_sweep(points, current, stale=swept_key != key)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_focus_query(self) -> None:
+        self.query_one("#pg-query", Input).focus()
+
+    def action_focus_results(self) -> None:
+        self.view.focus_results()
+
+    def action_focus_log(self) -> None:
+        self.query_one(LogList).focus()
+
+    def action_explain(self) -> None:
+        if self.context is not None:
+            self.notify("Tri-hybrid events say why they were chosen on their row; explain "
+                        "works on keyword, vector and hybrid rankings.")
+            return
+        if self.found is None:
+            self.notify("Run a query first (type it above and press enter).")
+            return
+        pointed = self.view.pointed(self.found, self._pinned_found())
+        if pointed is None:
+            self.app.push_screen(ExplainScreen(self.found))
+        else:
+            self.app.push_screen(ExplainScreen(*pointed))
+
+    def on_option_list_option_selected(self, event: ResultsList.OptionSelected) -> None:
+        event.stop()
+        if isinstance(event.option_list, LogList):
+            self._replay(self.log_entries[event.option_index])
+        elif isinstance(event.option_list, ResultsList):
+            self.action_explain()
+
+    def action_copy(self) -> None:
+        if self.context is not None:
+            index = self.view.results.highlighted
+            if index is not None and index < len(self.context.items):
+                item = self.context.items[index]
+                self.copy_json(item.to_dict(), f"event #{item.record.sequence}")
+            return
+        pointed = self.view.pointed(self.found, self._pinned_found())
+        if pointed is None:
+            self.notify("No result to copy: run a query and pick a result.")
+            return
+        found, result, place = pointed
+        self.copy_json({"rank": place, **found.explain_result(result)}, f"result #{place}")
+
+    # -- judgments ---------------------------------------------------------------------------
+
+    def action_toggle_relevant(self) -> None:
+        self._grade(lambda grade: 0 if (grade or 0) >= 1 else 2)
+
+    def action_next_grade(self) -> None:
+        self._grade(lambda grade: 1 if grade is None else (grade + 1) % 4)
+
+    def on_results_list_graded(self, event: ResultsList.Graded) -> None:
+        self._grade(lambda _grade: event.grade)
+
+    def _grade(self, choose: Callable[[int | None], int]) -> None:
+        """Judge the result under the cursor: ``choose`` turns its grade into the new one."""
+        if self.context is not None or self.asked is None:
+            self.notify("Judgments grade keyword, vector and hybrid results: run one first.")
+            return
+        pointed = self.view.pointed(self.found, self._pinned_found())
+        if pointed is None:
+            return
+        chunk_id = pointed[1].chunk_id
+        self._judge(self.asked, chunk_id, choose(self.judgments.get(chunk_id)))
+
+    @work(group="playground-judge", exit_on_error=False)
+    async def _judge(self, asked: Asked, chunk_id: str, grade: int) -> None:
+        try:
+            await self.engine.judge(asked.text, chunk_id, grade, **asked.scope)
+        except WorkbenchError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if self.asked == asked:
+            self.judgments[chunk_id] = grade
+            self._draw()
+        self.workbench.memory_written()
+
+    # -- the weight sweep --------------------------------------------------------------------
+
+    def action_sweep(self) -> None:
+        found, key = self.found, self._sweep_key()
+        if found is None or key is None:
+            self.notify("Run a keyword, vector or hybrid query first.")
+            return
+        judgments = dict(self.judgments)
+        if not relevant_chunks(judgments):
+            self.notify("Mark relevant results first (space or 0-3): the sweep scores "
+                        "each weight against them.", severity="warning")
+            return
+
+        async def job(report: Callable[[int, int | None, str | None], None]) -> str:
+            points: list[SweepPoint] = []
+            for point in weight_sweep(found, judgments):  # one per weight: something is relevant
+                points.append(point)
+                report(len(points), len(SWEEP_WEIGHTS), None)
+                await asyncio.sleep(0)  # a cancel lands between points
+            self.sweep = (key, points)
+            self._draw_sweep()
+            best = points[best_point(points) or 0]
+            return (f"Best vector weight {best.vector_weight:.1f} (fts "
+                    f"{best.fts_weight:.1f}): recall@{best.score.k} {best.score.recall:.2f}, "
+                    f"nDCG@{best.score.k} {best.score.ndcg:.2f}")
+
+        self.workbench.run_long("Weight sweep", job)
+
+    # -- A | B -------------------------------------------------------------------------------
+
+    def action_pin(self) -> None:
+        if self.pinned is not None:
+            self.pinned = None
+            self.notify("A unpinned.")
+        elif self.found is None:
+            self.notify("Run a query first; p pins its settings as A.")
+            return
+        else:
+            self.pinned = self.found.ranking
+            self.notify("These settings are A; move the controls to see B beside them.")
+        self.previous = None
+        self._draw()
+
+    # -- the retrieval log -------------------------------------------------------------------
+
+    @work(exclusive=True, group="playground-search", exit_on_error=False)
+    async def _replay(self, entry: dict[str, Any]) -> None:
+        """Run a logged query again as it was asked; the controls take its settings."""
+        engine = self.engine
+        self.view.status(Content.styled(f"replaying {entry['query']!r}…",
+                                        "italic $text-muted"))
+        asked = Asked(entry["query"], entry["scope_kind"], entry["scope_value"],
+                      str(entry["params"].get("mode", "hybrid")))
+        try:
+            found = await engine.replay(entry["log_id"])
+            judgments = await engine.judgments(asked.text, **asked.scope)
+        except WorkbenchError as exc:
+            self.view.status(Content.styled(str(exc), "$error"))
+            self.notify(str(exc), severity="error")
+            return
+        self._set_question(asked, found.ranking)
+        self._show_found(asked, found, judgments)
+        self._draw(focus=True)
+        self._show_log(await engine.retrieval_log(limit=LOG_LIMIT))
+
+    def _set_question(self, asked: Asked, ranking: Ranking) -> None:
+        """Put a replayed query's question and ranking in the widgets (quietly)."""
+        self.ask_bar.show_question(asked)
+        self.controls.show_ranking(vector_weight=ranking.vector_weight,
+                                   fts_weight=ranking.fts_weight, fusion=ranking.fusion,
+                                   top_k=ranking.top_k, min_score=ranking.min_score)
+        self.controls.enable(asked.mode != TRI_HYBRID)

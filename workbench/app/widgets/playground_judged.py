@@ -1,0 +1,58 @@
+"""The playground's judged box: recall@k and nDCG@k of the shown ranking (and of A's).
+
+The scores are recomputed from the kept legs every time the ranking moves, so they follow
+the sliders; with nothing judged relevant the box says how to judge.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from core.evaluation.judged import JudgedScore, score_ranking
+from core.retrieval.search import SearchResult
+from workbench.app.widgets.playground_bars import metric_bar
+from workbench.app.widgets.playground_plot import NDCG, RECALL
+
+HOW_TO_JUDGE = ("space marks the highlighted result relevant, 0-3 grade it; recall@k and "
+                "nDCG@k follow the sliders.")
+
+
+class JudgedBox(Static):
+    """How the ranking does against the judgments of its query."""
+
+    DEFAULT_CSS = """
+    JudgedBox {
+        height: auto; border: round $foreground 20%; border-title-color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    def show(self, found: SearchResult | None, judgments: dict[str, int],
+             pinned: SearchResult | None = None, tri_hybrid: bool = False) -> None:
+        if tri_hybrid:
+            self.update(Content.styled("Judgments grade fused rankings; tri-hybrid has none.",
+                                       "$text-muted"))
+            return
+        if found is None:
+            self.update(Content.styled("Run a query, then mark what is relevant.",
+                                       "$text-muted"))
+            return
+        score = score_ranking(found, judgments)
+        if score is None:
+            self.update(Content.styled(HOW_TO_JUDGE, "$text-muted"))
+            return
+        lines = [metric_bar(f"recall@{score.k}", score.recall, 22, RECALL),
+                 metric_bar(f"nDCG@{score.k}", score.ndcg, 22, NDCG),
+                 Content.styled(f"{score.found} of {score.relevant} judged relevant in the "
+                                f"top {score.k}", "$text-muted")]
+        pinned_score = None if pinned is None else score_ranking(pinned, judgments)
+        if pinned_score is not None:
+            lines.append(_pinned_line(pinned_score))
+        self.update(Content("\n").join(lines))
+
+
+def _pinned_line(score: JudgedScore) -> Content:
+    return Content.assemble(("A ", "bold $accent"),
+                            (f"recall@{score.k} {score.recall:.2f}", RECALL), " · ",
+                            (f"nDCG@{score.k} {score.ndcg:.2f}", NDCG))

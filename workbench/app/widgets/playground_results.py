@@ -1,0 +1,176 @@
+"""The playground's result lists: one ranked chunk (or tri-hybrid event) per option.
+
+A result is two lines: its rank, how it moved, the final score, each leg's normalised score
+and rank as a bar in the leg's colour, where it lives and its grade; then its text with
+the query's terms highlighted. The compact form fits half the width for A | B.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from textual.binding import Binding
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from core.types import ContextItem, HybridQueryResult
+from workbench.app.widgets.playground_bars import (
+    FTS,
+    VECTOR,
+    grade_mark,
+    highlighted,
+    leg_cell,
+    movement,
+)
+
+REASON_STYLES = {"recency": "$primary", "salience": "$warning", "relevance": "$success"}
+
+
+@dataclass(frozen=True)
+class RowMarks:
+    """What a row shows besides the result: its move, its grade, whether it left."""
+
+    move: int | None = 0
+    compared: bool = False
+    """Whether there is a ranking to compare with (else no move is shown)."""
+    grade: int | None = None
+    left: bool = False
+    """In A's list: B no longer holds it."""
+
+
+def location(result: HybridQueryResult, with_session: bool = True) -> str:
+    """Where a chunk lives: ``session #8`` or ``session #3–5`` for a chunk over messages."""
+    span = (f"#{result.sequence_start}" if result.sequence_start == result.sequence_end
+            else f"#{result.sequence_start}–{result.sequence_end}")
+    return f"{result.session_id} {span}" if with_session else span
+
+
+def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks: RowMarks,
+                  *, compact: bool = False) -> Content:
+    """The two lines of one ranked chunk."""
+    move = (Content.styled("out ", "bold $error") if marks.left
+            else movement(marks.move, marks.compared))
+    head: list[Content | tuple[str, str] | str] = [
+        (f"{rank:>3} ", "bold"), move, (f" {result.score:6.3f}", "bold"), "  "]
+    if compact:
+        head += [leg_cell(result.vector_score, result.vector_rank, 6, VECTOR, numbers=False),
+                 " ", leg_cell(result.fts_score, result.fts_rank, 6, FTS, numbers=False),
+                 (f" {location(result, False):<7}", "$text-muted"), grade_mark(marks.grade)]
+        limit = 96
+    else:
+        head += [leg_cell(result.vector_score, result.vector_rank, 12, VECTOR, "vec"), "  ",
+                 leg_cell(result.fts_score, result.fts_rank, 12, FTS, "fts"), "  ",
+                 grade_mark(marks.grade), (f"  {location(result)}", "$text-muted")]
+        limit = 200
+    text = highlighted(result.text, terms, limit) or Content.styled("(no text)", "$text-muted")
+    return Content.assemble(*head, "\n", " " * 5, text)
+
+
+def payload_text(payload: Mapping[str, Any]) -> str:
+    """What a message says: its content, else the tools it calls."""
+    content = payload.get("content")
+    if isinstance(content, str) and content.strip():
+        return content
+    calls = payload.get("tool_calls") or []
+    if calls:
+        return "; ".join(f"→ {call.get('function', {}).get('name', '?')}"
+                         f"({call.get('function', {}).get('arguments', '')})" for call in calls)
+    return json.dumps(content, ensure_ascii=False) if content else "(empty)"
+
+
+def context_prompt(item: ContextItem, terms: list[str]) -> Content:
+    """One tri-hybrid event: its sequence and role, the strategies that chose it, its text."""
+    record = item.record
+    badges: list[Content | str] = []
+    for reason in item.reasons:
+        label = reason
+        if reason == "relevance" and item.similarity is not None:
+            label = f"relevance {item.similarity:.3f}"
+        colour = REASON_STYLES.get(reason, "$accent")
+        badges += [Content.styled(f" {label} ", f"bold $background on {colour}"), " "]
+    role = str(record.payload.get("role", "?"))
+    head = Content.assemble((f"#{record.sequence:<4}", "bold"), (f"{role:<10}", "$text-muted"),
+                            *badges, (f"  importance {record.importance:.2f}", "$text-muted"))
+    text = highlighted(payload_text(record.payload), terms, 200)
+    return Content.assemble(head, "\n", " " * 5, text)
+
+
+class ResultsList(OptionList):
+    """Ranked chunks; 0-3 grade the highlighted one, enter explains it."""
+
+    DEFAULT_CSS = """
+    ResultsList {
+        height: 1fr;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+        border: round $foreground 20%;
+        border-title-color: $text-muted;
+        padding: 0;
+        & > .option-list--option-highlighted {
+            background: $primary 22%;
+            color: $foreground;
+            text-style: none;
+        }
+        &:focus {
+            border: round $primary;
+            border-title-color: $primary;
+            & > .option-list--option-highlighted {
+                background: $primary 30%;
+                color: $foreground;
+                text-style: none;
+            }
+        }
+    }
+    """
+    BINDINGS = [
+        Binding("0", "grade(0)", "Not relevant", show=False),
+        Binding("1", "grade(1)", "Grade 1", show=False),
+        Binding("2", "grade(2)", "Grade 2", show=False),
+        Binding("3", "grade(3)", "Grade 3", show=False),
+    ]
+
+    @dataclass
+    class Graded(Message):
+        """A grade key was pressed on the highlighted result."""
+
+        results: ResultsList
+        grade: int
+
+        @property
+        def control(self) -> ResultsList:
+            return self.results
+
+    def action_grade(self, grade: int) -> None:
+        if self.highlighted_option is not None:
+            self.post_message(self.Graded(self, grade))
+
+    @property
+    def highlighted_id(self) -> str | None:
+        option = self.highlighted_option
+        return None if option is None else option.id
+
+    def show(self, options: list[Option], keep: str | None) -> None:
+        """Replace the options, keeping ``keep`` (an option id) highlighted if it is still
+        there, else the same place."""
+        place = self.highlighted
+        self.set_options(_with_dividers(options))
+        ids = [option.id for option in self.options]
+        if keep is not None and keep in ids:
+            self.highlighted = ids.index(keep)
+        elif self.options:
+            self.highlighted = min(place or 0, len(self.options) - 1)
+
+
+def _with_dividers(options: list[Option]) -> list[Option | None]:
+    """Options with a rule between each two (``None`` is OptionList's divider)."""
+    spaced: list[Option | None] = []
+    for index, option in enumerate(options):
+        if index:
+            spaced.append(None)
+        spaced.append(option)
+    return spaced

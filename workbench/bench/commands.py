@@ -1,0 +1,90 @@
+"""``workbench bench``: the group, its ingest, query and app benchmarks, and the drills kept
+in their own modules (concurrency, crash, isolation, disk full), added here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from workbench.cli.support import (
+    _echo_figures,
+    _load_config,
+    _require_db,
+    _with_model,
+    model_option,
+)
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks that print figures (throughput, latency, peak memory)."""
+
+
+@bench.command("ingest")
+@model_option
+@click.option("--messages", default=20_000, show_default=True, type=click.IntRange(min=1),
+              help="Messages to ingest.")
+@click.option("--sessions", default=200, show_default=True, type=click.IntRange(min=1),
+              help="Sessions to spread them over.")
+@click.pass_context
+def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions: int) -> None:
+    """Encode-only vs end-to-end ingest throughput (store + drain), their ratio, peak RSS."""
+    from workbench.bench.ingest import run_ingest
+
+    config = _with_model(_load_config(ctx), model)
+    _echo_figures(lambda say: run_ingest(config, messages, sessions, say=say))
+
+
+@bench.command("query")
+@model_option
+@click.option("--chunks", default=100_000, show_default=True, type=click.IntRange(min=100),
+              help="Chunks to build the database with.")
+@click.option("--sessions", default=1_000, show_default=True, type=click.IntRange(min=1),
+              help="Sessions to spread them over (all under one agent).")
+@click.option("--queries", default=300, show_default=True, type=click.IntRange(min=10),
+              help="Queries to time on each path.")
+@click.pass_context
+def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: int,
+                queries: int) -> None:
+    """Query latency p50/p95: session, namespace, re-fusion, and numpy brute force."""
+    from workbench.bench.query import run_query_bench
+
+    config = _with_model(_load_config(ctx), model)
+    _echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
+                                              say=say))
+
+
+@bench.command("app")
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The memory file to open (e.g. one `workbench bench query` built).")
+@model_option
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(min=1),
+              help="How many times to start the app.")
+@click.pass_context
+def bench_app(ctx: click.Context, db_path: Path, model: str | None, runs: int) -> None:
+    """Start-up: first paint, file open, sessions listed and model loaded, in ms."""
+    from workbench.bench.app import run_app_bench
+
+    _require_db(db_path)
+    config = _with_model(_load_config(ctx), model)
+    run_app_bench(db_path, config.to_dict(), runs, click.echo)
+
+
+def _add_drills() -> None:
+    """The drills' commands, each in its own module."""
+    from workbench.bench.concurrency import bench_concurrency
+
+    bench.add_command(bench_concurrency)
+    from workbench.bench.crash import crash_command
+
+    bench.add_command(crash_command)
+    from workbench.bench.isolation.command import isolation_command
+
+    bench.add_command(isolation_command)
+    from workbench.bench.diskfull import diskfull_command
+
+    bench.add_command(diskfull_command)
+
+
+_add_drills()

@@ -1,0 +1,481 @@
+"""``workbench bench crash``: kill a writing process at random moments and check the file.
+
+A child process (``python -m workbench.bench.crash_child``) opens a memory file and writes to it
+without pause, one of three workloads:
+
+- **ingest**: ``append`` and ``store`` of synthetic agent messages (tool calls and results
+  among them, some repeating an earlier text so the dedup path runs) over three sessions;
+- **notes**: add, write, rename, alias, unalias and remove notes in one namespace;
+- **compact**: messages, then ``compact`` and ``summarize`` of their sessions.
+
+Before each operation the child appends a *begin* line to an acknowledgement file (opened
+with ``O_APPEND``); when the engine returns it appends a *done* line, or *refused* when the
+engine said no and wrote nothing. A done line is an acknowledged write. The lines are
+``write(2)`` calls, which survive the death of the process that made them (no fsync: a
+SIGKILL is not a power cut, and neither is what SQLite's ``synchronous=NORMAL`` guards).
+
+The parent kills the child with SIGKILL after a seeded random delay (most after the engine
+is open, some while it is still starting), then checks the file:
+
+1. through a connection of its own, before any engine touches it:
+   :func:`core.storage.invariants.check_file` (integrity checks, half-stored messages, notes
+   and compactions, orphaned rows, the backlog left behind);
+2. through a fresh ``Engine``: every acknowledged write is there as acknowledged (messages
+   by session and sequence with the same payload; notes in the state the last done line
+   gave; compactions' archives; summaries' epochs never behind), and nothing is there that
+   was never asked for. The one operation begun and not acknowledged may be there or not;
+3. the work left behind resumes: ``drain()`` empties the embedding backlog with no failed
+   chunk, a consolidation pass writes every archive's markdown the kill left unwritten, and
+   the file still passes step 1.
+
+The next child of the same workload carries on in the same file, so later kills also check
+that what earlier runs left is still intact. Workloads rotate across kills.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from workbench.bench.crash_child import NOTES_NAMESPACE, is_marker, note_state, payload_digest
+from workbench.cli.support import _load_config, _run, _with_model
+from workbench.text import to_json
+
+WORKLOADS = ("ingest", "notes", "compact")
+WORKER_BATCH = 32  # chunks per embedding batch: the worker commits often, so kills land there too
+EARLY_SHARE = 0.125  # kills aimed at a child still importing or opening the engine
+EARLY_WINDOW_S = 0.6
+KILL_WINDOW_S = (0.02, 1.2)  # after the child is open and about to write
+READY_TIMEOUT_S = 60.0
+
+
+# -- the parent: what the file holds, and what it should --------------------------------------
+
+
+@dataclass
+class _Holdings:
+    """What a workload's file holds, as the checks compare it."""
+
+    messages: dict[tuple[str, int], str] = field(default_factory=dict)  # -> payload digest
+    notes: dict[str, dict[str, Any]] = field(default_factory=dict)  # note_id -> note_state
+    archives: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    epochs: dict[str, int] = field(default_factory=dict)  # session -> summary epoch
+
+    def copy(self) -> _Holdings:
+        return _Holdings(dict(self.messages), dict(self.notes), dict(self.archives),
+                         dict(self.epochs))
+
+
+async def _holdings(engine: Any) -> _Holdings:
+    """Everything the checks compare, read through the engine's public API."""
+    from core.storage.notes import MEMORY_PREFIX
+
+    held = _Holdings()
+    sessions = [s.session_id for s in await engine.list_sessions()
+                if not s.session_id.startswith(MEMORY_PREFIX)]
+    for session_id in sessions:
+        for record in await engine.recall(session_id):
+            if not is_marker(record.payload):
+                held.messages[(session_id, record.sequence)] = payload_digest(record.payload)
+        held.epochs[session_id] = (await engine.summary_state(session_id)).epoch
+    page = await engine.list_notes(namespace=NOTES_NAMESPACE, limit=1000)
+    held.notes = {note.note_id: note_state(note) for note in page.notes}
+    held.archives = {(a["session_id"], a["marker_sequence"]): (a["archive_name"], a["note_id"])
+                     for a in await engine.list_archives()}
+    return held
+
+
+def _read_acks(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The done lines in order, and the operation begun but neither done nor refused."""
+    done: list[dict[str, Any]] = []
+    open_op: dict[str, Any] | None = None
+    if not path.exists():
+        return done, None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line the kill cut short: never an acknowledgement
+        if entry["k"] == "begin":
+            open_op = entry
+        else:
+            if entry["k"] == "done":
+                done.append(entry)
+            open_op = None
+    return done, open_op
+
+
+@dataclass
+class _Comparison:
+    lost: int = 0
+    phantom: int = 0
+    problems: list[str] = field(default_factory=list)
+    # The operation in flight at the kill: True committed (not acknowledged), False rolled
+    # back, None when there was none or its effect cannot be told (summarize).
+    open_committed: bool | None = None
+
+    def lose(self, problem: str) -> None:
+        self.lost += 1
+        self.problems.append(f"lost: {problem}")
+
+    def extra(self, problem: str) -> None:
+        self.phantom += 1
+        self.problems.append(f"never asked for: {problem}")
+
+
+def _expected(before: _Holdings, done: list[dict[str, Any]]) -> _Holdings:
+    """What the file should hold: what it held before, with every acknowledged write."""
+    expected = before.copy()
+    for entry in done:
+        op = entry["op"]
+        if op == "store":
+            expected.messages[(entry["session"], entry["sequence"])] = entry["digest"]
+        elif op == "compact":
+            expected.archives[(entry["session"], entry["marker"])] = (entry["name"],
+                                                                      entry["note_id"])
+        elif op == "summarize":
+            expected.epochs[entry["session"]] = max(expected.epochs.get(entry["session"], 0),
+                                                    entry["epoch"])
+        elif entry["after"] is None:
+            expected.notes.pop(entry["note_id"], None)
+        else:
+            expected.notes[entry["note_id"]] = entry["after"]
+    return expected
+
+
+def _compare(expected: _Holdings, held: _Holdings, open_op: dict[str, Any] | None) -> _Comparison:
+    """Acknowledged writes missing (lost) and writes nobody asked for (phantom); the open
+    operation may have committed or not."""
+    found = _Comparison()
+    op = (open_op or {}).get("op")
+    spare = open_op is not None  # the open operation explains at most one difference
+    for key, digest in expected.messages.items():
+        if held.messages.get(key) != digest:
+            found.lose(f"message {key[0]}#{key[1]}")
+    for key in held.messages.keys() - expected.messages.keys():
+        if (spare and op == "store" and open_op["session"] == key[0]
+                and open_op["digest"] == held.messages[key]
+                and open_op["sequence"] in (None, key[1])):
+            spare = False
+        else:
+            found.extra(f"message {key[0]}#{key[1]}")
+    for note_id in expected.notes.keys() | held.notes.keys():
+        want, have = expected.notes.get(note_id), held.notes.get(note_id)
+        if want == have:
+            continue
+        if (spare and op in ("add", "write", "rename", "alias", "unalias", "remove")
+                and open_op["note_id"] in (None, note_id) and open_op["after"] == have
+                and (open_op["note_id"] is not None or want is None)):
+            spare = False
+        elif want is not None:
+            found.lose(f"note {note_id}: want {want}, file has {have}")
+        else:
+            found.extra(f"note {note_id}: {have}")
+    for key, archive in expected.archives.items():
+        if held.archives.get(key) != archive:
+            found.lose(f"archive {archive[0]!r} at {key[0]}#{key[1]}")
+    for key in held.archives.keys() - expected.archives.keys():
+        if spare and op == "compact" and open_op["session"] == key[0]:
+            spare = False
+        else:
+            found.extra(f"archive {held.archives[key][0]!r}")
+    for session_id, epoch in expected.epochs.items():
+        if held.epochs.get(session_id, 0) < epoch:
+            found.lose(f"summary of {session_id}: epoch {held.epochs.get(session_id)} < {epoch}")
+    if open_op is not None and op != "summarize":
+        found.open_committed = not spare
+    return found
+
+
+# -- the parent: figures ---------------------------------------------------------------------
+
+
+MUST_BE_ZERO = ("lost", "phantom", "half_stored", "orphans", "integrity_failures",
+                "backlog_after", "failed_after", "archives_unwritten", "child_failures")
+
+
+@dataclass
+class WorkloadFigures:
+    """One workload's kills and what the checks after them found."""
+
+    workload: str
+    kills: int = 0
+    early_kills: int = 0  # before the engine said it was open
+    acknowledged: int = 0
+    lost: int = 0
+    phantom: int = 0
+    half_stored: int = 0
+    orphans: int = 0
+    integrity_failures: int = 0  # kills after which a file check did not pass
+    backlog_found: int = 0  # chunks waiting for a vector when the file was reopened
+    backlog_after: int = 0  # ... after drain(): must be 0
+    failed_after: int = 0
+    archives_unwritten: int = 0  # archives without markdown after a consolidation pass
+    child_failures: int = 0  # a child that died by itself, before the kill
+    # Where the kill landed: inside an operation that then was (or was not) committed.
+    in_flight_committed: int = 0
+    in_flight_rolled_back: int = 0
+
+    def add(self, other: WorkloadFigures) -> None:
+        for item in dataclasses.fields(self):
+            if item.name != "workload":
+                setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+
+@dataclass
+class CrashFigures:
+    """What ``bench crash`` measured."""
+
+    model: str
+    dimension: int
+    seed: int
+    seconds: float
+    window: tuple[float, float]
+    workloads: list[WorkloadFigures]
+    problems: list[str]
+
+    @property
+    def total(self) -> WorkloadFigures:
+        total = WorkloadFigures("total")
+        for figures in self.workloads:
+            total.add(figures)
+        return total
+
+    @property
+    def passed(self) -> bool:
+        """Every must-be-zero figure is 0, and something was acknowledged."""
+        total = self.total
+        return total.acknowledged > 0 and not any(getattr(total, n) for n in MUST_BE_ZERO)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures for ``--json``."""
+        return {"model": self.model, "dimension": self.dimension, "seed": self.seed,
+                "seconds": round(self.seconds, 1), "kill_window_s": list(self.window),
+                "passed": self.passed,
+                "must_be_zero": list(MUST_BE_ZERO),
+                "workloads": [dataclasses.asdict(w) for w in self.workloads],
+                "total": dataclasses.asdict(self.total), "problems": self.problems}
+
+    def lines(self) -> list[str]:
+        """The figures as the lines the command prints."""
+        total = self.total
+        header = ("workload  kills  acked writes  lost  phantom  half-stored  orphans"
+                  "  integrity failures  backlog at reopen  backlog after resume")
+        rows = [header]
+        for w in [*self.workloads, total]:
+            rows.append(f"{w.workload:<8}  {w.kills:>5}  {w.acknowledged:>12,}  {w.lost:>4}"
+                        f"  {w.phantom:>7}  {w.half_stored:>11}  {w.orphans:>7}"
+                        f"  {w.integrity_failures:>18}  {w.backlog_found:>17,}"
+                        f"  {w.backlog_after + w.failed_after:>20}")
+        verdict = ("pass: every must-be-zero figure is 0" if self.passed else
+                   "FAIL: a must-be-zero figure is not 0" if total.acknowledged else
+                   "FAIL: nothing was acknowledged, so nothing was checked")
+        return [
+            f"model                 {self.model} ({self.dimension} dims)",
+            f"kills                 {total.kills} SIGKILLs, workloads in turn, seed {self.seed}:"
+            f" {total.kills - total.early_kills} {self.window[0]:.2f}-{self.window[1]:.2f} s"
+            f" after the engine was open, {total.early_kills} while the child was starting;"
+            f" {self.seconds:.0f} s in all",
+            f"in flight at the kill {total.in_flight_committed} operations committed but not"
+            f" yet acknowledged, {total.in_flight_rolled_back} rolled back",
+            f"after resume          failed chunks {total.failed_after}, archives without"
+            f" markdown {total.archives_unwritten}, children that died by themselves"
+            f" {total.child_failures}",
+            "", *rows, "",
+            f"verdict               {verdict}",
+            *(f"  {problem}" for problem in self.problems[:20]),
+        ]
+
+
+@dataclass
+class _Workload:
+    name: str
+    db: Path
+    held: _Holdings = field(default_factory=_Holdings)
+    figures: WorkloadFigures = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.figures = WorkloadFigures(self.name)
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    """The config as the JSON the child reads, with the harness's worker batch size."""
+    from core.config import load_config
+
+    as_dict = load_config(config).to_dict()
+    as_dict["embedding"]["batch_size"] = WORKER_BATCH
+    return as_dict
+
+
+async def _kill_one(workload: _Workload, run: int, folder: Path, config_path: Path,
+                    rng: random.Random, window: tuple[float, float],
+                    early_share: float) -> tuple[Path, bool, str | None]:
+    """Start a child on the workload, kill it; its ack file, whether it was killed early,
+    and what it said if it died by itself."""
+    acks = folder / f"acks-{run:04d}.jsonl"
+    errors = folder / f"child-{run:04d}.err"
+    early = rng.random() < early_share
+    delay = rng.uniform(0.0, EARLY_WINDOW_S) if early else rng.uniform(*window)
+    with errors.open("wb") as stderr:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "workbench.bench.crash_child", workload.name, str(workload.db),
+            str(acks), str(config_path), str(rng.getrandbits(31)),
+            stdout=asyncio.subprocess.PIPE, stderr=stderr)
+    assert child.stdout is not None
+    try:
+        if not early:
+            line = await asyncio.wait_for(child.stdout.readline(), READY_TIMEOUT_S)
+            if line.strip() != b"ready":
+                await child.wait()
+        if child.returncode is None:
+            await asyncio.sleep(delay)
+    finally:
+        if child.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
+        await child.wait()
+    if child.returncode != -signal.SIGKILL:
+        said = errors.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        return acks, early, f"exit {child.returncode}: {' | '.join(said[-3:])}"
+    return acks, early, None
+
+
+async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
+                 problems: list[str], run: int) -> tuple[str, int]:
+    """Everything the kill must not have broken; the model's name and size."""
+    from core import Engine
+    from core.storage.connection import open_connection
+    from core.storage.invariants import check_file
+
+    figures = workload.figures
+    chunking = config["chunking"]
+
+    def check_file_once() -> Any:
+        conn = open_connection(workload.db, read_only=False, busy_timeout_ms=15000)
+        try:
+            return check_file(conn, max_chars=chunking["max_chars"],
+                              overlap_chars=chunking["overlap_chars"])
+        finally:
+            conn.close()
+
+    def count(findings: Any, when: str) -> None:
+        figures.half_stored += findings.half_stored_count
+        figures.orphans += findings.orphan_count
+        for kind, listed in (("integrity", findings.integrity),
+                             ("half-stored", findings.half_stored),
+                             ("orphan", findings.orphans)):
+            problems.extend(f"{workload.name} kill {run} ({when}): {kind}: {p}" for p in listed)
+
+    before = await asyncio.to_thread(check_file_once)
+    figures.backlog_found += before.pending_chunks
+    count(before, "at reopen")
+
+    done, open_op = _read_acks(acks)
+    figures.acknowledged += len(done)
+    async with Engine.open(workload.db, config=config) as engine:
+        held = await _holdings(engine)
+        compared = _compare(_expected(workload.held, done), held, open_op)
+        figures.lost += compared.lost
+        figures.phantom += compared.phantom
+        figures.in_flight_committed += compared.open_committed is True
+        figures.in_flight_rolled_back += compared.open_committed is False
+        problems.extend(f"{workload.name} kill {run}: {p}" for p in compared.problems)
+        workload.held = held
+        await engine.drain(timeout=300)
+        status = await engine.embedding_status()
+        figures.backlog_after += status.backlog
+        figures.failed_after += status.failed
+        await engine.consolidate(idle_hours=10**6)  # repairs archive files only: none is idle
+        unwritten = [a for a in await engine.list_archives() if not a["file_path"]]
+        figures.archives_unwritten += len(unwritten)
+        model = (engine.embedder.name, engine.embedder.dimension)
+
+    after = await asyncio.to_thread(check_file_once)
+    count(after, "after resume")
+    figures.integrity_failures += bool(before.integrity or after.integrity)
+    return model
+
+
+async def run_crash_bench(config: Any, kills: int, seed: int,
+                          say: Callable[[str], None] = print, *,
+                          window: tuple[float, float] = KILL_WINDOW_S,
+                          early_share: float = EARLY_SHARE) -> CrashFigures:
+    """Kill ``kills`` children (workloads in turn) and check the file after each.
+
+    A child is killed ``window`` seconds (uniform, seeded) after its engine is open; a share
+    ``early_share`` of kills come instead while it is still starting (up to 0.6 s after it
+    was spawned).
+    """
+    from core import Engine
+
+    rng = random.Random(seed)
+    as_dict = _config_dict(config)
+    started = time.perf_counter()
+    problems: list[str] = []
+    model = ("", 0)
+    with tempfile.TemporaryDirectory(prefix="workbench-crash-") as name:
+        folder = Path(name)
+        config_path = folder / "config.json"
+        config_path.write_text(json.dumps(as_dict), encoding="utf-8")
+        workloads = [_Workload(w, folder / w / "memory.db") for w in WORKLOADS]
+        for workload in workloads:  # the schema is made once, so every kill hits writes
+            workload.db.parent.mkdir()
+            async with Engine.open(workload.db, config=as_dict):
+                pass
+        for run in range(1, kills + 1):
+            workload = workloads[(run - 1) % len(workloads)]
+            acks, early, died = await _kill_one(workload, run, folder, config_path, rng,
+                                                window, early_share)
+            figures = workload.figures
+            figures.kills += 1
+            figures.early_kills += early
+            if died is not None:
+                figures.child_failures += 1
+                problems.append(f"{workload.name} kill {run}: the child died by itself, {died}")
+            acked_before = figures.acknowledged
+            model = await _check(workload, as_dict, acks, problems, run)
+            say(f"kill {run}/{kills} {workload.name:<7} "
+                f"{'(starting) ' if early else ''}{figures.acknowledged - acked_before} "
+                f"acknowledged; lost {figures.lost}, half-stored {figures.half_stored}")
+    return CrashFigures(model=model[0], dimension=model[1], seed=seed,
+                        seconds=time.perf_counter() - started, window=window, workloads=[
+                            w.figures for w in workloads], problems=problems)
+
+
+@click.command("crash")
+@click.option("--kills", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Children to kill with SIGKILL (the three workloads in turn).")
+@click.option("--seed", default=1, show_default=True, type=int,
+              help="Seed of the kill delays and of the children's operations.")
+@click.option("--model", default=None,
+              help="model2vec hub id or folder for the children and the checks;"
+                   " default: the deterministic backend (no model to load, fastest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.pass_context
+def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None,
+                  as_json: bool) -> None:
+    """Kill writers at random moments; check nothing acknowledged is lost or half-stored."""
+    config = _with_model(_load_config(ctx), model or "deterministic")
+    figures = _run(run_crash_bench(config, kills, seed,
+                                   say=lambda line: click.echo(line, err=True)))
+    if as_json:
+        click.echo(to_json(figures.as_dict()))
+    else:
+        for line in figures.lines():
+            click.echo(line)
+    if not figures.passed:
+        sys.exit(1)

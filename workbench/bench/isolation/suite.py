@@ -1,0 +1,221 @@
+"""The suite end to end: plant, attack through each front end, check the victim's view.
+
+:func:`run_suite` is synchronous: the command line runs ``asyncio.run`` in each command, so
+its part cannot run inside an event loop, and the engine and MCP parts each get one of their
+own. It returns the tally; ``workbench bench isolation`` prints it and the test asserts on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.bench.isolation.probe import Finding, Probe
+from workbench.bench.isolation.victim import (
+    ATTACKER,
+    ATTACKER_CHAT,
+    ATTACKER_MARK,
+    BAIT,
+    CONFIG,
+    CONFIG_TOML,
+    VICTIM,
+    VICTIM_CHAT,
+    Planted,
+    Snapshot,
+    plant_attacker,
+    plant_victim,
+)
+
+VIEW = "victim's view"
+ENTRY_POINTS = ("engine API", "CLI", "MCP server", VIEW)
+
+
+@dataclass
+class SuiteResult:
+    """Cases per entry point, the leaks and crashes found, and how long each part took."""
+
+    cases: dict[str, int]
+    leaks: list[Finding]
+    crashes: list[Finding]
+    seconds: dict[str, float] = field(default_factory=dict)
+    planted: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.cases.values())
+
+
+def attack_config() -> dict[str, Any]:
+    """The engine config of every part: deterministic vectors, no background consolidation,
+    and the victim as the configured agent, so any path that falls back to the configured
+    agent when a namespace is missing or empty lands on the victim and shows up."""
+    return {**CONFIG, "agent": VICTIM}
+
+
+def run_suite(workdir: Path, *, mcp: bool = True, thorough: bool = False,
+              say: Callable[[str], None] = lambda line: None) -> SuiteResult:
+    """Plant a victim in a new memory file under ``workdir`` and attack it; the tally.
+
+    ``thorough`` gives the command line every input (the engine and MCP parts always get
+    them all); ``mcp=False`` leaves the MCP server out.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    db_path = workdir / "memory.db"
+    config_path = workdir / "workbench.toml"
+    config_path.write_text(f'agent = "{VICTIM}"\n' + CONFIG_TOML, encoding="utf-8")
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    planted = asyncio.run(_plant(db_path))
+    snapshot = Snapshot(planted, workdir / "conversations")
+    probe = Probe(planted.words, planted.ids, snapshot)
+    probe.arm()
+    seconds["plant"] = time.perf_counter() - started
+    say(f"planted {len(planted.chunk_ids)} chunks, {len(planted.note_ids)} notes, "
+        f"{len(planted.log_ids)} logged queries in namespace {VICTIM!r}")
+
+    def engine_part() -> None:
+        asyncio.run(_engine_part(db_path, planted, probe, workdir))
+
+    def cli_part() -> None:
+        from workbench.bench.isolation.cli_attacks import attack_cli
+
+        attack_cli(db_path, config_path, planted, probe, workdir, thorough=thorough)
+
+    def mcp_part() -> None:
+        from workbench.bench.isolation.mcp_attacks import attack_mcp
+
+        if mcp:
+            asyncio.run(attack_mcp(db_path, config_path, planted, probe, workdir))
+
+    def victim_view() -> None:
+        _victim_cli_view(db_path, config_path, planted, probe, workdir)
+        asyncio.run(_victim_view(db_path, planted, probe))
+
+    parts = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, victim_view), strict=True))
+    try:
+        for part, run in parts.items():
+            began = time.perf_counter()
+            run()
+            probe.unchanged(part, "(after the part)", [])
+            seconds[part] = time.perf_counter() - began
+            say(f"{part}: {probe.cases[part]} cases, {seconds[part]:.1f} s")
+    finally:
+        snapshot.close()
+    return SuiteResult({entry: probe.cases[entry] for entry in ENTRY_POINTS}, probe.leaks,
+                       probe.crashes, seconds,
+                       {"chunks": len(planted.chunk_ids), "notes": len(planted.note_ids),
+                        "logged queries": len(planted.log_ids), "markers": len(
+                            planted.words) + len(planted.ids)})
+
+
+async def _plant(db_path: Path) -> Planted:
+    from core import Engine
+
+    async with Engine.open(db_path, config=attack_config()) as engine:
+        planted = await plant_victim(engine, db_path)
+        await plant_attacker(engine)
+    return planted
+
+
+async def _engine_part(db_path: Path, planted: Planted, probe: Probe, workdir: Path) -> None:
+    from core import Engine
+    from workbench.bench.isolation.engine_attacks import attack_engine
+
+    async with Engine.open(db_path, config=attack_config()) as engine:
+        await attack_engine(engine, planted, probe, workdir)
+
+
+def _reverse_probe(probe: Probe) -> Probe:
+    """A probe for the other direction: the attacker's mark in the victim's own reads."""
+    return Probe({ATTACKER_MARK: "the attacker's mark"},
+                 {ATTACKER: "the attacker's namespace", ATTACKER_CHAT: "the attacker's session"},
+                 probe.snapshot)
+
+
+def _in_scope(reverse: Probe, operation: str, chunk_ids: list[str], planted: Planted) -> None:
+    """A replay of the victim's logged query returns the victim's chunks only."""
+    strays = [chunk_id for chunk_id in chunk_ids if chunk_id not in planted.chunk_ids]
+    if strays:
+        reverse.leaks.append(Finding(VIEW, operation, "[]",
+                                     f"replay left its logged scope: {strays[:3]}"))
+
+
+def _victim_cli_view(db_path: Path, config_path: Path, planted: Planted, probe: Probe,
+                     workdir: Path) -> None:
+    """``workbench log --replay ID`` (the developer's view: no namespace) on the victim's
+    entries runs in their logged scope and shows nothing of the attacker's."""
+    from workbench.bench.isolation.cli_attacks import Commands
+
+    cli = Commands(db_path, config_path, _reverse_probe(probe), workdir)
+    for log_id in planted.log_ids:
+        operation = f"log --replay {log_id}"
+        result = cli.invoke(["log", "--replay", str(log_id), "--json"])
+        cli.probe.check(VIEW, operation, [], result.output)
+        if result.exit_code != 0:
+            cli.probe.crash(VIEW, operation, [], result.output)
+            continue
+        _in_scope(cli.probe, operation, [r["chunk_id"] for r in json.loads(result.stdout)],
+                  planted)
+    _merge(probe, cli.probe)
+
+
+async def _victim_view(db_path: Path, planted: Planted, probe: Probe) -> None:
+    """The other way round: after every attack, the victim's own reads hold nothing the
+    attacker wrote (its mark), and replaying the victim's logged queries, bound to the
+    victim's namespace or not, stays in the victim's scope."""
+    from core import Engine
+
+    reverse = _reverse_probe(probe)
+    async with Engine.open(db_path, config=attack_config()) as engine:
+        bound = {"namespace": VICTIM}
+        views = {
+            "list_notes": lambda: engine.list_notes(**bound),
+            "list_memories": lambda: engine.list_memories(**bound),
+            "recall_memories": lambda: engine.recall_memories(BAIT, **bound),
+            "memory_search": lambda: engine.memory_search(BAIT, **bound),
+            "memory_search(tags)": lambda: engine.memory_search(BAIT, tags=["shared"], **bound),
+            "list_facts": lambda: engine.list_facts(**bound),
+            "read_scratchpad": lambda: engine.read_scratchpad(VICTIM_CHAT, **bound),
+            "get_context": lambda: engine.get_context(VICTIM_CHAT, BAIT, **bound),
+            "search(session)": lambda: engine.search(session_id=VICTIM_CHAT, query=BAIT),
+            "search(namespace)": lambda: engine.search(namespace=VICTIM, query=BAIT),
+            "search(namespace, mark)": lambda: _found(engine.search(
+                namespace=VICTIM, query=f"{BAIT} {ATTACKER_MARK}")),
+            "search(namespace, tags)": lambda: engine.search(namespace=VICTIM, query=BAIT,
+                                                             tags=["shared"]),
+            "search_schedules": lambda: engine.schedules.search_schedules(VICTIM),
+            "list_sessions": lambda: engine.list_sessions(agent=VICTIM),
+            "recall": lambda: engine.recall(VICTIM_CHAT),
+        }
+        for operation, run in views.items():
+            await reverse.call(VIEW, operation, [], run)
+        for log_id in planted.log_ids:
+            for bind in ({}, bound):
+                operation = f"replay({log_id}{', namespace' if bind else ''})"
+                found = await reverse.call(VIEW, operation, [],
+                                           lambda log_id=log_id, bind=bind: engine.replay(
+                                               log_id, **bind))
+                if found is None:
+                    reverse.crash(VIEW, operation, [], "the victim's own replay was refused")
+                else:
+                    _in_scope(reverse, operation, [r.chunk_id for r in found.results], planted)
+        await engine.retrieval.flush_logs()
+    _merge(probe, reverse)
+    probe.arm()  # the victim's own replays were logged in its scope: that is its own change
+
+
+def _merge(probe: Probe, other: Probe) -> None:
+    for entry, count in other.cases.items():
+        probe.cases[entry] += count
+    probe.leaks += other.leaks
+    probe.crashes += other.crashes
+
+
+async def _found(searching: Any) -> list[tuple[str, str]]:
+    """A search's results as (session, text), without the query it echoes."""
+    return [(r.session_id, r.text) for r in (await searching).results]

@@ -1,0 +1,31 @@
+"""What several benchmarks measure the same way: percentiles and peak memory."""
+
+from __future__ import annotations
+
+import resource
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The value at ``fraction`` (0.5: the median) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set size in MiB (Linux reports KiB): this process, or with
+    ``RUSAGE_CHILDREN`` the largest finished child (the bulk path's embedding helper)."""
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def resident_file_mb() -> float:
+    """MiB of this process's resident memory that are mapped files (Linux ``RssFile``): with
+    ``storage.mmap_mb`` mostly the database's pages, the operating system's file cache shared
+    by every connection, not private memory. 0 where the kernel does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0

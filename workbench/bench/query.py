@@ -1,0 +1,360 @@
+"""``workbench bench query``: how fast hybrid queries answer over a large file.
+
+It fills a file with synthetic agent messages (about ``chunks`` chunks over ``sessions``
+sessions, every session under one agent identity, so a namespace query covers the whole
+file) through the bulk path, then times queries one at a time through the public async API:
+
+- a session-scoped ``hybrid_query`` (FTS5 + vec0 KNN inside one session's partition);
+- a namespace-wide ``hybrid_query`` (the same over every session of the agent);
+- re-fusing a query's kept legs under other weights (``SearchResult.rerank``, no I/O);
+- the physical-limit reference: numpy brute-force cosine top-k over every stored vector
+  held in RAM as one float32 matrix, for the same query vectors;
+- the query-embedding step alone, so the reader sees what part of a query is the model.
+
+Query texts are 3–6 word spans of stored messages (seeded), each asked in its own session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import math
+import random
+import re
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
+
+AGENT = "bench-agent"
+TOP_K = 10
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+SESSION_GOAL_MS = 5.0
+NAMESPACE_GOAL_RATIO = 3.0
+REFUSION_GOAL_MS = 1.0
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _goal(met: bool) -> str:
+    return "goal met" if met else "goal missed"
+
+
+@dataclass
+class QueryFigures:
+    """What one ``bench query`` run measured (times in milliseconds)."""
+
+    model: str
+    dimension: int
+    chunks: int
+    sessions: int
+    messages: int
+    queries: int
+    build_seconds: float
+    embed_p50_ms: float
+    session_p50_ms: float
+    session_p95_ms: float
+    namespace_p50_ms: float
+    namespace_p95_ms: float
+    refusion_p50_ms: float
+    refusion_p95_ms: float
+    numpy_p50_ms: float
+    numpy_p95_ms: float
+    # Where a query's time goes, p50 of the legs' own timings (SearchResult.legs.timings_ms):
+    # "vector" includes embedding the query, "fetch" reads the chunk rows the legs named; the
+    # rest of a query is fusion and thread hops.
+    session_fts_p50_ms: float
+    session_vector_p50_ms: float
+    session_fetch_p50_ms: float
+    namespace_fts_p50_ms: float
+    namespace_vector_p50_ms: float
+    namespace_fetch_p50_ms: float
+    matrix_mb: float
+    rss_before_matrix_mb: float
+    file_rss_mb: float  # of the resident memory before the matrix, mapped file pages
+    peak_rss_mb: float
+    file_mb: float
+
+    @property
+    def namespace_ratio(self) -> float:
+        """Namespace hybrid p95 over numpy brute-force p95."""
+        return self.namespace_p95_ms / self.numpy_p95_ms
+
+    def lines(self) -> list[str]:
+        """The figures as the lines the command prints."""
+        ratio = self.namespace_ratio
+        return [
+            f"model                 {self.model} ({self.dimension} dims)",
+            f"database              {self.chunks:,} chunks from {self.messages:,} messages in "
+            f"{self.sessions:,} sessions, one agent; {self.file_mb:,.0f} MiB on disk; "
+            f"built in {self.build_seconds:,.1f} s",
+            f"queries               {self.queries:,} one at a time, top_k {TOP_K}, "
+            f"3-6 word spans of stored messages",
+            f"query embedding       p50 {self.embed_p50_ms:.3f} ms (engine.embed_query)",
+            f"session hybrid        p50 {self.session_p50_ms:.3f} ms, "
+            f"p95 {self.session_p95_ms:.3f} ms  (goal p95 <= {SESSION_GOAL_MS:g} ms: "
+            f"{_goal(self.session_p95_ms <= SESSION_GOAL_MS)})",
+            f"  legs p50            fts {self.session_fts_p50_ms:.3f} ms, vector "
+            f"{self.session_vector_p50_ms:.3f} ms (incl. embedding), fetch of the chunks "
+            f"{self.session_fetch_p50_ms:.3f} ms",
+            f"namespace hybrid      p50 {self.namespace_p50_ms:.3f} ms, "
+            f"p95 {self.namespace_p95_ms:.3f} ms",
+            f"  legs p50            fts {self.namespace_fts_p50_ms:.3f} ms, vector "
+            f"{self.namespace_vector_p50_ms:.3f} ms (incl. embedding), fetch of the chunks "
+            f"{self.namespace_fetch_p50_ms:.3f} ms",
+            f"numpy brute force     p50 {self.numpy_p50_ms:.3f} ms, p95 {self.numpy_p95_ms:.3f} ms"
+            f"  (cosine top-{TOP_K} over all {self.chunks:,} vectors in RAM)",
+            f"namespace / numpy     {ratio:.2f}x at p95  (goal <= {NAMESPACE_GOAL_RATIO:g}x: "
+            f"{_goal(ratio <= NAMESPACE_GOAL_RATIO)})",
+            f"re-fusion (rerank)    p50 {self.refusion_p50_ms:.3f} ms, "
+            f"p95 {self.refusion_p95_ms:.3f} ms  (goal p95 <= {REFUSION_GOAL_MS:g} ms: "
+            f"{_goal(self.refusion_p95_ms <= REFUSION_GOAL_MS)})",
+            f"peak RSS              {self.peak_rss_mb:,.0f} MiB this process "
+            f"({self.rss_before_matrix_mb:,.0f} MiB before the {self.matrix_mb:,.0f} MiB "
+            f"numpy matrix was loaded; {self.file_rss_mb:,.0f} MiB of it mapped file pages, "
+            f"shared file cache rather than private memory)",
+        ]
+
+
+def _query_texts(data: list[tuple[str, int, dict[str, Any]]], count: int,
+                 rng: random.Random) -> list[tuple[str, str]]:
+    """``count`` (session_id, query text) pairs: 3-6 word spans of random stored messages."""
+    from core.indexing import extract_indexable_text, normalize_text
+
+    picked: list[tuple[str, str]] = []
+    for _ in range(count * 50):
+        if len(picked) >= count:
+            break
+        session_id, _, payload = rng.choice(data)
+        words = _WORD.findall(normalize_text(extract_indexable_text(payload)))
+        if len(words) < 3:
+            continue
+        length = rng.randint(3, min(6, len(words)))
+        start = rng.randrange(len(words) - length + 1)
+        picked.append((session_id, " ".join(words[start:start + length])))
+    if len(picked) < count:
+        raise ValueError("the stored messages are too short to make query texts from")
+    return picked
+
+
+def _round_robin(data: list[tuple[str, int, dict[str, Any]]],
+                 ) -> list[tuple[str, int, dict[str, Any]]]:
+    """The messages interleaved across sessions, so every prefix spans every session.
+
+    Each session's own messages stay in order, so sequences still rise within a session.
+    """
+    by_session: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
+    for item in data:
+        by_session.setdefault(item[0], []).append(item)
+    queues = list(by_session.values())
+    out: list[tuple[str, int, dict[str, Any]]] = []
+    depth = max((len(q) for q in queues), default=0)
+    for index in range(depth):
+        out.extend(q[index] for q in queues if index < len(q))
+    return out
+
+
+def _file_mb(path: Path) -> float:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        candidate = Path(str(path) + suffix)
+        if candidate.exists():
+            total += candidate.stat().st_size
+    return total / (1024 * 1024)
+
+
+def _load_matrix(path: Path, dimension: int) -> Any:
+    """Every stored vector as one L2-normalised float32 matrix, read once from the file.
+
+    Rows are copied into a preallocated matrix as they are read, so loading costs the
+    matrix's own size in memory and no more.
+    """
+    import numpy as np
+
+    from core.storage.connection import open_connection
+
+    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
+    try:
+        count = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
+        matrix = np.empty((count, dimension), dtype=np.float32)
+        rows = 0
+        for (blob,) in conn.execute("SELECT embedding_blob FROM chunks_vec"):
+            if rows == count:
+                break
+            matrix[rows] = np.frombuffer(blob, dtype=np.float32)
+            rows += 1
+    finally:
+        conn.close()
+    matrix = matrix[:rows]
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]  # no matrix-sized temporary
+    norms[norms == 0] = 1.0
+    matrix /= norms
+    return matrix
+
+
+def _numpy_top_k(matrix: Any, query: Any, k: int) -> Any:
+    """Cosine brute force: the k best rows, best first (query already normalised)."""
+    import numpy as np
+
+    scores = matrix @ query
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.argsort(-scores[top])]
+
+
+async def _time_each(asked: list[tuple[str, str]],
+                     call: Callable[[str, str], Awaitable[Any]]) -> list[float]:
+    """Milliseconds each (session, text) query took, one at a time."""
+    timings = []
+    for session_id, text in asked:
+        began = time.perf_counter()
+        await call(session_id, text)
+        timings.append((time.perf_counter() - began) * 1000)
+    return timings
+
+
+async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: int = 300,
+                          keep: Path | None = None, seed: int = 11,
+                          say: Callable[[str], None] = print) -> QueryFigures:
+    """Build a file of about ``chunks`` chunks over ``sessions`` sessions and time queries.
+
+    The file goes in a temporary directory, or at ``keep`` (which must not exist yet) to be
+    kept for a closer look afterwards.
+    """
+    from core import Engine
+    from core.config import load_config
+    from core.embeddings import embed_checked
+    from workbench.bench import synthetic
+
+    if chunks < 1 or sessions < 1 or queries < 1:
+        raise ValueError("chunks, sessions and queries must be positive")
+    if keep is not None and Path(keep).exists():
+        raise FileExistsError(f"{keep} exists; bench query builds a new file")
+    cfg = load_config(config)
+    rng = random.Random(seed)
+
+    # Most messages are one chunk; a few long ones are several. Generate a margin over
+    # ``chunks`` messages and stop storing once the file holds enough chunks.
+    say(f"generating messages for about {chunks:,} chunks over {sessions:,} sessions …")
+    per_session = math.ceil((chunks * 1.1 + 10) / sessions)  # whole sessions: no stragglers
+    data = _round_robin(synthetic.messages(per_session * sessions, sessions))
+
+    holder = (tempfile.TemporaryDirectory(prefix="workbench-bench-query-")
+              if keep is None else nullcontext(None))
+    with holder as folder:
+        path = Path(folder) / "store.db" if keep is None else Path(keep)
+        async with Engine.open(path, config=cfg) as engine:
+            if engine.embedding_warning:
+                say(f"warning: {engine.embedding_warning}")
+            model, dimension = engine.embedder.name, engine.embedder.dimension
+
+            # -- build -----------------------------------------------------------------
+            started = time.perf_counter()
+            stored = have = 0
+            per_message = 1.08  # chunks per message, refined as the file fills
+            step = max(1000, min(10_000, chunks // 10))
+            while have < chunks and stored < len(data):
+                wanted = max(1, int((chunks - have) / per_message + 0.5))
+                piece = data[stored:stored + min(step, wanted)]
+                result = await engine.store_many(piece, agent=AGENT)
+                if result.rejected:
+                    raise RuntimeError(f"bench messages were refused: {result.rejected[:3]}")
+                stored += len(piece)
+                have = (await engine.counts())["chunks"]
+                per_message = have / stored
+                say(f"  {have:,} chunks from {stored:,} messages "
+                    f"({time.perf_counter() - started:,.1f} s)")
+            await engine.drain()
+            build_seconds = time.perf_counter() - started
+            stored_data = data[:stored]
+            session_count = len({sid for sid, _, _ in stored_data})
+            say(f"built {have:,} chunks in {session_count:,} sessions in "
+                f"{build_seconds:,.1f} s")
+
+            # -- queries ---------------------------------------------------------------
+            asked = _query_texts(stored_data, queries, rng)
+            # The generated messages (hundreds of thousands of dicts) are the harness's, not
+            # the engine's: drop them and keep the collector from walking what is left on
+            # every full collection, which would land in some queries' timings.
+            del data, stored_data
+            gc.collect()
+            gc.freeze()
+            warm = asked[:min(20, len(asked))]
+            say(f"embedding {len(asked):,} query texts …")
+            vectors = embed_checked(engine.embedder, [text for _, text in asked])  # unit rows
+
+            for session_id, text in warm:
+                await engine.embed_query(text)
+                await engine.hybrid_query(session_id=session_id, query=text, top_k=TOP_K)
+                await engine.hybrid_query(namespace=AGENT, query=text, top_k=TOP_K)
+
+            say("timing the query embedding alone …")
+            embed_ms = await _time_each(asked, lambda sid, text: engine.embed_query(text))
+            say("timing session-scoped hybrid queries …")
+            session_ms = await _time_each(asked, lambda sid, text: engine.hybrid_query(
+                session_id=sid, query=text, top_k=TOP_K))
+            say("timing namespace-wide hybrid queries …")
+            namespace_ms = await _time_each(asked, lambda sid, text: engine.hybrid_query(
+                namespace=AGENT, query=text, top_k=TOP_K))
+
+            say("timing re-fusion of kept legs, and each leg's share …")
+            refusion_ms: list[float] = []
+            legs: dict[str, list[float]] = {f"{scope} {leg}": []
+                                            for scope in ("session", "namespace")
+                                            for leg in ("fts", "vector", "fetch")}
+            for session_id, text in asked:
+                for scope, where in (("session", {"session_id": session_id}),
+                                     ("namespace", {"namespace": AGENT})):
+                    found = await engine.search(query=text, top_k=TOP_K, **where)
+                    for leg in ("fts", "vector", "fetch"):
+                        legs[f"{scope} {leg}"].append(found.legs.timings_ms.get(leg, 0.0))
+                found.rerank(vector_weight=0.5, fts_weight=0.5)  # warm this result's path
+                for weight in WEIGHTS:
+                    began = time.perf_counter()
+                    found.rerank(vector_weight=weight, fts_weight=1.0 - weight)
+                    refusion_ms.append((time.perf_counter() - began) * 1000)
+
+            # -- the physical limit ----------------------------------------------------
+            say("loading every vector into RAM for the numpy reference …")
+            rss_before_matrix, file_rss = peak_rss_mb(), resident_file_mb()
+            matrix = await asyncio.to_thread(_load_matrix, path, dimension)
+            for vector in vectors[:len(warm)]:
+                _numpy_top_k(matrix, vector, TOP_K)
+            numpy_ms = []
+            for vector in vectors:
+                began = time.perf_counter()
+                _numpy_top_k(matrix, vector, TOP_K)
+                numpy_ms.append((time.perf_counter() - began) * 1000)
+            matrix_mb = matrix.nbytes / (1024 * 1024)
+            del matrix
+            gc.unfreeze()
+
+        file_mb = _file_mb(path)
+
+    return QueryFigures(
+        model=model, dimension=dimension, chunks=have, sessions=session_count,
+        messages=stored, queries=len(asked), build_seconds=build_seconds,
+        embed_p50_ms=percentile(embed_ms, 0.5),
+        session_p50_ms=percentile(session_ms, 0.5),
+        session_p95_ms=percentile(session_ms, 0.95),
+        namespace_p50_ms=percentile(namespace_ms, 0.5),
+        namespace_p95_ms=percentile(namespace_ms, 0.95),
+        refusion_p50_ms=percentile(refusion_ms, 0.5),
+        refusion_p95_ms=percentile(refusion_ms, 0.95),
+        numpy_p50_ms=percentile(numpy_ms, 0.5),
+        numpy_p95_ms=percentile(numpy_ms, 0.95),
+        session_fts_p50_ms=percentile(legs["session fts"], 0.5),
+        session_vector_p50_ms=percentile(legs["session vector"], 0.5),
+        session_fetch_p50_ms=percentile(legs["session fetch"], 0.5),
+        namespace_fts_p50_ms=percentile(legs["namespace fts"], 0.5),
+        namespace_vector_p50_ms=percentile(legs["namespace vector"], 0.5),
+        namespace_fetch_p50_ms=percentile(legs["namespace fetch"], 0.5),
+        matrix_mb=matrix_mb, rss_before_matrix_mb=rss_before_matrix, file_rss_mb=file_rss,
+        peak_rss_mb=peak_rss_mb(), file_mb=file_mb)
+
+
+__all__ = ["QueryFigures", "run_query_bench"]

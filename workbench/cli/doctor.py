@@ -1,0 +1,183 @@
+"""``workbench doctor``: what the engine finds on this machine and in a memory file.
+
+Each check runs on its own, so one failure (no sqlite-vec, say) never hides the others,
+and each failure says what to do about it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from workbench.cli.support import _load_config, _run
+
+
+def _check_sqlite() -> dict[str, Any]:
+    from core.storage import connection
+
+    found: dict[str, Any] = {"ok": False}
+    try:
+        module = connection.sqlite_module()
+    except Exception as exc:  # report, do not crash: doctor exists to explain failures
+        found["error"] = str(exc)
+        return found
+    found["driver"] = module.__name__
+    raw = module.connect(":memory:")
+    try:
+        found["sqlite"] = raw.execute("SELECT sqlite_version()").fetchone()[0]
+        found["extension_loading"] = hasattr(raw, "enable_load_extension")
+        try:
+            connection._load_vec(raw)
+            found["sqlite_vec"] = raw.execute("SELECT vec_version()").fetchone()[0]
+        except Exception as exc:
+            found["sqlite_vec_error"] = str(exc)
+        try:
+            connection._check_fts5(raw)
+            found["fts5"] = True
+        except Exception as exc:
+            found["fts5"] = False
+            found["fts5_error"] = str(exc)
+    finally:
+        raw.close()
+    found["ok"] = bool(found.get("sqlite_vec") and found.get("fts5"))
+    return found
+
+
+def _check_model(config: Any) -> dict[str, Any]:
+    from core.embeddings import load_embedder
+
+    try:
+        loaded = load_embedder(config.embedding)
+    except Exception as exc:  # a DimensionMismatch or a broken config: show it
+        return {"ok": False, "backend": config.embedding.backend,
+                "configured": config.embedding.model, "error": str(exc)}
+    embedder = loaded.embedder
+    result = {"ok": True, "backend": config.embedding.backend,
+              "configured": config.embedding.model, "name": embedder.name,
+              "dimension": embedder.dimension, "fell_back": loaded.fell_back,
+              "warning": loaded.warning,
+              "tokenizer": getattr(embedder, "tokenizer", None) is not None}
+    embedder.close()
+    return result
+
+
+def _check_clipboard() -> dict[str, Any]:
+    try:
+        import pyperclip
+
+        pyperclip.paste()
+        return {"ok": True, "available": True}
+    except Exception as exc:  # pyperclip raises its own exception type when it finds none
+        return {"ok": True, "available": False, "note": (
+            f"{exc.__class__.__name__}: no system clipboard tool; the app copies through the "
+            "terminal (OSC 52) instead. Install xclip, xsel or wl-clipboard for a system copy.")}
+
+
+async def _check_database(config: Any, db_path: Path) -> dict[str, Any]:
+    from core import Engine
+    from core.storage.migrations import latest_version
+
+    if not db_path.exists():
+        return {"ok": True, "path": str(db_path), "exists": False}
+    try:
+        async with Engine.open(db_path, config=config, read_only=True,
+                               start_worker=False) as engine:
+            status = await engine.embedding_status()
+            counts = await engine.counts()
+            file_dimension, file_model = await engine.backend.vector_meta()
+            return {"ok": True, "path": str(db_path), "exists": True,
+                    "schema_version": engine.backend.schema_version,
+                    "code_schema_version": latest_version(), "counts": counts,
+                    "vector_model": file_model, "vector_dimension": file_dimension,
+                    "embedding": status.to_dict(), "warnings": engine.warnings}
+    except Exception as exc:  # e.g. DimensionMismatch: that is the finding
+        return {"ok": False, "path": str(db_path), "exists": True, "error": str(exc)}
+
+
+async def gather(config: Any, db_path: Path | None, config_path: Path | None) -> dict[str, Any]:
+    """Run every check and return the findings as one JSON-ready dict."""
+    report: dict[str, Any] = {
+        "python": platform.python_version(),
+        "config": str(config_path) if config_path else "defaults (no config file)",
+        "sqlite": await asyncio.to_thread(_check_sqlite),
+        "model": await asyncio.to_thread(_check_model, config),
+        "clipboard": await asyncio.to_thread(_check_clipboard),
+    }
+    if db_path is not None:
+        report["database"] = await _check_database(config, db_path)
+    report["ok"] = all(report[key]["ok"] for key in ("sqlite", "model", "clipboard")) and (
+        report.get("database", {"ok": True})["ok"])
+    return report
+
+
+def render(report: dict[str, Any]) -> list[str]:
+    """The findings as aligned lines for a terminal."""
+    lines = [f"python       {report['python']}", f"config       {report['config']}"]
+    sqlite = report["sqlite"]
+    if "error" in sqlite:
+        lines.append(f"sqlite       PROBLEM: {sqlite['error']}")
+    else:
+        lines.append(f"sqlite       {sqlite['sqlite']} via {sqlite['driver']}; extension loading "
+                     f"{'yes' if sqlite['extension_loading'] else 'NO'}")
+        lines.append("sqlite-vec   " + (sqlite.get("sqlite_vec") or
+                                        f"PROBLEM: {sqlite.get('sqlite_vec_error')}"))
+        lines.append("fts5         " + ("yes" if sqlite.get("fts5") else
+                                        f"PROBLEM: {sqlite.get('fts5_error')}"))
+    model = report["model"]
+    if "error" in model:
+        lines.append(f"model        PROBLEM: {model['error']}")
+    else:
+        backend = (f"fallback from {model['backend']} {model['configured']}"
+                   if model["fell_back"] else f"backend {model['backend']}")
+        lines.append(f"model        {model['name']} ({model['dimension']} dims, {backend}; "
+                     f"tokenizer {'yes' if model['tokenizer'] else 'no'})")
+        if model["warning"]:
+            lines.append(f"             {model['warning']}")
+    clip = report["clipboard"]
+    lines.append("clipboard    " + ("system clipboard available" if clip["available"]
+                                    else clip["note"]))
+    database = report.get("database")
+    if database is not None:
+        if not database["exists"]:
+            lines.append(f"database     {database['path']} does not exist yet")
+        elif "error" in database:
+            lines.append(f"database     PROBLEM: {database['error']}")
+        else:
+            counts = database["counts"]
+            emb = database["embedding"]
+            lines.append(f"database     {database['path']}: schema {database['schema_version']}"
+                         f" (this code writes {database['code_schema_version']})")
+            lines.append(f"             {counts['sessions']:,} sessions, "
+                         f"{counts['conversation_events']:,} events, {counts['chunks']:,} chunks,"
+                         f" {counts['chunks_vec']:,} vectors")
+            lines.append(f"             vectors: {database['vector_dimension']} dims from "
+                         f"{database['vector_model']}; backlog {emb['backlog']:,}, failed "
+                         f"{emb['failed']:,}")
+            for warning in database["warnings"]:
+                lines.append(f"             warning: {warning}")
+    lines.append("status       " + ("ok" if report["ok"] else "PROBLEMS FOUND (see above)"))
+    return lines
+
+
+@click.command("doctor")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Also inspect this memory file (opened read-only).")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.pass_context
+def doctor(ctx: click.Context, db_path: Path | None, as_json: bool) -> None:
+    """Print what the engine finds: SQLite, sqlite-vec, FTS5, model, clipboard, the file."""
+    config = _load_config(ctx)
+    report = _run(gather(config, db_path, ctx.obj.get("config_path")))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        for line in render(report):
+            click.echo(line)
+    if not report["ok"]:
+        sys.exit(1)

@@ -1,0 +1,69 @@
+"""``workbench reindex``: re-embed every chunk of a memory file with a model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from workbench.cli.support import (
+    DEFAULT_DB,
+    _echo_warnings,
+    _load_config,
+    _require_db,
+    _run,
+    _with_model,
+    echo_json,
+    json_option,
+    model_option,
+)
+
+
+@click.command("reindex")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=DEFAULT_DB, show_default=True, help="The memory file to re-embed.")
+@model_option
+@json_option
+@click.pass_context
+def reindex(ctx: click.Context, db_path: Path, model: str | None, as_json: bool) -> None:
+    """Re-embed every chunk with a model (moving the file to it), with a progress bar."""
+    config = _with_model(_load_config(ctx), model)
+    _require_db(db_path)
+    report = _run(_reindex(db_path, config))
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(f"re-embedded {report['chunks']:,} chunks with {report['model']}")
+    if report["failed"]:
+        sys.exit(1)
+
+
+async def _reindex(db_path: Path, config: Any) -> dict[str, Any]:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from core import Engine
+
+    async with Engine.open(db_path, config=config, reindex=True) as engine:
+        if engine.embedding_fell_back:
+            await engine.reindex()  # refuses, saying why, before anything is drawn or changed
+        _echo_warnings(engine)
+        # The bar goes to stderr: stdout is the result, which a script may read.
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeRemainingColumn(), transient=False,
+                      console=Console(stderr=True)) as bar:
+            task = bar.add_task(f"embedding with {engine.embedder.name}", total=None)
+
+            def advance(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            total = await engine.reindex(progress=advance)
+            bar.update(task, completed=total, total=total)
+        status = await engine.embedding_status()
+        if status.failed:
+            click.echo(f"error: {status.failed} chunks failed to embed; "
+                       "`workbench doctor --db` shows the error", err=True)
+        return {"db": str(db_path), "model": status.model, "dimension": status.dimension,
+                "chunks": total, "failed": status.failed}

@@ -1,0 +1,145 @@
+"""``workbench search`` and ``workbench log``: ask what the agent would recall, and replay it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from core.retrieval.fusion import FUSIONS
+from core.retrieval.search import MODES
+from workbench.cli.support import _load_config, _require_db, _run, db_option, echo_read_only
+
+
+def _snippet(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _print_results(found: Any, explain: bool) -> None:
+    legs = found.legs
+    click.echo(f"{len(found.results)} results for {legs.query!r} in {legs.scope} "
+               f"({legs.mode}, {found.ranking.fusion}, vector {found.ranking.vector_weight:g} /"
+               f" fts {found.ranking.fts_weight:g})")
+    click.echo(f"{'#':>3} {'score':>6} {'vector':>13} {'fts':>13}  seq    text")
+    for number, result in enumerate(found.results, 1):
+        vector = (f"{result.vector_score:.2f} #{result.vector_rank}"
+                  if result.vector_rank else "-")
+        fts = f"{result.fts_score:.2f} #{result.fts_rank}" if result.fts_rank else "-"
+        click.echo(f"{number:>3} {result.score:>6.3f} {vector:>13} {fts:>13}  "
+                   f"{result.sequence_start:<6} {_snippet(result.text)}")
+    if explain:
+        explained = found.explain()
+        click.echo(f"terms: {', '.join(explained['parsed_terms']) or '(none)'}"
+                   f"    fts: {explained['fts_expression'] or '(none)'}")
+        click.echo(f"filters: tags {explained['filters']['tags'] or 'none'}    legs: "
+                   f"{explained['legs']['vector']} vector, {explained['legs']['fts']} fts "
+                   f"(depth {explained['legs']['depth']})")
+        for note in explained["notes"]:
+            click.echo(f"note: {note}")
+        for number, item in enumerate(explained["results"], 1):
+            in_context = (f"; in its context: {', '.join(item['context_terms'])}"
+                          if item["context_terms"] else "")
+            click.echo(f"{number:>3} {item['chunk_id']}: matched "
+                       f"{', '.join(item['matched_terms']) or 'no query term'}{in_context}")
+        for cut in explained["cut"][:10]:
+            click.echo(f"cut: {cut['chunk_id']} ({cut['score']:.3f}): {cut['reason']}")
+        if len(explained["cut"]) > 10:
+            click.echo(f"cut: … and {len(explained['cut']) - 10} more")
+
+
+@click.command("search")
+@click.argument("query")
+@db_option
+@click.option("--session", "session_id", default=None, help="Search this session.")
+@click.option("--namespace", default=None,
+              help="Search every session of this agent identity instead.")
+@click.option("--top-k", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Results to return.")
+@click.option("--vector-weight", type=click.FloatRange(min=0), default=None,
+              help="Weight of the vector leg (default: configured).")
+@click.option("--fts-weight", type=click.FloatRange(min=0), default=None,
+              help="Weight of the full-text leg (default: configured).")
+@click.option("--fusion", type=click.Choice(FUSIONS), default=None,
+              help="How the legs are fused (default: configured).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="Which legs run (default: configured).")
+@click.option("--tag", "tags", multiple=True, help="Only chunks with this tag (repeatable).")
+@click.option("--min-score", type=float, default=None, help="Drop results scoring below this.")
+@click.option("--raw-fts", is_flag=True,
+              help="Pass the query to FTS5 as written (phrases, NEAR, -term); errors are shown.")
+@click.option("--explain", is_flag=True, help="Show terms, filters, notes and what was cut.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the explanation with "
+                                                      "--explain, else the results).")
+@click.pass_context
+def search_command(ctx: click.Context, query: str, db_path: Path, session_id: str | None,
+                   namespace: str | None, top_k: int, vector_weight: float | None,
+                   fts_weight: float | None, fusion: str | None, mode: str | None,
+                   tags: tuple[str, ...], min_score: float | None, raw_fts: bool,
+                   explain: bool, as_json: bool) -> None:
+    """Run a query as the agent would, with per-leg scores; --explain says why."""
+    if (session_id is None) == (namespace is None):
+        raise click.UsageError("give --session or --namespace")
+    _require_db(db_path)
+    config = _load_config(ctx)
+
+    async def run() -> Any:
+        from core import Engine
+
+        async with Engine.open(db_path, config=config) as engine:
+            echo_read_only(engine)
+            return await engine.search(
+                query=query, session_id=session_id, namespace=namespace, top_k=top_k,
+                vector_weight=vector_weight, fts_weight=fts_weight, fusion=fusion, mode=mode,
+                tags=list(tags) or None, min_score=min_score, raw_fts=raw_fts, caller="cli")
+
+    found = _run(run())
+    if as_json:
+        payload = found.explain() if explain else [r.to_dict() for r in found.results]
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        _print_results(found, explain)
+
+
+@click.command("log")
+@db_option
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Entries to list, newest first.")
+@click.option("--caller", default=None, help="Only queries from this caller (agent, cli, app…).")
+@click.option("--replay", "replay_id", type=int, default=None,
+              help="Run this logged query again and show its results.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def log_command(ctx: click.Context, db_path: Path, limit: int, caller: str | None,
+                replay_id: int | None, as_json: bool) -> None:
+    """List the retrieval log (every query, from any front end), or replay one entry."""
+    _require_db(db_path)
+    config = _load_config(ctx)
+
+    async def run() -> Any:
+        from core import Engine
+
+        async with Engine.open(db_path, config=config) as engine:
+            echo_read_only(engine)
+            if replay_id is not None:
+                return await engine.replay(replay_id)
+            return await engine.retrieval_log(limit, caller=caller)
+
+    found = _run(run())
+    if replay_id is not None:
+        if as_json:
+            click.echo(json.dumps([r.to_dict() for r in found.results], indent=2,
+                                  ensure_ascii=False))
+        else:
+            _print_results(found, explain=False)
+        return
+    if as_json:
+        click.echo(json.dumps(found, indent=2, ensure_ascii=False))
+        return
+    for entry in found:
+        params = entry["params"]
+        click.echo(f"{entry['log_id']:>6}  {entry['created_at']}  {entry['caller']:<10} "
+                   f"{entry['scope_kind']} {entry['scope_value']!r}: {entry['query']!r} "
+                   f"-> {len(entry['results'])} results ({params['mode']}, {params['fusion']})")

@@ -1,0 +1,138 @@
+"""What every ``workbench`` command shares: running the engine, loading the config."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from workbench.text import to_json
+
+DEFAULT_DB = Path("data") / "memory.db"
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine, turning the engine's refusals into one line on stderr and exit 1."""
+    from core.errors import WorkbenchError
+
+    try:
+        return asyncio.run(coro)
+    except (WorkbenchError, FileNotFoundError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+def _load_config(ctx: click.Context) -> Any:
+    from core.config import load_config
+    from core.errors import ConfigError
+
+    try:
+        return load_config(ctx.obj.get("config_path"))
+    except ConfigError as exc:
+        click.echo(f"error: config: {exc}", err=True)
+        sys.exit(1)
+
+
+def _with_model(config: Any, model: str | None) -> Any:
+    """The config with ``--model`` applied: a folder or hub id for model2vec."""
+    if model is None:
+        return config
+    if model == "deterministic":
+        embedding = config.embedding.model_copy(update={"backend": "deterministic"})
+    else:
+        embedding = config.embedding.model_copy(update={"backend": "model2vec", "model": model})
+    return config.model_copy(update={"embedding": embedding})
+
+
+model_option = click.option(
+    "--model", default=None,
+    help="model2vec hub id or folder ('deterministic' for the zero-download backend);"
+         " default: the configured model.")
+
+
+def _require_db(db_path: Path) -> None:
+    """Exit 1 with one line when the memory file a command reads does not exist."""
+    if not db_path.exists():
+        click.echo(f"error: {db_path} does not exist", err=True)
+        sys.exit(1)
+
+
+def _echo_warnings(engine: Any) -> None:
+    for warning in engine.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def echo_read_only(engine: Any) -> None:
+    """One line on stderr when the file opened read-only without being asked to (a quiet
+    command says nothing else, but a write it then tries is refused for this reason)."""
+    if engine.read_only_reason:
+        click.echo(f"warning: {engine.path} is open read-only ({engine.read_only_reason}); "
+                   "reading works, writing is refused", err=True)
+
+
+def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, Any]]) -> None:
+    """Run a benchmark with its progress on stderr, then print its figures on stdout."""
+    figures = _run(bench(lambda line: click.echo(line, err=True)))
+    for line in figures.lines():
+        click.echo(line)
+
+
+db_option = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+                         default=DEFAULT_DB, show_default=True, help="The memory file.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def echo_json(payload: Any) -> None:
+    """Print what ``--json`` asks for: indented, non-ASCII kept as it is."""
+    click.echo(to_json(payload))
+
+
+def quiet(config: Any) -> Any:
+    """The config without background consolidation: a command does its one job."""
+    return config.model_copy(update={
+        "consolidation": config.consolidation.model_copy(update={"enabled": False})})
+
+
+def on_engine(ctx: click.Context, db_path: Path, work: Callable[[Any], Coroutine[Any, Any, T]],
+              *, warn: bool = True, **open_kwargs: Any) -> T:
+    """Run ``work(engine)`` on an existing file for one command, without background
+    consolidation; its warnings go to stderr, its refusals become one line and exit 1."""
+    _require_db(db_path)
+    config = quiet(_load_config(ctx))
+
+    async def run() -> T:
+        from core import Engine
+
+        async with Engine.open(db_path, config=config, **open_kwargs) as engine:
+            if warn:
+                _echo_warnings(engine)
+            else:
+                echo_read_only(engine)
+            return await work(engine)
+
+    return _run(run())
+
+
+async def _drain_with_progress(engine: Any) -> Any:
+    """Wait for the embedding backlog to empty, with a progress line on stderr."""
+    status = await engine.embedding_status()
+    if status.backlog and engine.worker is not None:
+        draining = asyncio.ensure_future(engine.drain())
+        while not draining.done():
+            status = await engine.embedding_status()
+            click.echo(f"\rembedding   {status.backlog:,} chunks waiting   ", err=True, nl=False)
+            await asyncio.wait({draining}, timeout=0.5)
+        click.echo("", err=True)
+        await draining
+        status = await engine.embedding_status()
+    return status
+
+

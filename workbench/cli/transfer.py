@@ -1,0 +1,254 @@
+"""``workbench import jsonl|seed000|seed001|seed002|seed004|locomo`` and ``workbench export``.
+
+Imports check the whole source first (a malformed file is refused before the memory file is
+opened or created), then land it through the engine and print, per kind, what was added,
+what was there already and what was skipped, with each skip's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from workbench.cli.support import (
+    _drain_with_progress,
+    _echo_warnings,
+    _load_config,
+    _run,
+    _with_model,
+    db_option,
+    echo_json,
+    json_option,
+    model_option,
+    on_engine,
+    quiet,
+)
+from workbench.text import count
+
+IMPORTS = {
+    "jsonl": ("Import JSONL conversations: one message per line with its session id.",
+              "The JSONL file: one JSON object per line, {\"session_id\", \"sequence\" "
+              "(optional), \"message\": {role, content, ...}} or the message's keys inline."),
+    "seed000": ("Import a seed-000 SQLite file: its messages (with importance) and facts.",
+                "The seed-000 SQLite file (tables messages and facts)."),
+    "seed001": ("Import a seed-001 SQLite/libSQL file: sessions, events, notes, scratchpads "
+                "and rolling summaries (vectors are re-embedded).",
+                "The seed-001 SQLite/libSQL memory file."),
+    "seed002": ("Import a seed-002 memories.db: each key becomes a memory (a note) of the "
+                "namespace.",
+                "The seed-002 memories.db (table memories: key, content, category)."),
+    "seed004": ("Import a seed-004 entry store exported as JSON: notes and archives with "
+                "their names and aliases.",
+                "The seed-004 JSON export (a list of entries, or {\"entries\": [...]})."),
+}
+EXPORT_FORMATS = ("jsonl", "markdown")
+
+
+def _show_progress() -> Callable[[int, int], None] | None:
+    """A progress line on stderr, when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        click.echo(f"\rimporting   {done:,}/{total:,}", err=True, nl=done >= total)
+
+    return show
+
+
+async def _import(source_format: str, file: Path, db_path: Path, namespace: str | None,
+                  config: Any) -> Any:
+    from core import Engine
+    from core.importers import check_source, import_file
+
+    check_source(source_format, file)  # before the memory file is opened (or created)
+    async with Engine.open(db_path, config=config) as engine:
+        _echo_warnings(engine)
+        report = await import_file(source_format, engine, file, namespace=namespace,
+                                   progress=_show_progress())
+        await engine.drain()
+    return report
+
+
+def _import_command(source_format: str) -> click.Command:
+    """The ``workbench import <format>`` command."""
+    summary, file_help = IMPORTS[source_format]
+
+    @click.command(source_format, help=f"{summary}\n\nFILE: {file_help}\n\nImporting the "
+                   "same file again adds nothing; nothing is skipped without saying why.")
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+    @click.option("--db", "db_path", required=True,
+                  type=click.Path(dir_okay=False, path_type=Path),
+                  help="The memory file to import into (created when missing).")
+    @click.option("--namespace", default=None,
+                  help="The agent identity the imported data belongs to (default: the "
+                       "configured agent).")
+    @model_option
+    @json_option
+    @click.pass_context
+    def command(ctx: click.Context, file: Path, db_path: Path, namespace: str | None,
+                model: str | None, as_json: bool) -> None:
+        config = quiet(_with_model(_load_config(ctx), model))
+        report = _run(_import(source_format, file, db_path, namespace, config))
+        if as_json:
+            echo_json(report.to_dict())
+            return
+        for line in report.lines():
+            click.echo(line)
+
+    return command
+
+
+import_commands = [_import_command(source_format) for source_format in IMPORTS]
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import conversations and other agents' memory stores into a memory file."""
+
+
+@import_group.command("locomo")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The memory file to import into (created when missing).")
+@click.option("--dataset", "dataset_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Where to write the evaluation dataset (JSONL); default: <db stem>.locomo.jsonl"
+                   " next to the memory file.")
+@model_option
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@click.pass_context
+def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
+                  dataset_path: Path | None, model: str | None, as_json: bool) -> None:
+    """Import LoCoMo conversations (their turns only) and write their questions as a dataset.
+
+    Each conversation becomes one session; importing a file again adds nothing.
+    """
+    config = _with_model(_load_config(ctx), model)
+    if dataset_path is None:
+        dataset_path = db_path.with_name(f"{db_path.stem}.locomo.jsonl")
+    summary = _run(_import_locomo(files, db_path, dataset_path, config))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    for conversion, stored in zip(summary["conversations"], summary["stored"], strict=True):
+        categories = ", ".join(f"{c}: {n}" for c, n in conversion["queries_by_category"].items())
+        unknown = conversion["unknown_evidence"]
+        click.echo(f"{conversion['session_id']}  ({conversion['source']})")
+        click.echo(f"  turns     {conversion['turns']:,} in {conversion['sessions']} LoCoMo "
+                   f"sessions; {conversion['images']} with an image caption")
+        click.echo(f"  queries   {conversion['queries']} by category ({categories})")
+        click.echo(f"  evidence  {count(conversion['split_evidence'], 'string')} held several "
+                   f"ids (split); {count(len(unknown), 'id')} named no turn"
+                   + (f" ({', '.join(unknown)})" if unknown else "")
+                   + f"; {count(conversion['without_evidence'], 'question')} without "
+                     "evidence left out")
+        if stored["stored"]:
+            click.echo(f"  stored    {stored['stored']:,} messages"
+                       + (f" ({stored['already']:,} were there)" if stored["already"] else ""))
+        else:
+            click.echo(f"  stored    nothing: already imported ({stored['already']:,} messages)")
+    embedding = summary["embedding"]
+    click.echo(f"embedding   {embedding['model']}: backlog {embedding['backlog']:,}, "
+               f"{embedding['embedded']:,} chunks embedded, {embedding['failed']:,} failed")
+    click.echo(f"dataset     {summary['dataset']}: {count(summary['sessions'], 'session')}, "
+               f"{summary['messages']:,} messages, {summary['queries']:,} queries")
+
+
+async def _import_locomo(files: tuple[Path, ...], db_path: Path, dataset_path: Path,
+                         config: Any) -> dict[str, Any]:
+    from core import Engine
+    from core.evaluation import convert_locomo_file, store_dataset
+    from core.evaluation.dataset import Dataset, write_dataset
+
+    # Every file is converted (and refused if malformed) before the memory file is touched.
+    conversions = [c for path in files for c in convert_locomo_file(path)]
+    dataset = Dataset()
+    for conversion in conversions:
+        dataset.extend(conversion.dataset)
+    async with Engine.open(db_path, config=config) as engine:
+        _echo_warnings(engine)
+        stored = await store_dataset(engine, dataset)
+        status = await _drain_with_progress(engine)
+    write_dataset(dataset, dataset_path)
+    return {
+        "db": str(db_path), "dataset": str(dataset_path),
+        "conversations": [c.to_dict() for c in conversions],
+        "stored": [{"session_id": s.session_id, "stored": s.stored, "already": s.already}
+                   for s in stored.sessions],
+        "sessions": len(dataset.messages), "messages": dataset.message_count,
+        "queries": len(dataset.queries),
+        "embedding": {"model": status.model, "backlog": status.backlog,
+                      "embedded": status.embedded, "failed": status.failed},
+    }
+
+
+for _command in import_commands:
+    import_group.add_command(_command)
+
+
+@click.group("export")
+def export_group() -> None:
+    """Export conversations to JSONL (what `workbench import jsonl` reads) or markdown."""
+
+
+format_option = click.option(
+    "--format", "export_format", required=True, type=click.Choice(EXPORT_FORMATS),
+    help="jsonl: one event per line, re-importable; markdown: seed 002's archive format, one "
+         "file per session.")
+
+
+def _echo_export(result: Any, as_json: bool) -> None:
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    where = result.paths[0] if len(result.paths) == 1 else \
+        f"{count(len(result.paths), 'file')} in {Path(result.paths[0]).parent}"
+    click.echo(f"exported {result.scope} {result.name!r}: {count(result.sessions, 'session')}, "
+               f"{count(result.messages, 'message')} as {result.format} to {where}")
+
+
+@export_group.command("session")
+@click.argument("session_id")
+@db_option
+@format_option
+@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path),
+              help="The file to write (a folder: <session>.jsonl or .md inside it).")
+@json_option
+@click.pass_context
+def export_session_command(ctx: click.Context, session_id: str, db_path: Path,
+                           export_format: str, out_path: Path, as_json: bool) -> None:
+    """Export one session's messages to a JSONL or markdown file, atomically."""
+    from core.exporters import export_session
+
+    result = on_engine(ctx, db_path,
+                       lambda engine: export_session(engine, session_id, out_path, export_format),
+                       read_only=True, defer_model=True)
+    _echo_export(result, as_json)
+
+
+@export_group.command("namespace")
+@click.argument("namespace")
+@db_option
+@format_option
+@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path),
+              help="jsonl: the file to write (a folder: <namespace>.jsonl inside it); "
+                   "markdown: the folder to write one <session>.md per session in.")
+@json_option
+@click.pass_context
+def export_namespace_command(ctx: click.Context, namespace: str, db_path: Path,
+                             export_format: str, out_path: Path, as_json: bool) -> None:
+    """Export every conversation session of a namespace (agent identity) to JSONL or
+    markdown."""
+    from core.exporters import export_namespace
+
+    result = on_engine(ctx, db_path,
+                       lambda engine: export_namespace(engine, namespace, out_path,
+                                                       export_format),
+                       read_only=True, defer_model=True)
+    _echo_export(result, as_json)
