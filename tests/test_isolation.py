@@ -19,6 +19,7 @@ from tests.conftest import DETERMINISTIC, rows
 from workbench.bench.isolation import run_suite
 from workbench.bench.isolation.command import report_lines
 from workbench.bench.isolation.probe import Probe
+from workbench.cli.root import main
 
 pytest.importorskip("mcp")
 
@@ -28,7 +29,7 @@ FLOORS = {"engine API": 3000, "CLI": 180, "MCP server": 500, "victim's view": 20
 
 
 def test_no_attack_reaches_the_victim(tmp_path: Path) -> None:
-    result = run_suite(tmp_path / "suite")
+    result = run_suite(tmp_path / "suite", main)
     for line in report_lines(result):
         print(line)
     assert not result.leaks, "\n".join(finding.line() for finding in result.leaks)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import click
+
 from core.storage.notes import memory_session_id
 from workbench.bench.isolation.inputs import (
     crafted_namespaces,
@@ -60,9 +62,11 @@ def _cli_text(text: str) -> bool:
 class Commands:
     """Runs ``workbench`` commands as cases: output and written files checked for markers."""
 
-    def __init__(self, db_path: Path, config_path: Path, probe: Probe, out: Path) -> None:
+    def __init__(self, root: click.Command, db_path: Path, config_path: Path, probe: Probe,
+                 out: Path) -> None:
         from click.testing import CliRunner
 
+        self._root = root
         self._runner = CliRunner(env={"WORKBENCH_CONFIG": str(config_path)})
         self._db = str(db_path)
         self.probe = probe
@@ -72,12 +76,10 @@ class Commands:
             reads: Sequence[Path] = (), given: Sequence[str] = ()) -> str:
         """Run ``workbench ARGS --db FILE`` as a case; ``reads`` are files it writes (read
         back and checked), ``given`` what else the attacker gave (a file's content)."""
-        from workbench.cli.root import main
-
         for path in reads:
             path.unlink(missing_ok=True)
         argv = [*args[:1], *_with_db(args[1:], self._db)]
-        result = self._runner.invoke(main, argv)
+        result = self._runner.invoke(self._root, argv)
         text = result.output
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             text += as_text(result.exception)
@@ -95,9 +97,7 @@ class Commands:
 
     def invoke(self, args: list[str]) -> Any:
         """Run a command that is not an attack (the developer's own view)."""
-        from workbench.cli.root import main
-
-        return self._runner.invoke(main, [*args[:1], *_with_db(args[1:], self._db)])
+        return self._runner.invoke(self._root, [*args[:1], *_with_db(args[1:], self._db)])
 
 
 def _with_db(args: list[str], db: str) -> list[str]:
@@ -108,15 +108,13 @@ def _with_db(args: list[str], db: str) -> list[str]:
     return [*args, "--db", db]
 
 
-def attack_cli(db_path: Path, config_path: Path, planted: Planted, probe: Probe,
-               workdir: Path, *, thorough: bool = False) -> None:
-    """Every command-line attack."""
+def attack_cli(root: click.Command, db_path: Path, config_path: Path, planted: Planted,
+               probe: Probe, workdir: Path, *, thorough: bool = False) -> None:
+    """Every command-line attack, on the ``workbench`` command ``root``."""
     out = workdir / "cli-out"
     out.mkdir(exist_ok=True)
-    cli = Commands(db_path, config_path, probe, out)
-    from workbench.cli.root import main
-
-    notes_commands = getattr(main.get_command(None, "notes"), "commands", {})  # type: ignore[arg-type]
+    cli = Commands(root, db_path, config_path, probe, out)
+    notes_commands = getattr(root.get_command(None, "notes"), "commands", {})  # type: ignore[arg-type]
     namespaces = [ns for ns in crafted_namespaces(VICTIM) if _cli_text(ns)]
     for ns in spread(namespaces, 8, thorough):
         _namespace_commands(cli, ns, "export" in notes_commands)

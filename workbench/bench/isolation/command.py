@@ -57,7 +57,8 @@ def isolation_command(thorough: bool, no_mcp: bool, keep_dir: Path | None) -> No
     from workbench.bench.isolation import run_suite
 
     def run(folder: Path) -> Any:
-        return run_suite(folder, mcp=not no_mcp, thorough=thorough,
+        root = click.get_current_context().find_root().command
+        return run_suite(folder, root, mcp=not no_mcp, thorough=thorough,
                          say=lambda line: click.echo(line, err=True))
 
     if keep_dir is not None:

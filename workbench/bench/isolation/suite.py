@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
+
 from workbench.bench.isolation.probe import Finding, Probe
 from workbench.bench.isolation.victim import (
     ATTACKER,
@@ -57,9 +59,12 @@ def attack_config() -> dict[str, Any]:
     return {**CONFIG, "agent": VICTIM}
 
 
-def run_suite(workdir: Path, *, mcp: bool = True, thorough: bool = False,
+def run_suite(workdir: Path, cli: click.Command, *, mcp: bool = True, thorough: bool = False,
               say: Callable[[str], None] = lambda line: None) -> SuiteResult:
     """Plant a victim in a new memory file under ``workdir`` and attack it; the tally.
+
+    ``cli`` is the ``workbench`` command whose subcommands are attacked (given, not
+    imported: the command line itself runs this suite as ``workbench bench isolation``).
 
     ``thorough`` gives the command line every input (the engine and MCP parts always get
     them all); ``mcp=False`` leaves the MCP server out.
@@ -84,7 +89,7 @@ def run_suite(workdir: Path, *, mcp: bool = True, thorough: bool = False,
     def cli_part() -> None:
         from workbench.bench.isolation.cli_attacks import attack_cli
 
-        attack_cli(db_path, config_path, planted, probe, workdir, thorough=thorough)
+        attack_cli(cli, db_path, config_path, planted, probe, workdir, thorough=thorough)
 
     def mcp_part() -> None:
         from workbench.bench.isolation.mcp_attacks import attack_mcp
@@ -93,7 +98,7 @@ def run_suite(workdir: Path, *, mcp: bool = True, thorough: bool = False,
             asyncio.run(attack_mcp(db_path, config_path, planted, probe, workdir))
 
     def victim_view() -> None:
-        _victim_cli_view(db_path, config_path, planted, probe, workdir)
+        _victim_cli_view(cli, db_path, config_path, planted, probe, workdir)
         asyncio.run(_victim_view(db_path, planted, probe))
 
     parts = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, victim_view), strict=True))
@@ -145,13 +150,13 @@ def _in_scope(reverse: Probe, operation: str, chunk_ids: list[str], planted: Pla
                                      f"replay left its logged scope: {strays[:3]}"))
 
 
-def _victim_cli_view(db_path: Path, config_path: Path, planted: Planted, probe: Probe,
-                     workdir: Path) -> None:
+def _victim_cli_view(root: click.Command, db_path: Path, config_path: Path, planted: Planted,
+                     probe: Probe, workdir: Path) -> None:
     """``workbench log --replay ID`` (the developer's view: no namespace) on the victim's
     entries runs in their logged scope and shows nothing of the attacker's."""
     from workbench.bench.isolation.cli_attacks import Commands
 
-    cli = Commands(db_path, config_path, _reverse_probe(probe), workdir)
+    cli = Commands(root, db_path, config_path, _reverse_probe(probe), workdir)
     for log_id in planted.log_ids:
         operation = f"log --replay {log_id}"
         result = cli.invoke(["log", "--replay", str(log_id), "--json"])
