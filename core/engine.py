@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,7 +43,7 @@ from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
 from core.storage.events import PreparedMessage
-from core.storage.sqlite_backend import SqliteBackend
+from core.storage.opening import open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries
 from core.tokens import TokenCounter
@@ -79,7 +78,7 @@ class Engine(NoteOperations):
     def __init__(self, backend: Backend, config: Config, loaded: LoadedEmbedder) -> None:
         self.config = config
         self.backend = backend
-        self.path = backend.path
+        self.location = backend.location
         self.warnings: list[str] = list(backend.warnings)
         self.model = CurrentModel(loaded, self.warnings)
         self._loader = ModelLoader(backend, config.embedding, self.model)
@@ -124,8 +123,7 @@ class Engine(NoteOperations):
                     read_only: bool, reindex: bool, start_worker: bool,
                     defer_model: bool) -> Engine:
         cfg = load_config(config)
-        backend = await asyncio.to_thread(SqliteBackend.open, Path(path), cfg.storage,
-                                          read_only=read_only)
+        backend = await open_backend(path, cfg.storage, read_only=read_only)
         deferred = defer_model and not reindex
         # A placeholder model stands in until the real one loads, now or in the background.
         placeholder = LoadingEmbedder(cfg.embedding.model or cfg.embedding.backend
@@ -135,7 +133,7 @@ class Engine(NoteOperations):
             await engine._loader.start(deferred=deferred, start_worker=start_worker,
                                        reindex=reindex, also_start=engine.compactor.start)
         except BaseException:
-            backend.close()
+            await backend.close()
             raise
         return engine
 
@@ -160,7 +158,7 @@ class Engine(NoteOperations):
         await self.retrieval.flush_logs()
         await self._loader.stop_worker()
         await self.bulk.close()
-        self.backend.close()
+        await self.backend.close()
         self.model.embedder.close()
 
     @property

@@ -188,7 +188,7 @@ async def export_namespace(engine: Engine, namespace: str, out: str | Path,
                       if not s.session_id.startswith(MEMORY_PREFIX))
     if not sessions:
         raise NotFound(f"namespace {namespace!r} has no conversation sessions in "
-                       f"{engine.path}")
+                       f"{engine.location}")
     target = Path(out).expanduser()
     if export_format == "jsonl":
         records = [r for session_id in sessions for r in await engine.recall(session_id)]

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from core.storage.connection import open_connection
+from tests.pg_server import pg_server, pg_url  # noqa: F401  (fixtures: a real PostgreSQL)
 from tests.tiny_model import build_tiny_model
 
 SHARED_MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "models" / "m2v-minilm-256"

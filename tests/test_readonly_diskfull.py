@@ -342,7 +342,7 @@ async def test_the_app_shows_a_worker_the_disk_refuses_and_keeps_running(
         assert engine is not None
 
         async def full(*args: Any) -> int:
-            raise StorageFull(f"{engine.path}: the disk is full (SQLite: database or disk is "
+            raise StorageFull(f"{engine.location}: the disk is full (SQLite: database or disk is "
                               "full); this write was rolled back")
 
         monkeypatch.setattr(engine.backend, "save_vectors", full)

@@ -70,7 +70,7 @@ async def held_sequences(engine: Engine, dataset: Dataset) -> dict[str, set[int]
             got = (record.payload.get("metadata") or {}).get("message_id")
             if want is not None and got != want:
                 raise InvalidInput(
-                    f"session {session_id!r} in {engine.path} holds other messages (sequence "
+                    f"session {session_id!r} in {engine.location} holds other messages (sequence "
                     f"{record.sequence} is {got!r}, the dataset's is {want!r}); use another "
                     "file or forget that session first")
             sequences.add(record.sequence)
@@ -91,7 +91,7 @@ async def store_dataset(engine: Engine, dataset: Dataset) -> StoreReport:
         missing = [m for m in messages if m.sequence not in have]
         if have and missing and missing[0].sequence < max(have):
             raise InvalidInput(
-                f"session {session_id!r} in {engine.path} has gaps (message "
+                f"session {session_id!r} in {engine.location} has gaps (message "
                 f"{missing[0].message_id} is missing), which sequences cannot fill; forget the "
                 "session and import again")
         items.extend((session_id, m.sequence, m.message) for m in missing)
@@ -113,8 +113,9 @@ async def check_engine_holds(engine: Engine, dataset: Dataset) -> None:
     for session_id, messages in dataset.messages.items():
         missing = len(messages) - len(held[session_id])
         if missing:
-            raise InvalidInput(f"{engine.path} lacks {missing} of the {len(messages)} messages of "
-                               f"session {session_id!r}; import the dataset's source first")
+            raise InvalidInput(f"{engine.location} lacks {missing} of the {len(messages)} "
+                               f"messages of session {session_id!r}; import the dataset's "
+                               "source first")
 
 
 @dataclass(frozen=True)

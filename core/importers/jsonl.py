@@ -128,6 +128,6 @@ async def import_jsonl(engine: Engine, path: str | Path, *, namespace: str | Non
     (default: the engine's agent)."""
     namespace = engine.notes.namespace(namespace)
     planned = read_jsonl(path)
-    report = ImportReport(str(path), FORMAT, str(engine.path), namespace)
+    report = ImportReport(str(path), FORMAT, str(engine.location), namespace)
     await land_messages(engine, planned, report, namespace=namespace, progress=progress)
     return report

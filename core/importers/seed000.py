@@ -175,7 +175,7 @@ async def import_seed000(engine: Engine, path: str | Path, *, namespace: str | N
     """Import a seed-000 SQLite file (see the module docstring) into ``namespace``
     (default: the engine's agent)."""
     namespace = engine.notes.namespace(namespace)
-    report = ImportReport(str(path), FORMAT, str(engine.path), namespace)
+    report = ImportReport(str(path), FORMAT, str(engine.location), namespace)
     with open_source(path) as source:
         planned = plan_messages(source, report, engine.embedder)
         facts = source.scalar("SELECT count(*) FROM facts") if "facts" in source.tables else 0

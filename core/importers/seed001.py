@@ -301,7 +301,7 @@ async def import_seed001(engine: Engine, path: str | Path, *, namespace: str | N
     """Import a seed-001 SQLite/libSQL file (see the module docstring) into ``namespace``
     (default: the engine's agent)."""
     namespace = engine.notes.namespace(namespace)
-    report = ImportReport(str(path), FORMAT, str(engine.path), namespace)
+    report = ImportReport(str(path), FORMAT, str(engine.location), namespace)
     with open_source(path) as source:
         messages, notes = plan_events(source, report)
         states = (source.scalar("SELECT count(*) FROM session_state WHERE session_id NOT "

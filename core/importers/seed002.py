@@ -42,7 +42,7 @@ async def import_seed002(engine: Engine, path: str | Path, *, namespace: str | N
     """Import a seed-002 memories.db (see the module docstring) into ``namespace``
     (default: the engine's agent)."""
     namespace = engine.notes.namespace(namespace)
-    report = ImportReport(str(path), FORMAT, str(engine.path), namespace)
+    report = ImportReport(str(path), FORMAT, str(engine.location), namespace)
     with open_source(path) as source:
         source.require("memories", COLUMNS, SHAPE)
         present = set(source.columns("memories"))

@@ -91,7 +91,7 @@ async def import_seed004(engine: Engine, path: str | Path, *, namespace: str | N
     (default: the engine's agent)."""
     namespace = engine.notes.namespace(namespace)
     planned = read_entries(path)
-    report = ImportReport(str(path), FORMAT, str(engine.path), namespace)
+    report = ImportReport(str(path), FORMAT, str(engine.location), namespace)
     await land_notes(engine, planned, report, namespace=namespace, kind=KIND)
     if progress is not None:
         progress(len(planned), len(planned))

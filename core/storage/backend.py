@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
 
     from core.storage.events import PreparedMessage, WriteOutcome
+    from core.storage.locations import Location
     from core.storage.note_listing import NoteQuery
     from core.storage.notes import NoteChanges, NoteDraft, NoteRef
     from core.storage.search import LegRequest, LegRows, Scope
@@ -70,8 +70,9 @@ class BackendFeatures:
 class Backend(Protocol):
     """Async storage operations over one memory (a file, or a database server)."""
 
-    path: Path
-    """Where the memory is stored."""
+    location: Location
+    """Where the memory is stored: a file, or a server's URL (``str()`` shows it without
+    its password)."""
     read_only: bool
     """True when writes are refused (asked for, or forced: see ``read_only_reason``)."""
     read_only_reason: str | None
@@ -83,7 +84,7 @@ class Backend(Protocol):
     features: BackendFeatures
     """What this backend can do where backends differ."""
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Close every connection; the backend is not used again."""
 
     def require_writable(self) -> None:

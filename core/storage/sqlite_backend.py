@@ -35,6 +35,7 @@ from core.storage import (
 )
 from core.storage.backend import BackendFeatures
 from core.storage.connection import Database
+from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
     latest_version,
@@ -70,6 +71,7 @@ class SqliteBackend:
     def __init__(self, db: Database, warnings: list[str]) -> None:
         self._db = db
         self.path = db.path
+        self.location = parse_location(db.path)
         self.read_only = db.read_only
         self.warnings = warnings
         self.schema_version = 0
@@ -147,7 +149,7 @@ class SqliteBackend:
         db.open_readers()
         return backend
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Close every connection."""
         self._db.close()
 

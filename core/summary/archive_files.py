@@ -1,7 +1,8 @@
-"""Compaction archives as markdown files (seed 002 "Conversation Archives").
+"""Compaction archives as markdown files (pynchy's "Conversation Archives").
 
 Each archive goes to ``<root>/<session>/<archive name>.md``, where ``root`` is
-``summary.archive_dir`` or ``conversations/`` beside the memory file. Names are made safe
+``summary.archive_dir`` or ``conversations/`` beside the memory file (:func:`archive_root`).
+Names are made safe
 for any file system (anything but letters, digits, ``.``, ``_`` and ``-`` becomes ``_``,
 with a short hash of the original when that changed it, so two names never share a file).
 A file is written to a temporary name in the same folder, flushed to disk, then renamed over
@@ -16,6 +17,10 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 96
@@ -30,11 +35,16 @@ def safe_name(text: str) -> str:
     return f"{cleaned[:_MAX_STEM]}-{digest}"
 
 
-def archive_root(archive_dir: str, database: Path) -> Path:
-    """Where archives go: the configured folder, else ``conversations/`` beside the file."""
+def archive_root(archive_dir: str, location: Location) -> Path:
+    """Where archives go: the configured folder, else ``conversations/`` beside the file; a
+    server's memory has no folder beside it, so its archives go to this machine's data
+    folder (``$XDG_DATA_HOME/memory-workbench/conversations/<server and database>``)."""
     if archive_dir:
         return Path(archive_dir).expanduser()
-    return database.expanduser().resolve().parent / "conversations"
+    if not location.is_postgres:
+        return location.path.expanduser().resolve().parent / "conversations"
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data_home / "memory-workbench" / "conversations" / safe_name(location.display)
 
 
 def archive_path(root: Path, session_id: str, archive_name: str) -> Path:

@@ -23,7 +23,6 @@ import hashlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core import clock
@@ -89,7 +88,7 @@ class Compactor:
         self._model = model
         self._working_memory = working_memory
         self._wake = wake
-        self.root = archive_files.archive_root(summary.archive_dir, Path(backend.path))
+        self.root = archive_files.archive_root(summary.archive_dir, backend.location)
         self._loop: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 

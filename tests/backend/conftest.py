@@ -1,7 +1,8 @@
 """The backend contract suite's fixtures: every test here runs once per storage backend.
 
-A backend joins the suite by adding its name to ``BACKENDS`` and a branch to ``_open``
-(the PostgreSQL backend will need a server; its branch skips when none is configured).
+A backend joins the suite by adding its name to ``BACKENDS`` and a branch to ``_open``.
+The PostgreSQL one runs on a real server the tests start themselves (``tests/pg_server.py``:
+one per test process, a fresh database per test); it never skips.
 """
 
 from __future__ import annotations
@@ -14,18 +15,25 @@ import pytest
 
 from core.config import StorageConfig
 from core.storage.backend import Backend
+from core.storage.locations import parse_location
+from core.storage.pg.backend import PostgresBackend
 from core.storage.sqlite_backend import SqliteBackend
 from tests.backend.builders import DIMENSION, MODEL
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 Opener = Callable[..., Awaitable[Backend]]
 
 
-async def _open(kind: str, where: Path, *, read_only: bool = False) -> Backend:
+async def _open(kind: str, where: Path | str, *, read_only: bool = False) -> Backend:
+    config = StorageConfig(reader_pool_size=2)
     if kind == "sqlite":
-        return await asyncio.to_thread(SqliteBackend.open, where / "memory.db",
-                                       StorageConfig(reader_pool_size=2), read_only=read_only)
+        assert isinstance(where, Path)
+        return await asyncio.to_thread(SqliteBackend.open, where / "memory.db", config,
+                                       read_only=read_only)
+    if kind == "postgres":
+        assert isinstance(where, str)
+        return await PostgresBackend.open(parse_location(where), config, read_only=read_only)
     raise AssertionError(f"no backend {kind!r}")
 
 
@@ -35,15 +43,18 @@ async def open_backend(request: pytest.FixtureRequest,
     """Opens more backends over the same memory (a second writer, a read-only reader);
     all of them are closed after the test."""
     opened: list[Backend] = []
+    # One memory per test: a file in tmp_path, or a fresh database on the test server.
+    where: Path | str = (request.getfixturevalue("pg_url") if request.param == "postgres"
+                         else tmp_path)
 
     async def open_one(*, read_only: bool = False) -> Backend:
-        backend = await _open(request.param, tmp_path, read_only=read_only)
+        backend = await _open(request.param, where, read_only=read_only)
         opened.append(backend)
         return backend
 
     yield open_one
     for backend in reversed(opened):
-        backend.close()
+        await backend.close()
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ import pytest
 
 from core.storage.locations import parse_location
 from core.storage.pg.connection import PgDatabase
-from tests.pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
-async def pg_db(pg_url: str) -> AsyncIterator[PgDatabase]:  # noqa: F811
+async def pg_db(pg_url: str) -> AsyncIterator[PgDatabase]:
     """The test's database, opened and migrated."""
     db = PgDatabase(parse_location(pg_url))
     await db.open()

@@ -1,0 +1,37 @@
+"""Open the backend a location names: a SQLite file, or a PostgreSQL database by URL.
+
+This is the one place that looks at which backend a memory is on; everything above it talks
+to the :class:`core.storage.backend.Backend` protocol. The PostgreSQL driver is imported only
+for a ``postgresql://`` location, so a file-only user never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING
+
+from core.storage.locations import Location, parse_location
+
+if TYPE_CHECKING:
+    from core.config import StorageConfig
+    from core.storage.backend import Backend
+
+
+async def open_backend(where: str | os.PathLike[str] | Location, config: StorageConfig, *,
+                       read_only: bool = False) -> Backend:
+    """Open (creating or migrating as needed) the memory at ``where``.
+
+    Raises ``InvalidInput`` for a location with an unsupported scheme (naming the supported
+    ones), and the backend's own refusals (``StorageUnavailable`` for a server that cannot be
+    reached, ``SchemaTooNew`` conditions open read-only with a warning instead).
+    """
+    location = where if isinstance(where, Location) else parse_location(where)
+    if location.is_postgres:
+        from core.storage.pg.backend import PostgresBackend
+
+        return await PostgresBackend.open(location, config, read_only=read_only)
+    from core.storage.sqlite_backend import SqliteBackend
+
+    return await asyncio.to_thread(SqliteBackend.open, location.path, config,
+                                   read_only=read_only)
