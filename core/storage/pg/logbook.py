@@ -1,7 +1,10 @@
-"""PostgreSQL: TO BE WRITTEN — core/storage/logbook.py's operations on an async connection."""
+"""PostgreSQL: the retrieval log and the relevance judgments, as :mod:`core.storage.logbook`
+keeps them in SQLite. ``log_id`` is an identity, so concurrent writers' entries each get
+their own; a judgment is one row per (scope, query, chunk), upserted with ``ON CONFLICT``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from core.storage.pg.connection import Conn
@@ -9,7 +12,13 @@ from core.storage.pg.connection import Conn
 
 async def append_logs(conn: Conn, entries: list[dict[str, Any]]) -> None:
     """Record queries, in order, in one transaction."""
-    raise NotImplementedError("PostgreSQL: append_logs")
+    async with conn.cursor() as cursor:
+        await cursor.executemany(
+            "INSERT INTO retrieval_log(created_at, caller, scope_kind, scope_value, query,"
+            " params_json, results_json, timings_json) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [(entry["created_at"], entry["caller"], entry["scope_kind"], entry["scope_value"],
+              entry["query"], json.dumps(entry["params"]), json.dumps(entry["results"]),
+              json.dumps(entry["timings_ms"])) for entry in entries])
 
 
 async def read_log(
@@ -21,18 +30,45 @@ async def read_log(
     log_id: int | None = None,
 ) -> list[dict[str, Any]]:
     """Log entries, newest first, optionally by caller, scope or id."""
-    raise NotImplementedError("PostgreSQL: read_log")
+    clauses: list[str] = []
+    params: list[Any] = []
+    if log_id is not None:
+        clauses.append("log_id = %s")
+        params.append(log_id)
+    if caller is not None:
+        clauses.append("caller = %s")
+        params.append(caller)
+    if scope_kind is not None:
+        clauses.append("scope_kind = %s AND scope_value = %s")
+        params += [scope_kind, scope_value]
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    cursor = await conn.execute(
+        "SELECT log_id, created_at, caller, scope_kind, scope_value, query, params_json,"
+        f" results_json, timings_json FROM retrieval_log {where}"
+        " ORDER BY log_id DESC LIMIT %s", [*params, limit])
+    return [{"log_id": r[0], "created_at": r[1], "caller": r[2], "scope_kind": r[3],
+             "scope_value": r[4], "query": r[5], "params": json.loads(r[6]),
+             "results": json.loads(r[7]), "timings_ms": json.loads(r[8])}
+            for r in await cursor.fetchall()]
 
 
 async def set_judgment(
     conn: Conn, scope_kind: str, scope_value: str, query: str, chunk_id: str, grade: int, now: str
 ) -> None:
     """Record (or change) how relevant a chunk is to a query in a scope; grade 0 to 3."""
-    raise NotImplementedError("PostgreSQL: set_judgment")
+    await conn.execute(
+        "INSERT INTO relevance_judgments(scope_kind, scope_value, query, chunk_id, grade,"
+        " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT(scope_kind, scope_value, query, chunk_id) DO UPDATE SET"
+        " grade = excluded.grade, updated_at = excluded.updated_at",
+        (scope_kind, scope_value, query, chunk_id, grade, now, now))
 
 
 async def read_judgments(
     conn: Conn, scope_kind: str, scope_value: str, query: str
 ) -> dict[str, int]:
     """chunk_id -> grade for one query in one scope."""
-    raise NotImplementedError("PostgreSQL: read_judgments")
+    cursor = await conn.execute(
+        "SELECT chunk_id, grade FROM relevance_judgments WHERE scope_kind = %s AND"
+        " scope_value = %s AND query = %s", (scope_kind, scope_value, query))
+    return {chunk_id: grade for chunk_id, grade in await cursor.fetchall()}

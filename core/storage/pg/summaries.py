@@ -57,9 +57,12 @@ async def idle_sessions(conn: Conn, idle_before: str) -> list[str]:
 
 async def read_meta(conn: Conn, key: str) -> str | None:
     """A value from ``memory_meta``."""
-    raise NotImplementedError("PostgreSQL: read_meta")
+    cursor = await conn.execute("SELECT value FROM memory_meta WHERE key = %s", (key,))
+    row = await cursor.fetchone()
+    return None if row is None else row[0]
 
 
 async def write_meta(conn: Conn, key: str, value: str) -> None:
     """Set a value in ``memory_meta``."""
-    raise NotImplementedError("PostgreSQL: write_meta")
+    await conn.execute("INSERT INTO memory_meta(key, value) VALUES (%s, %s)"
+                       " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
