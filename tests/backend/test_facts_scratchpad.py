@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from core.errors import OutOfNamespace
 from core.storage.backend import Backend
 from tests.backend.builders import NOW, store
+from tests.backend.conftest import Opener
 
 LATER = "2026-01-02T00:00:00.000Z"
 
@@ -20,6 +23,20 @@ async def test_a_fact_upsert_replaces_value_and_source_and_keeps_created_at(
     assert (second["created_at"], second["updated_at"]) == (NOW, LATER)
     assert await backend.read_fact("ana", "user", "city") == second
     assert await backend.read_fact("bob", "user", "city") is None
+
+
+async def test_concurrent_upserts_of_one_fact_leave_one_whole_row(
+        backend: Backend, open_backend: Opener) -> None:
+    other = await open_backend()
+    await asyncio.gather(*(writer.upsert_fact("ana", "user", "city", city, source, NOW)
+                           for writer, city, source in ((backend, "Lisbon", "user"),
+                                                        (other, "Porto", "agent"),
+                                                        (backend, "Faro", "agent"),
+                                                        (other, "Braga", "user"))))
+    (fact,) = await backend.list_facts("ana")
+    # The later writer wins whole: value and source come from the same upsert.
+    assert (fact["value"], fact["source"]) in {("Lisbon", "user"), ("Porto", "agent"),
+                                               ("Faro", "agent"), ("Braga", "user")}
 
 
 async def test_facts_list_by_category_then_key_and_delete(backend: Backend) -> None:

@@ -86,6 +86,32 @@ async def test_two_writers_never_claim_the_same_schedule(backend: Backend,
     assert len(expired) == 6
 
 
+async def test_many_runners_at_once_share_the_due_schedules_without_overlap(
+        backend: Backend, open_backend: Opener) -> None:
+    for n in range(6):
+        await backend.insert_schedule(row(f"sch-{n}"))
+    runners = [backend, *[await open_backend() for _ in range(3)]]
+    claims = await asyncio.gather(*(runner.claim_due(NOW, f"runner-{n}", LEASE, 2)
+                                    for n, runner in enumerate(runners)))
+    claimed = [s["schedule_id"] for claim in claims for s in claim]
+    assert sorted(claimed) == [f"sch-{n}" for n in range(6)]  # each once, none left over
+    assert all(len(claim) <= 2 for claim in claims)
+
+
+async def test_failed_runs_recorded_at_once_both_count(backend: Backend,
+                                                       open_backend: Opener) -> None:
+    await backend.insert_schedule(row("sch-1"))
+    other = await open_backend()
+    await asyncio.gather(
+        backend.record_run_and_reschedule(run("sch-1", "run-a", "error"), FUTURE, None, None,
+                                          0, 10, NOW),
+        other.record_run_and_reschedule(run("sch-1", "run-b", "error"), FUTURE, None, None,
+                                        0, 10, NOW))
+    schedule = await backend.get_schedule("sch-1")
+    assert schedule["consecutive_failures"] == 2
+    assert await backend.count_runs("sch-1") == 2
+
+
 async def test_a_run_is_recorded_with_its_reschedule_and_failures_pause(
         backend: Backend) -> None:
     await backend.insert_schedule(row("sch-1"))
