@@ -30,6 +30,7 @@ async def test_the_log_reads_newest_first_by_caller_scope_or_id(backend: Backend
                                                        scope_value="t")] == ["third"]
     assert [e["query"] for e in await backend.read_log(log_id=log[1]["log_id"])] == ["second"]
     assert [e["query"] for e in await backend.read_log(limit=1)] == ["third"]
+    assert len(await backend.read_log(limit=-1)) == 3  # a negative limit is none
 
 
 async def test_judgments_are_stored_and_changed_per_scope_and_query(backend: Backend) -> None:

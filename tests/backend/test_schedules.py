@@ -55,6 +55,16 @@ async def test_insert_get_search_update_and_delete(backend: Backend) -> None:
     assert await backend.delete_schedule("sch-1") is False
 
 
+async def test_search_is_newest_first_ties_by_insertion_and_text_ignores_ascii_case(
+        backend: Backend) -> None:
+    for n in range(3):  # one created_at: insertion order breaks the tie
+        await backend.insert_schedule(row(f"sch-{n}", name=f"plants {n}"))
+    total, page = await backend.search_schedules("alice", "active", None, "WATER THE", 2, 1)
+    assert (total, [s["schedule_id"] for s in page]) == (3, ["sch-1", "sch-0"])
+    assert [s["schedule_id"] for s in await backend.due_schedules(NOW, -1)] == [
+        "sch-0", "sch-1", "sch-2"]  # a negative limit is none
+
+
 async def test_due_schedules_are_active_and_due_soonest_first(backend: Backend) -> None:
     await backend.insert_schedule(row("later", next_run_at=PAST))
     await backend.insert_schedule(row("sooner", next_run_at="2026-01-01T10:00:00.000Z"))

@@ -24,6 +24,11 @@ _SELECT = f"SELECT {', '.join(COLUMNS)} FROM schedules"
 _SELECT_RUNS = f"SELECT {', '.join(RUN_COLUMNS)} FROM schedule_runs"
 
 
+def _limit(limit: int) -> int | None:
+    """SQLite reads a negative LIMIT as none; PostgreSQL refuses one, and LIMIT NULL is none."""
+    return limit if limit >= 0 else None
+
+
 def _rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
 
@@ -101,7 +106,7 @@ async def search_schedules(
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     total = await _count(conn, f"SELECT count(*) FROM schedules{clause}", params)
     page = await _fetch(conn, f"{_SELECT}{clause} ORDER BY created_at DESC, row_order DESC"
-                        " LIMIT %s OFFSET %s", [*params, limit, offset])
+                        " LIMIT %s OFFSET %s", [*params, _limit(limit), offset])
     return total, page
 
 
@@ -137,7 +142,7 @@ async def due_schedules(conn: Conn, now: str, limit: int) -> list[dict[str, Any]
     """Active schedules whose next run is at or before ``now``, soonest first (the partial
     ``schedules_due`` index answers it)."""
     return await _fetch(conn, f"{_SELECT} WHERE status = 'active' AND next_run_at <= %s"
-                        " ORDER BY next_run_at, row_order LIMIT %s", (now, limit))
+                        " ORDER BY next_run_at, row_order LIMIT %s", (now, _limit(limit)))
 
 
 async def claim_due(
@@ -154,7 +159,7 @@ async def claim_due(
         "SELECT schedule_id FROM schedules WHERE status = 'active' AND next_run_at <= %s"
         " AND (claimed_by IS NULL OR claim_expires_at <= %s)"
         " ORDER BY next_run_at, row_order LIMIT %s FOR UPDATE SKIP LOCKED",
-        (now, now, limit))
+        (now, now, _limit(limit)))
     ids = [row[0] for row in await cursor.fetchall()]
     if not ids:
         return []
@@ -228,7 +233,7 @@ async def run_history(conn: Conn, schedule_id: str, limit: int) -> list[dict[str
     """A schedule's runs, newest first."""
     cursor = await conn.execute(f"{_SELECT_RUNS} WHERE schedule_id = %s"
                                 " ORDER BY started_at DESC, run_id DESC LIMIT %s",
-                                (schedule_id, limit))
+                                (schedule_id, _limit(limit)))
     return _runs(await cursor.fetchall())
 
 
