@@ -118,6 +118,11 @@ CREATE TABLE chunks (
     created_at         TEXT COLLATE "C",
     context_text       TEXT COLLATE "C" NOT NULL DEFAULT '',
     note_id            TEXT COLLATE "C",
+    -- The embedding worker that holds this pending chunk, until when (core/storage/pg/
+    -- vectors.py): workers in several processes never embed one chunk twice. Not in
+    -- SQLite, whose one embedding worker per file needs no claim; `migrate` leaves it NULL.
+    embedding_claimed_by    TEXT COLLATE "C",
+    embedding_claim_expires TEXT COLLATE "C",
     fts                TSVECTOR GENERATED ALWAYS AS (
                            setweight(to_tsvector('memory_english', chunk_text), 'A')
                            || setweight(to_tsvector('memory_english', context_text), 'B')
