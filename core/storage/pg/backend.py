@@ -169,8 +169,10 @@ class PostgresBackend:
         return await self._db.read(session_snapshot.read_session_snapshot, session_id)
 
     async def pulse(self) -> tuple[int, int, int]:
-        """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""
-        return await self._db.read(vectors.pulse)
+        """(change counter, backlog, failed), read on the connection that LISTENs for
+        every process's commits (:meth:`PgDatabase.watch`)."""
+        changes, (backlog, failed) = await self._db.watch(vectors.backlog_and_failures)
+        return changes, backlog, failed
 
     async def table_counts(self) -> dict[str, int]:
         """Row counts per table."""

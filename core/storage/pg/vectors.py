@@ -180,13 +180,6 @@ async def backlog_and_failures(conn: Conn) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-async def pulse(conn: Conn) -> tuple[int, int, int]:
-    """(0, backlog, failures): the change counter is not the database's but the watching
-    connection's (:meth:`PgDatabase.pulse`), which fills the first place in."""
-    backlog, failed = await backlog_and_failures(conn)
-    return 0, backlog, failed
-
-
 async def backlog_count(conn: Conn) -> int:
     """Chunks still waiting for a vector."""
     return (await backlog_and_failures(conn))[0]
