@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from core.errors import DimensionMismatch
 from core.storage.backend import Backend
 from core.storage.search import Scope
 from tests.backend.builders import DIMENSION, MODEL, message, store, unit
+from tests.backend.conftest import Opener
 
 
 async def test_the_same_content_in_a_session_is_stored_once(backend: Backend) -> None:
@@ -72,3 +75,23 @@ async def test_the_vector_index_keeps_its_dimension_until_reset(backend: Backend
     assert await backend.backlog_count() == 1
     assert (await backend.embedding_counts())["models"] == {}
 
+
+
+async def test_two_workers_claiming_the_backlog_at_once_take_disjoint_chunks(
+        backend: Backend, open_backend: Opener) -> None:
+    if backend.features.single_writer:
+        pytest.skip("one embedding worker per memory: its backlog needs no claims")
+    other = await open_backend()
+    for sequence in range(1, 41):
+        await store(backend, "s", sequence, f"message number {sequence}")
+    mine, theirs = await asyncio.gather(backend.pending_chunks(25), other.pending_chunks(25))
+    mine_ids, their_ids = {row[0] for row in mine}, {row[0] for row in theirs}
+    assert not mine_ids & their_ids
+    assert len(mine_ids | their_ids) == 40
+    # A claimer is handed its own claims again (a refused save reads its batch back); what
+    # the other holds stays with the other.
+    assert {row[0] for row in await backend.pending_chunks(100)} == mine_ids
+    rows = [(chunk_id, session_id, agent) for chunk_id, session_id, _, _, agent, _ in mine]
+    assert await backend.save_vectors(rows, np.stack([unit(1.0)] * len(rows)), MODEL) == len(rows)
+    assert await backend.pending_chunks(100) == []
+    assert await backend.backlog_count() == len(their_ids)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from core.errors import OutOfNamespace, ReadOnlyDatabase, SequenceError
@@ -115,3 +117,22 @@ async def test_a_read_only_backend_refuses_writes_and_still_reads(
     with pytest.raises(ReadOnlyDatabase):
         await reader.delete_session("s")
     assert [e["sequence"] for e in await reader.read_events("s")] == [1]
+
+
+async def test_two_writers_racing_on_a_session_give_one_win_and_one_refusal(
+        backend: Backend, open_backend: Opener) -> None:
+    other = await open_backend()
+    await store(backend, "s", 1, "first")
+    for sequence in range(2, 12):
+        results = await asyncio.gather(
+            backend.write_messages([message("s", sequence, f"mine {sequence}")],
+                                   all_or_nothing=True),
+            other.write_messages([message("s", sequence, f"theirs {sequence}")],
+                                 all_or_nothing=True),
+            return_exceptions=True)
+        refused = [r for r in results if isinstance(r, BaseException)]
+        assert len(refused) == 1, results
+        assert isinstance(refused[0], SequenceError) and "not greater" in str(refused[0])
+    events = await backend.read_events("s")
+    assert [e["sequence"] for e in events] == list(range(1, 12))
+    assert (await backend.read_session_state("s") or {})["last_sequence"] == 11

@@ -10,6 +10,9 @@ or a write transaction that is retried whole after a conflict with another write
 from __future__ import annotations
 
 import functools
+import os
+import socket
+import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +72,9 @@ class PostgresBackend:
         self.warnings = warnings
         self.schema_version = 0
         self.read_only_reason: str | None = None
+        # Who holds the embedding backlog's claims this backend makes (one per process's
+        # engine, as there is one embedding worker per engine).
+        self._claimer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
     @classmethod
     async def open(cls, location: Location, config: StorageConfig, *,
@@ -163,8 +169,10 @@ class PostgresBackend:
         return await self._db.read(session_snapshot.read_session_snapshot, session_id)
 
     async def pulse(self) -> tuple[int, int, int]:
-        """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""
-        return await self._db.read(vectors.pulse)
+        """(change counter, backlog, failed), read on the connection that LISTENs for
+        every process's commits (:meth:`PgDatabase.watch`)."""
+        changes, (backlog, failed) = await self._db.watch(vectors.backlog_and_failures)
+        return changes, backlog, failed
 
     async def table_counts(self) -> dict[str, int]:
         """Row counts per table."""
@@ -318,8 +326,13 @@ class PostgresBackend:
 
     async def pending_chunks(self, limit: int,
                              after_rowid: int = 0) -> list[tuple[str, str, str, int, str, str]]:
-        """Chunks waiting for vectors, in insertion order after ``after_rowid``."""
-        return await self._db.read(vectors.pending_chunks, limit, after_rowid)
+        """Chunks waiting for vectors, in insertion order after ``after_rowid``, claimed for
+        this backend's worker so no other process's embeds them too (a read-only memory's
+        are only read: nothing of it may be written, a claim included)."""
+        if self.read_only:
+            return await self._db.read(vectors.pending_chunks, limit, after_rowid)
+        return await self._db.write(vectors.claim_pending_chunks, self._claimer, limit,
+                                    after_rowid)
 
     async def save_vectors(self, rows: Sequence[tuple[str, str, str]], matrix: np.ndarray,
                            model: str) -> int:

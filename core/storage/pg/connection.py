@@ -54,6 +54,10 @@ class PgDatabase:
         self._connect_timeout_s = connect_timeout_s
         self._write_attempts = write_attempts
         self._pool: AsyncConnectionPool[Conn] | None = None
+        self._watch: Conn | None = None
+        self._watch_lock = asyncio.Lock()
+        self._changes = 0  # 'memory_changed' notifications seen (see watch)
+        self._watched_once = False
 
     def _connect_kwargs(self) -> dict[str, Any]:
         return {"autocommit": False, "application_name": APPLICATION_NAME,
@@ -130,6 +134,52 @@ class PgDatabase:
                 raise self._refusal(exc, writing=True) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    async def watch(self, fn: Callable[[Conn], Awaitable[T]]) -> tuple[int, T]:
+        """(change counter, ``await fn(conn)``) on the connection that LISTENs to
+        'memory_changed' (every commit that changes the memory notifies it, from any
+        process: the schema's statement triggers).
+
+        The counter counts the notifications this connection has received; running ``fn``
+        on it receives any that arrived since the last call, so a commit that returned
+        before this call is counted by it. The connection is in autocommit: ``fn`` sees
+        every commit so far. A lost connection is opened again and the counter moved once
+        (notifications sent meanwhile are lost, so a change must be assumed).
+        """
+        async with self._watch_lock:
+            for attempt in (1, 2):
+                try:
+                    conn = await self._watching()
+                    result = await fn(conn)
+                    return self._changes, result
+                except psycopg.OperationalError as exc:
+                    await self._drop_watch()
+                    if attempt == 2:
+                        raise self._refusal(exc, writing=False) from None
+                except (psycopg.Error, UnicodeEncodeError) as exc:
+                    raise self._refusal(exc, writing=False) from None
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    async def _watching(self) -> Conn:
+        if self._watch is not None and not self._watch.closed:
+            return self._watch
+        kwargs = self._connect_kwargs() | {"autocommit": True}
+        conn = await AsyncConnection.connect(self.location.target, **kwargs)
+        conn.add_notify_handler(self._notified)
+        await conn.execute("LISTEN memory_changed")
+        if self._watched_once:
+            self._changes += 1
+        self._watched_once = True
+        self._watch = conn
+        return conn
+
+    def _notified(self, _notify: psycopg.Notify) -> None:
+        self._changes += 1
+
+    async def _drop_watch(self) -> None:
+        conn, self._watch = self._watch, None
+        if conn is not None and not conn.closed:
+            await conn.close()
+
     def _refusal(self, exc: Exception, *, writing: bool) -> Exception:
         """The engine's error for ``exc``; the driver's own when it is not a refusal (a
         constraint for the caller to interpret, or a bug)."""
@@ -141,6 +191,8 @@ class PgDatabase:
 
     async def close(self) -> None:
         """Close every connection; the database stays as the last commit left it."""
+        async with self._watch_lock:
+            await self._drop_watch()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()

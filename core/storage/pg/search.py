@@ -1,14 +1,86 @@
-"""PostgreSQL: TO BE WRITTEN — core/storage/search.py's operations on an async connection."""
+"""PostgreSQL: retrieval's legs inside a scope (:mod:`core.storage.search`'s operations on
+an async connection): ``ts_rank_cd`` full text, the LIKE fallback, pgvector KNN.
+
+- Full text: each typed term is a phrase (``phraseto_tsquery`` over ``memory_english``,
+  as FTS5 quotes each term), the terms ORed; a chunk's text weighs 1 and its context
+  ``context_weight`` (the tsvector's weights A and B). The rank is ``ts_rank_cd`` with
+  normalisation ``FTS_NORMALIZATION``, the flag measured closest to bm25's ordering
+  (:mod:`core.storage.pg.fts_compare`). Raw syntax is ``websearch_to_tsquery``'s.
+- Vectors: a session's are ranked exactly, the distance computed for each of its vectors
+  (the sort key is an expression the HNSW index cannot serve, so the planner cannot pick
+  the index and filter the session's rows out of its approximate answer afterwards). A
+  namespace's go through the HNSW index with ``hnsw.ef_search`` raised to
+  ``HNSW_EF_SEARCH``: approximate, which ``features.exact_vector_search = False`` says. If
+  the index's answer, filtered to the namespace, comes back short of ``k`` (the namespace
+  is a small part of a large index), the namespace is ranked exactly instead.
+- Tags are filtered in SQL on every leg, before the cut: a chunk qualifies when its
+  metadata's ``tags`` holds every requested tag.
+"""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from core.storage.fts_rows import words
 from core.storage.pg.connection import Conn
-from core.storage.search import LegRequest, LegRows, Scope
+from core.storage.pg.events import vector_text
+from core.storage.search import LegRequest, LegRows, Scope, like_pattern
+
+# ts_rank_cd's normalisation bits: 1 divides the rank by 1 + log(document length), as
+# bm25's length term damps long chunks; see fts_compare for the measurement.
+FTS_NORMALIZATION = 1
+# Candidates the HNSW search keeps (pgvector's default is 40, its maximum 1000). At 40 a
+# namespace's recall@10 against the exact ranking was below 0.95; see fts_compare.
+HNSW_EF_SEARCH = 200
+HNSW_EF_SEARCH_MAX = 1000
+
+CONFIG = "memory_english"
+
+
+def _tags_clause(tags: Sequence[str]) -> tuple[str, list[Any]]:
+    if not tags:
+        return "", []
+    return (" AND coalesce(c.metadata_json, '{}')::jsonb -> 'tags' @> %s::jsonb",
+            [json.dumps(sorted(set(tags)), ensure_ascii=False)])
+
+
+def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
+    if scope.session_id is not None:
+        return "c.session_id = %s", [scope.session_id]
+    return ("c.session_id IN (SELECT session_id FROM sessions WHERE"
+            " coalesce(agent_identity, '') = %s)", [scope.namespace or ""])
+
+
+def _weights(context_weight: float) -> str:
+    """ts_rank_cd's weights array, {D, C, B, A}: context is B, the chunk's text A."""
+    return f"{{0, 0, {float(context_weight)!r}, 1.0}}"
+
+
+async def _ranked(conn: Conn, scope: Scope, query_sql: str, query_params: list[Any], k: int,
+                  tags: Sequence[str], context_weight: float) -> list[tuple[str, float]]:
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    cursor = await conn.execute(
+        f"SELECT c.chunk_id, ts_rank_cd(%s::float4[], c.fts, q.query, {FTS_NORMALIZATION})"
+        f" AS score FROM chunks c, (SELECT {query_sql} AS query) q"
+        f" WHERE c.fts @@ q.query AND {where}{tag_sql}"
+        " ORDER BY score DESC, c.fts_rowid LIMIT %s",
+        [_weights(context_weight), *query_params, *params, *tag_params, k])
+    return [(str(row[0]), float(row[1])) for row in await cursor.fetchall()]
+
+
+def terms_query(terms: Sequence[str]) -> tuple[str, list[Any]] | None:
+    """The tsquery SQL ORing each term as a phrase, and its parameters; None when no term
+    holds a word (nothing can match)."""
+    kept = [term for term in terms if words(term)]
+    if not kept:
+        return None
+    return (" || ".join([f"phraseto_tsquery('{CONFIG}', %s)"] * len(kept)), kept)
 
 
 async def fts_search(
@@ -19,29 +91,143 @@ async def fts_search(
     tags: Sequence[str] = (),
     context_weight: float = 0.5,
 ) -> list[tuple[str, float]]:
-    """Top ``k`` chunks holding any of ``terms``: (chunk_id, -bm25, higher is better)."""
-    raise NotImplementedError("PostgreSQL: fts_search")
+    """Top ``k`` chunks holding any of ``terms``: (chunk_id, ts_rank_cd, higher is better).
+    Words, never syntax: each term is looked for as the words it holds."""
+    if not terms:
+        return []
+    query = terms_query(terms)
+    if query is None:
+        return []
+    return await _ranked(conn, scope, query[0], query[1], k, tags, context_weight)
+
+
+async def fts_search_raw(conn: Conn, scope: Scope, expression: str, k: int,
+                         tags: Sequence[str] = (), context_weight: float = 0.5,
+                         ) -> list[tuple[str, float]]:
+    """Top ``k`` chunks for web-search syntax a person wrote ("quoted phrase", or, -not),
+    which ``websearch_to_tsquery`` reads without ever refusing. The scope is enforced on
+    the chunks, never inside the expression."""
+    return await _ranked(conn, scope, f"websearch_to_tsquery('{CONFIG}', %s)", [expression],
+                         k, tags, context_weight)
+
+
+async def like_search(conn: Conn, scope: Scope, text: str, k: int,
+                      tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """Pynchy's fallback: chunks containing ``text`` as a substring, most recent first.
+    ILIKE under the "C" collation folds ASCII case only, as SQLite's LIKE does."""
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    cursor = await conn.execute(
+        f"SELECT c.chunk_id FROM chunks c WHERE {where}"
+        f" AND c.chunk_text ILIKE %s ESCAPE '\\'{tag_sql}"
+        " ORDER BY c.sequence_end DESC, c.chunk_id LIMIT %s",
+        [*params, like_pattern(text), *tag_params, k])
+    return [(str(row[0]), 1.0) for row in await cursor.fetchall()]
 
 
 async def vector_search(
     conn: Conn, scope: Scope, query: np.ndarray, k: int, model: str, tags: Sequence[str] = ()
 ) -> list[tuple[str, float]]:
-    """The ``k`` nearest chunks by cosine distance: (chunk_id, distance)."""
-    raise NotImplementedError("PostgreSQL: vector_search")
+    """The ``k`` nearest chunks by cosine distance: (chunk_id, distance). Exact in a
+    session or with tags, HNSW in a namespace (see the module's docstring)."""
+    vector = vector_text(query)
+    if scope.session_id is not None and not tags:
+        return await _rows(conn, (
+            "SELECT chunk_id, embedding_blob <=> %s::vector AS distance FROM chunks_vec"
+            # "+ 0": a sort key the HNSW index cannot serve, so the ranking is exact.
+            " WHERE session_id = %s ORDER BY (embedding_blob <=> %s::vector) + 0, chunk_id"
+            " LIMIT %s"), [vector, scope.session_id, vector, k])
+    if not tags:
+        found = await _hnsw_search(conn, scope.namespace or "", vector, k)
+        if found is not None:
+            return found
+        return await _rows(conn, (
+            "SELECT chunk_id, embedding_blob <=> %s::vector AS distance FROM chunks_vec"
+            " WHERE agent_identity = %s ORDER BY (embedding_blob <=> %s::vector) + 0,"
+            " chunk_id LIMIT %s"), [vector, scope.namespace or "", vector, k])
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    return await _rows(conn, (
+        "SELECT c.chunk_id, v.embedding_blob <=> %s::vector AS distance"
+        " FROM chunks c JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
+        f" WHERE {where} AND c.embedding_status = 'done'{tag_sql}"
+        " AND v.embedding_model = %s ORDER BY distance, c.chunk_id LIMIT %s"),
+        [vector, *params, *tag_params, model, k])
+
+
+async def _hnsw_search(conn: Conn, namespace: str, vector: str,
+                       k: int) -> list[tuple[str, float]] | None:
+    """A namespace's nearest through the HNSW index, or None when the index's answer held
+    fewer than ``k`` of the namespace's vectors while it has more (filtered away)."""
+    ef_search = min(HNSW_EF_SEARCH_MAX, max(HNSW_EF_SEARCH, 2 * k))
+    await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+    rows = await _rows(conn, (
+        "SELECT chunk_id, embedding_blob <=> %s::vector AS distance FROM chunks_vec"
+        " WHERE agent_identity = %s ORDER BY embedding_blob <=> %s::vector LIMIT %s"),
+        [vector, namespace, vector, k])
+    if len(rows) >= k:
+        return rows
+    cursor = await conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks_vec WHERE agent_identity = %s LIMIT %s) n",
+        (namespace, k))
+    row = await cursor.fetchone()
+    held = 0 if row is None else int(row[0])
+    return rows if len(rows) >= held else None
+
+
+async def _rows(conn: Conn, sql: str, params: list[Any]) -> list[tuple[str, float]]:
+    cursor = await conn.execute(sql, params)
+    return [(str(row[0]), float(row[1])) for row in await cursor.fetchall()]
 
 
 async def full_text_leg(
     conn: Conn, request: LegRequest
 ) -> tuple[list[tuple[str, float]], str | None]:
-    """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback."""
-    raise NotImplementedError("PostgreSQL: full_text_leg")
+    """The full-text leg: ts_rank_cd over the terms (or raw syntax), else the LIKE
+    fallback."""
+    scope, depth, tags = request.scope, request.depth, request.tags
+    if request.raw_expression is not None:
+        return await fts_search_raw(conn, scope, request.raw_expression, depth, tags,
+                                    request.context_weight), None
+    rows = await fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
+    if not rows and request.like_text:
+        rows = await like_search(conn, scope, request.like_text, depth, tags)
+        return rows, "like" if rows else None
+    return rows, None
 
 
 async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRows:
-    """Both legs and the chunks they found, one after the other on this connection."""
-    raise NotImplementedError("PostgreSQL: run_legs")
+    """Both legs and the chunks they found, one after the other on this connection (one
+    snapshot, one round of connection checkout)."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    fts_rows: list[tuple[str, float]] = []
+    fallback = None
+    if full_text:
+        fts_rows, fallback = await full_text_leg(conn, request)
+        timings["fts"] = (time.perf_counter() - started) * 1000
+    vector_rows: list[tuple[str, float]] = []
+    if request.query_vector is not None:
+        began = time.perf_counter()
+        vector_rows = await vector_search(conn, request.scope, request.query_vector,
+                                          request.depth, request.model, request.tags)
+        timings["vector"] = (time.perf_counter() - began) * 1000
+    began = time.perf_counter()
+    ids = sorted({row[0] for row in fts_rows} | {row[0] for row in vector_rows})
+    chunks = await fetch_chunks(conn, ids)
+    timings["fetch"] = (time.perf_counter() - began) * 1000
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
 
 
 async def fetch_chunks(conn: Conn, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Chunk rows by id: text, session, sequence range, metadata, context."""
-    raise NotImplementedError("PostgreSQL: fetch_chunks")
+    if not chunk_ids:
+        return {}
+    cursor = await conn.execute(
+        "SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_start, sequence_end,"
+        " metadata_json, context_text FROM chunks WHERE chunk_id = ANY(%s)",
+        (list(chunk_ids),))
+    return {str(row[1]): {"chunk_id": row[1], "session_id": row[2], "text": row[3],
+                          "sequence_start": int(row[4]), "sequence_end": int(row[5]),
+                          "metadata_json": row[6], "context_text": row[7]}
+            for row in await cursor.fetchall()}

@@ -1,4 +1,14 @@
-"""PostgreSQL: TO BE WRITTEN — core/storage/vectors.py's operations on an async connection."""
+"""PostgreSQL: the pgvector column and the embedding backlog (:mod:`core.storage.vectors`'s
+operations on an async connection).
+
+Several processes may each run an embedding worker on one memory, so the backlog is
+claimed: :func:`claim_pending_chunks` leases what it returns to its claimer for
+``CLAIM_SECONDS`` (``FOR UPDATE SKIP LOCKED``, so two claimers at once take disjoint rows
+without waiting for each other), and no other claimer is handed those chunks until the
+vectors are saved, a failure is recorded, or the lease runs out (a killed worker's chunks
+are taken over then). A claimer is handed its own claimed chunks again: a worker whose save
+was refused reads the same batch back.
+"""
 
 from __future__ import annotations
 
@@ -7,60 +17,169 @@ from typing import Any
 
 import numpy as np
 
+from core.storage.pg import vector_index
 from core.storage.pg.connection import Conn
+from core.storage.pg.events import vector_text
+
+# Long enough for any batch to be embedded and saved (seconds on CPU, minutes on a slow
+# endpoint with retries), short enough that a killed worker's chunks do not wait long.
+CLAIM_SECONDS = 300
+
+PendingRow = tuple[str, str, str, int, str, str]
 
 
 async def get_meta(conn: Conn, key: str) -> str | None:
     """A value from memory_meta."""
-    raise NotImplementedError("PostgreSQL: get_meta")
+    return await vector_index.get_meta(conn, key)
 
 
 async def vector_dimension(conn: Conn) -> int | None:
-    """The dimension the file's vector index was made with (None before the first open)."""
-    raise NotImplementedError("PostgreSQL: vector_dimension")
+    """The dimension the vector column was fixed to (None before the first open)."""
+    return await vector_index.vector_dimension(conn)
 
 
 async def ensure_vector_table(conn: Conn, dimension: int, model: str) -> None:
-    """Create the vector index for ``dimension``, or refuse a file made for another size."""
-    raise NotImplementedError("PostgreSQL: ensure_vector_table")
+    """Fix the vector column to ``dimension``, or refuse a database made for another size."""
+    await vector_index.ensure_vector_dimension(conn, dimension, model)
 
 
 async def reset_vectors(conn: Conn, dimension: int, model: str) -> int:
-    """Drop every vector, remake the index for ``dimension`` and queue every chunk again."""
-    raise NotImplementedError("PostgreSQL: reset_vectors")
+    """Drop every vector, fix the column to ``dimension`` (its HNSW index rebuilt empty)
+    and queue every chunk again; how many chunks were queued."""
+    await conn.execute(f"DROP INDEX IF EXISTS {vector_index.HNSW_INDEX}")
+    await conn.execute("DELETE FROM chunks_vec")
+    await conn.execute("DELETE FROM memory_meta WHERE key IN"
+                       " ('embedding_dimension', 'embedding_model')")
+    # The column is empty now: its type can change to any dimension.
+    await conn.execute("ALTER TABLE chunks_vec ALTER COLUMN embedding_blob TYPE vector")
+    await vector_index.ensure_vector_dimension(conn, dimension, model)
+    cursor = await conn.execute(
+        "UPDATE chunks SET embedding_status = 'pending', embedding_error = NULL,"
+        " embedding_attempts = 0, embedding_claimed_by = NULL,"
+        " embedding_claim_expires = NULL")
+    return cursor.rowcount
 
 
-async def pending_chunks(
-    conn: Conn, limit: int, after_rowid: int = 0
-) -> list[tuple[str, str, str, int, str, str]]:
-    """Chunks waiting for a vector: (chunk_id, session_id, text, fts_rowid, agent_identity,"""
-    raise NotImplementedError("PostgreSQL: pending_chunks")
+_PENDING_COLUMNS = ("c.chunk_id, c.session_id, c.chunk_text, c.fts_rowid,"
+                    " coalesce(s.agent_identity, ''), c.context_text")
+
+
+def _pending(rows: Sequence[Sequence[Any]]) -> list[PendingRow]:
+    return sorted(((str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), str(r[5]))
+                   for r in rows), key=lambda row: row[3])
+
+
+async def pending_chunks(conn: Conn, limit: int, after_rowid: int = 0) -> list[PendingRow]:
+    """Chunks waiting for a vector, claimed or not: (chunk_id, session_id, text, fts_rowid,
+    agent_identity, context). What a read-only memory's backlog shows."""
+    cursor = await conn.execute(
+        f"SELECT {_PENDING_COLUMNS} FROM chunks c"
+        " JOIN sessions s ON s.session_id = c.session_id"
+        " WHERE c.embedding_status = 'pending' AND c.fts_rowid > %s"
+        " ORDER BY c.fts_rowid LIMIT %s", (after_rowid, limit))
+    return _pending(await cursor.fetchall())
+
+
+async def claim_pending_chunks(conn: Conn, claimer: str, limit: int,
+                               after_rowid: int = 0) -> list[PendingRow]:
+    """:func:`pending_chunks` that no other claimer holds, leased to ``claimer`` (see the
+    module's docstring), in insertion order."""
+    cursor = await conn.execute(
+        "WITH picked AS ("
+        "  SELECT fts_rowid FROM chunks"
+        "  WHERE embedding_status = 'pending' AND fts_rowid > %(after)s"
+        "   AND (embedding_claimed_by IS NULL OR embedding_claimed_by = %(claimer)s"
+        "        OR embedding_claim_expires < memory_now())"
+        "  ORDER BY fts_rowid LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+        " UPDATE chunks c SET embedding_claimed_by = %(claimer)s,"
+        "  embedding_claim_expires = to_char((now() + make_interval(secs => %(lease)s))"
+        "   AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        " FROM picked, sessions s"
+        " WHERE c.fts_rowid = picked.fts_rowid AND s.session_id = c.session_id"
+        f" RETURNING {_PENDING_COLUMNS}",
+        {"after": after_rowid, "claimer": claimer, "limit": limit, "lease": CLAIM_SECONDS})
+    return _pending(await cursor.fetchall())
 
 
 async def save_vectors(
     conn: Conn, rows: Sequence[tuple[str, str, str]], vectors: np.ndarray, model: str
 ) -> int:
-    """Store vectors for (chunk_id, session_id, agent) rows and mark them done, in one go."""
-    raise NotImplementedError("PostgreSQL: save_vectors")
+    """Store vectors for (chunk_id, session_id, agent) rows and mark them done, in one go.
+
+    A chunk deleted while its batch was embedding is skipped, so no vector is orphaned: the
+    chunks still there are locked against deletion until this commits.
+    """
+    if not rows:
+        return 0
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    cursor = await conn.execute(
+        "SELECT chunk_id FROM chunks WHERE chunk_id = ANY(%s) FOR KEY SHARE",
+        ([row[0] for row in rows],))
+    alive = {str(row[0]) for row in await cursor.fetchall()}
+    inserts = [(chunk_id, session_id, agent, vector_text(vectors[index]), model)
+               for index, (chunk_id, session_id, agent) in enumerate(rows)
+               if chunk_id in alive]
+    if not inserts:
+        return 0
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO chunks_vec(chunk_id, session_id, agent_identity, embedding_blob,"
+            " embedding_model) VALUES (%s, %s, %s, %s::vector, %s)"
+            " ON CONFLICT (chunk_id) DO UPDATE SET session_id = excluded.session_id,"
+            "  agent_identity = excluded.agent_identity,"
+            "  embedding_blob = excluded.embedding_blob,"
+            "  embedding_model = excluded.embedding_model", inserts)
+    await conn.execute(
+        "UPDATE chunks SET embedding_status = 'done', embedding_error = NULL,"
+        " embedding_claimed_by = NULL, embedding_claim_expires = NULL"
+        " WHERE chunk_id = ANY(%s)", ([row[0] for row in inserts],))
+    return len(inserts)
 
 
 async def record_failure(
     conn: Conn, chunk_ids: Sequence[str], error: str, max_attempts: int
 ) -> int:
-    """Count a failed attempt on each chunk; a chunk out of attempts becomes 'failed'."""
-    raise NotImplementedError("PostgreSQL: record_failure")
+    """Count a failed attempt on each chunk; a chunk out of attempts becomes 'failed'. The
+    claim is let go, so any worker may try the chunk again."""
+    await conn.execute(
+        "UPDATE chunks SET embedding_attempts = embedding_attempts + 1,"
+        " embedding_error = %s,"
+        " embedding_status = CASE WHEN embedding_attempts + 1 >= %s THEN 'failed'"
+        "  ELSE 'pending' END,"
+        " embedding_claimed_by = NULL, embedding_claim_expires = NULL"
+        " WHERE chunk_id = ANY(%s)", (error[:1000], max_attempts, list(chunk_ids)))
+    return await _failed_count(conn)
+
+
+async def _failed_count(conn: Conn) -> int:
+    cursor = await conn.execute("SELECT count(*) FROM chunks WHERE embedding_status = 'failed'")
+    row = await cursor.fetchone()
+    return 0 if row is None else int(row[0])
 
 
 async def embedding_counts(conn: Conn) -> dict[str, Any]:
     """Backlog, failures, embedded count and vectors per model."""
-    raise NotImplementedError("PostgreSQL: embedding_counts")
+    cursor = await conn.execute(
+        "SELECT embedding_status, count(*) FROM chunks GROUP BY embedding_status")
+    by_status = {str(r[0]): int(r[1]) for r in await cursor.fetchall()}
+    cursor = await conn.execute(
+        "SELECT embedding_model, count(*) FROM chunks_vec GROUP BY embedding_model")
+    models = {r[0]: int(r[1]) for r in await cursor.fetchall()}
+    return {"pending": by_status.get("pending", 0), "failed": by_status.get("failed", 0),
+            "done": by_status.get("done", 0), "models": models}
 
 
-async def pulse(conn: Conn) -> tuple[int, int, int]:
-    """The connection's data_version, the backlog and the failures, each by an index."""
-    raise NotImplementedError("PostgreSQL: pulse")
+async def backlog_and_failures(conn: Conn) -> tuple[int, int]:
+    """(chunks waiting for a vector, chunks that gave up), each counted by its partial
+    index, in one statement."""
+    cursor = await conn.execute(
+        "SELECT (SELECT count(*) FROM chunks WHERE embedding_status = 'pending'),"
+        " (SELECT count(*) FROM chunks WHERE embedding_status = 'failed')")
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 async def backlog_count(conn: Conn) -> int:
     """Chunks still waiting for a vector."""
-    raise NotImplementedError("PostgreSQL: backlog_count")
+    return (await backlog_and_failures(conn))[0]

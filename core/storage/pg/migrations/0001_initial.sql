@@ -118,6 +118,11 @@ CREATE TABLE chunks (
     created_at         TEXT COLLATE "C",
     context_text       TEXT COLLATE "C" NOT NULL DEFAULT '',
     note_id            TEXT COLLATE "C",
+    -- The embedding worker that holds this pending chunk, until when (core/storage/pg/
+    -- vectors.py): workers in several processes never embed one chunk twice. Not in
+    -- SQLite, whose one embedding worker per file needs no claim; `migrate` leaves it NULL.
+    embedding_claimed_by    TEXT COLLATE "C",
+    embedding_claim_expires TEXT COLLATE "C",
     fts                TSVECTOR GENERATED ALWAYS AS (
                            setweight(to_tsvector('memory_english', chunk_text), 'A')
                            || setweight(to_tsvector('memory_english', context_text), 'B')
@@ -287,3 +292,30 @@ CREATE TABLE archives (
     PRIMARY KEY (session_id, marker_sequence)
 );
 CREATE INDEX archives_unwritten ON archives(archived_at) WHERE file_path IS NULL;
+
+-- The change signal (core/storage/pg/connection.py's watch): every statement that changes
+-- a table of the memory notifies 'memory_changed' at commit, to every process listening,
+-- as SQLite's data_version moves for every other connection's commit. Per statement, not
+-- per row, and with one payload: PostgreSQL folds a transaction's identical notifications
+-- into one, so a bulk import sends one, not one per chunk. A rolled-back transaction
+-- sends nothing. Every table this file made has the trigger (the migration ledger aside);
+-- a later migration that adds a table adds its trigger too.
+CREATE FUNCTION memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('memory_changed', '');
+    RETURN NULL;
+END
+$$;
+DO $$
+DECLARE
+    name TEXT;
+BEGIN
+    FOR name IN SELECT tablename FROM pg_tables
+                WHERE schemaname = current_schema() AND tablename <> 'memory_migrations'
+    LOOP
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE'
+                       ' ON %I FOR EACH STATEMENT EXECUTE FUNCTION memory_changed()',
+                       name || '_changed', name);
+    END LOOP;
+END
+$$;
