@@ -43,7 +43,7 @@ from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
 from core.storage.events import PreparedMessage
-from core.storage.locations import Location
+from core.storage.locations import Location, parse_location
 from core.storage.opening import configured_location, open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries
@@ -117,7 +117,10 @@ class Engine(NoteOperations):
         background (the app browses meanwhile): what needs the model waits for it, and a
         model the file refuses raises from those calls and from :meth:`model_ready`.
         """
-        return Opening(lambda: cls._open(path, config, read_only=read_only, reindex=reindex,
+        # Parsed now, so no frame below holds a URL's password in a plain string (a crash
+        # report that prints locals shows a Location without it).
+        where = parse_location(path) if isinstance(path, (str, os.PathLike)) else path
+        return Opening(lambda: cls._open(where, config, read_only=read_only, reindex=reindex,
                                          start_worker=start_worker, defer_model=defer_model))
 
     @classmethod
