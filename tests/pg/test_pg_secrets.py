@@ -187,3 +187,20 @@ async def test_grant_refuses_a_sqlite_file(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "has no roles" in result.output
     with pytest.raises(AssertionError):
         await roles.grant(parse_location(tmp_path / "m.db"), "alpha", "agent")
+
+
+def test_mcp_and_the_configured_url_reach_the_server_and_keep_the_password(
+        password_role: str, tmp_path: Path) -> None:
+    wrong = url_as(password_role, WRONG, in_query=True)
+    runner = CliRunner()
+    served = runner.invoke(main, ["mcp", "--db", wrong, "--namespace", "alpha"])
+    config = tmp_path / "config.toml"
+    # The password from the environment, as a team's config would take it.
+    config.write_text(
+        f'[storage]\nurl = "{wrong.replace(WRONG, "${WB_TEST_PGPASSWORD}")}"\n')
+    configured = runner.invoke(main, ["--config", str(config), "sessions", "list"],
+                               env={"WB_TEST_PGPASSWORD": WRONG})
+    for result in (served, configured):
+        assert result.exit_code == 1, result.output
+        assert "password authentication failed" in result.output
+    assert_no_password({"mcp": served.output, "configured": configured.output})
