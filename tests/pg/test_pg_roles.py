@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from psycopg import errors as pg_errors
-from psycopg.conninfo import make_conninfo
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, OutOfNamespace
 from core.storage.locations import parse_location
 from core.storage.pg import roles
+from core.storage.pg.connection import PgDatabase
 from core.storage.pg.migrations import migrate
 from tests.pg_server import PgTestServer
 
@@ -120,10 +121,16 @@ async def granted(pg_url: str) -> AsyncIterator[dict[str, str]]:
         for namespace in ("alpha", "beta"):
             for statement in PLANT.values():
                 await conn.execute(fill(statement, namespace))
-    yield {namespace: make_conninfo(pg_url, user=f"agent_{namespace}")
-           for namespace in ("alpha", "beta")}
+    yield {namespace: as_role(pg_url, f"agent_{namespace}") for namespace in ("alpha", "beta")}
     for role in ("agent_alpha", "agent_beta"):
         await drop_role(pg_url, role)
+
+
+def as_role(pg_url: str, role: str) -> str:
+    """The test database's URL for ``role`` (no password: the test server trusts it)."""
+    parts = urlsplit(pg_url)
+    return urlunsplit((parts.scheme, f"{role}@{parts.netloc.rpartition('@')[2]}",
+                       parts.path, parts.query, ""))
 
 
 async def drop_role(pg_url: str, role: str) -> None:
@@ -248,3 +255,19 @@ async def test_a_password_is_set_as_a_scram_verifier_never_sent_plain(
         assert stored.startswith("SCRAM-SHA-256$") and "correct horse" not in stored
     finally:
         await drop_role(pg_url, "agent_pw")
+
+
+async def test_the_engines_connection_layer_turns_a_policy_refusal_into_out_of_namespace(
+        granted: dict[str, str]) -> None:
+    async def claim_beta(conn: Any) -> None:
+        await conn.execute("INSERT INTO sessions(session_id, agent_identity)"
+                           " VALUES ('s-claimed', 'beta')")
+
+    db = PgDatabase(parse_location(granted["alpha"]))
+    await db.open()
+    try:
+        with pytest.raises(OutOfNamespace, match="bound to one namespace") as refused:
+            await db.write(claim_beta)
+        assert "'beta'" not in str(refused.value)
+    finally:
+        await db.close()
