@@ -271,3 +271,45 @@ async def test_the_engines_connection_layer_turns_a_policy_refusal_into_out_of_n
         assert "'beta'" not in str(refused.value)
     finally:
         await db.close()
+
+
+async def test_every_table_is_either_namespace_data_under_a_policy_or_shared(
+        pg_url: str) -> None:
+    """A table added to the schema must be placed: under a policy (and granted to bound
+    roles) or shared; until then a bound role cannot touch it at all."""
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        await migrate(conn)
+        cursor = await conn.execute(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,"
+            " (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid)"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()")
+        tables = {name: (rls, forced, policies)
+                  for name, rls, forced, policies in await cursor.fetchall()}
+    assert set(tables) == set(roles.NAMESPACE_TABLES) | set(roles.SHARED_TABLES)
+    for name in roles.NAMESPACE_TABLES:
+        # Enabled, not forced: the owner (who migrates and grants) keeps every row.
+        assert tables[name][:2] == (True, False) and tables[name][2] >= 1, name
+
+
+def test_the_pg_commands_grant_list_and_revoke(pg_url: str) -> None:
+    from click.testing import CliRunner
+
+    from workbench.cli.root import main
+
+    runner = CliRunner()
+    granted = runner.invoke(main, ["pg", "grant", "alpha", "agent_cli", "--db", pg_url])
+    assert granted.exit_code == 0, granted.output
+    assert granted.output == "role 'agent_cli' sees namespace 'alpha' only\n"
+    listed = runner.invoke(main, ["pg", "roles", "--db", pg_url])
+    assert listed.output.splitlines()[0].split() == ["role", "namespace", "granted", "login"]
+    assert listed.output.splitlines()[1].split()[:2] == ["agent_cli", "alpha"]
+    revoked = runner.invoke(main, ["pg", "revoke", "agent_cli", "--db", pg_url])
+    assert revoked.output == "role 'agent_cli' no longer sees namespace 'alpha'\n"
+    again = runner.invoke(main, ["pg", "revoke", "agent_cli", "--db", pg_url])
+    assert again.exit_code == 1 and "is bound to no namespace" in again.output
+    empty = runner.invoke(main, ["pg", "roles", "--json", "--db", pg_url])
+    assert empty.exit_code == 0 and empty.output.strip() == "[]"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute('DROP OWNED BY "agent_cli"')
+        conn.execute('DROP ROLE "agent_cli"')
