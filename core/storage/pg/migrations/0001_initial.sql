@@ -315,10 +315,11 @@ CREATE FUNCTION memory_role_namespace() RETURNS TEXT LANGUAGE sql STABLE AS $$
     SELECT namespace FROM memory_roles WHERE role_name = current_user
 $$;
 
--- True when the session belongs to the role's namespace.
-CREATE FUNCTION memory_session_is_mine(wanted TEXT) RETURNS BOOLEAN LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM sessions
-                   WHERE session_id = wanted AND agent_identity = memory_role_namespace())
+-- The ids of the sessions of the role's namespace. A policy asks `session_id IN (SELECT
+-- memory_role_sessions())`: not correlated with the row, so it is read once per statement
+-- (a hashed sub-plan), not probed once per row.
+CREATE FUNCTION memory_role_sessions() RETURNS SETOF TEXT LANGUAGE sql STABLE AS $$
+    SELECT session_id FROM sessions WHERE agent_identity = memory_role_namespace()
 $$;
 
 ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;
@@ -327,23 +328,28 @@ CREATE POLICY namespace_rows ON sessions
 
 -- Rows under a session: the session's agent is their namespace.
 ALTER TABLE conversation_events ENABLE ROW LEVEL SECURITY;
-CREATE POLICY namespace_rows ON conversation_events USING (memory_session_is_mine(session_id));
+CREATE POLICY namespace_rows ON conversation_events
+    USING (session_id IN (SELECT memory_role_sessions()));
 ALTER TABLE session_state ENABLE ROW LEVEL SECURITY;
-CREATE POLICY namespace_rows ON session_state USING (memory_session_is_mine(session_id));
+CREATE POLICY namespace_rows ON session_state
+    USING (session_id IN (SELECT memory_role_sessions()));
 ALTER TABLE files ENABLE ROW LEVEL SECURITY;
-CREATE POLICY namespace_rows ON files USING (memory_session_is_mine(session_id));
+CREATE POLICY namespace_rows ON files
+    USING (session_id IN (SELECT memory_role_sessions()));
 ALTER TABLE chunks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY namespace_rows ON chunks USING (memory_session_is_mine(session_id));
+CREATE POLICY namespace_rows ON chunks
+    USING (session_id IN (SELECT memory_role_sessions()));
 -- chunks_vec carries its agent too: reading by it lets a namespace search use its index;
 -- a write must also name a session of the namespace.
 ALTER TABLE chunks_vec ENABLE ROW LEVEL SECURITY;
 CREATE POLICY namespace_rows ON chunks_vec
     USING (agent_identity = (SELECT memory_role_namespace()))
     WITH CHECK (agent_identity = (SELECT memory_role_namespace())
-                AND memory_session_is_mine(session_id));
+                AND session_id IN (SELECT memory_role_sessions()));
 ALTER TABLE archives ENABLE ROW LEVEL SECURITY;
 CREATE POLICY namespace_rows ON archives
-    USING (namespace = (SELECT memory_role_namespace()) AND memory_session_is_mine(session_id));
+    USING (namespace = (SELECT memory_role_namespace())
+           AND session_id IN (SELECT memory_role_sessions()));
 
 -- Rows that name their namespace.
 ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
@@ -360,15 +366,15 @@ ALTER TABLE schedules ENABLE ROW LEVEL SECURITY;
 CREATE POLICY namespace_rows ON schedules USING (user_id = (SELECT memory_role_namespace()));
 ALTER TABLE schedule_runs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY namespace_rows ON schedule_runs
-    USING (EXISTS (SELECT 1 FROM schedules s WHERE s.schedule_id = schedule_runs.schedule_id
-                   AND s.user_id = (SELECT memory_role_namespace())));
+    USING (schedule_id IN (SELECT schedule_id FROM schedules
+                           WHERE user_id = (SELECT memory_role_namespace())));
 
 -- The workbench's logs, by the scope a query or judgment was made in.
 ALTER TABLE retrieval_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY namespace_rows ON retrieval_log
     USING (CASE scope_kind WHEN 'namespace' THEN scope_value = (SELECT memory_role_namespace())
-                           ELSE memory_session_is_mine(scope_value) END);
+                           ELSE scope_value IN (SELECT memory_role_sessions()) END);
 ALTER TABLE relevance_judgments ENABLE ROW LEVEL SECURITY;
 CREATE POLICY namespace_rows ON relevance_judgments
     USING (CASE scope_kind WHEN 'namespace' THEN scope_value = (SELECT memory_role_namespace())
-                           ELSE memory_session_is_mine(scope_value) END);
+                           ELSE scope_value IN (SELECT memory_role_sessions()) END);
