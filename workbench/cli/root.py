@@ -24,8 +24,9 @@ from workbench.cli.app_commands import OpensByDefault
 def main(ctx: click.Context, config_path: Path | None) -> None:
     """Memory Workbench: open, inspect and tune the memory your agent reads and writes.
 
-    `workbench [DB]` opens the app on DB (default ./data/memory.db); `workbench demo`
-    builds a demo memory and opens it.
+    `workbench [DB]` opens the app on DB, a file or a postgresql:// URL (default: the
+    config's [storage] url, else ./data/memory.db); `workbench demo` builds a demo memory
+    and opens it.
     """
     ctx.ensure_object(dict)
     ctx.obj["config_path"] = config_path
