@@ -43,7 +43,8 @@ from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
 from core.storage.events import PreparedMessage
-from core.storage.opening import open_backend
+from core.storage.locations import Location, parse_location
+from core.storage.opening import configured_location, open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries
 from core.tokens import TokenCounter
@@ -104,10 +105,11 @@ class Engine(NoteOperations):
     # -- lifecycle -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], config: ConfigSource = None, *,
-             read_only: bool = False, reindex: bool = False,
+    def open(cls, path: str | os.PathLike[str] | Location | None = None,
+             config: ConfigSource = None, *, read_only: bool = False, reindex: bool = False,
              start_worker: bool = True, defer_model: bool = False) -> Opening[Engine]:
-        """Open (creating if missing) a memory file.
+        """Open (creating if missing) the memory at ``path``: a SQLite file, or a PostgreSQL
+        database by ``postgresql://`` URL; None opens the config's ``[storage] url``.
 
         ``reindex`` opens a file embedded with a model of another size so that
         :meth:`reindex` can move it; otherwise such a file is refused (nexo-rs).
@@ -115,15 +117,19 @@ class Engine(NoteOperations):
         background (the app browses meanwhile): what needs the model waits for it, and a
         model the file refuses raises from those calls and from :meth:`model_ready`.
         """
-        return Opening(lambda: cls._open(path, config, read_only=read_only, reindex=reindex,
+        # Parsed now, so no frame below holds a URL's password in a plain string (a crash
+        # report that prints locals shows a Location without it).
+        where = parse_location(path) if isinstance(path, (str, os.PathLike)) else path
+        return Opening(lambda: cls._open(where, config, read_only=read_only, reindex=reindex,
                                          start_worker=start_worker, defer_model=defer_model))
 
     @classmethod
-    async def _open(cls, path: str | os.PathLike[str], config: ConfigSource, *,
-                    read_only: bool, reindex: bool, start_worker: bool,
+    async def _open(cls, path: str | os.PathLike[str] | Location | None, config: ConfigSource,
+                    *, read_only: bool, reindex: bool, start_worker: bool,
                     defer_model: bool) -> Engine:
         cfg = load_config(config)
-        backend = await open_backend(path, cfg.storage, read_only=read_only)
+        backend = await open_backend(configured_location(path, cfg.storage), cfg.storage,
+                                     read_only=read_only)
         deferred = defer_model and not reindex
         # A placeholder model stands in until the real one loads, now or in the background.
         placeholder = LoadingEmbedder(cfg.embedding.model or cfg.embedding.backend

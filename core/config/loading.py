@@ -201,7 +201,8 @@ _TYPE_NAMES = {"int_type": "int", "int_parsing": "int", "int_from_float": "int",
                "bool_parsing": "bool", "string_type": "str"}
 _BOUNDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 # Own errors whose message does not quote the value, safe to show for a secret too.
-_UNQUOTED = {"duration_not_positive", "synchronous", "overlap", "target_ratio"}
+_UNQUOTED = {"duration_not_positive", "synchronous", "overlap", "target_ratio",
+             "location"}
 
 
 def _field_at(location: tuple[int | str, ...]) -> FieldInfo | None:

@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from core.errors import ConfigError
+from core.errors import ConfigError, InvalidInput
 from core.inputs import shown as _shown
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
@@ -103,8 +103,12 @@ class _Section(BaseModel):
 
 
 class StorageConfig(_Section):
-    """How the SQLite file is opened (DESIGN.md "Storage")."""
+    """Where the memory lives when no path is given, and how a SQLite file is opened
+    (DESIGN.md "Storage")."""
 
+    url: str = Field(
+        default="", repr=False,
+        description='Memory opened when no file is named, e.g. "postgresql://agent@db/memory".')
     reader_pool_size: Int64 = Field(
         default=5, ge=1,
         description="Read connections kept open beside the one writer (aidaemon: 5).")
@@ -116,6 +120,19 @@ class StorageConfig(_Section):
     mmap_mb: Int64 = Field(
         default=1024, ge=0,
         description="MiB of the file each connection reads through memory mapping (0: off).")
+
+    @field_validator("url")
+    @classmethod
+    def _openable_url(cls, value: str) -> str:
+        if value:
+            from core.storage.locations import parse_location
+
+            try:
+                parse_location(value)
+            except InvalidInput as exc:
+                # The message names the URL redacted, so it is safe to show.
+                raise PydanticCustomError("location", "{reason}", {"reason": str(exc)}) from None
+        return value
 
     @field_validator("synchronous")
     @classmethod

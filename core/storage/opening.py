@@ -11,11 +11,37 @@ import asyncio
 import os
 from typing import TYPE_CHECKING
 
+from core.errors import InvalidInput
 from core.storage.locations import Location, parse_location
 
 if TYPE_CHECKING:
     from core.config import StorageConfig
     from core.storage.backend import Backend
+
+
+def configured_location(where: str | os.PathLike[str] | Location | None,
+                        config: StorageConfig) -> Location:
+    """The memory ``where`` names, or when it is None the config's ``[storage] url``;
+    ``InvalidInput`` saying how to name one when neither is given."""
+    if isinstance(where, Location):
+        return where
+    if where is not None:
+        return parse_location(where)
+    if config.url:
+        return parse_location(config.url)
+    raise InvalidInput("no memory was named: give a file path or a postgresql:// URL, or set "
+                       "url in the [storage] section of the config file")
+
+
+def code_schema_version(location: Location) -> int:
+    """The schema version this code writes on ``location``'s backend."""
+    if location.is_postgres:
+        from core.storage.pg.migrations import latest_version as latest_pg
+
+        return latest_pg()
+    from core.storage.migrations import latest_version
+
+    return latest_version()
 
 
 async def open_backend(where: str | os.PathLike[str] | Location, config: StorageConfig, *,

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from core import Engine
 from core.errors import WorkbenchError
+from core.storage.locations import Location, parse_location
 from core.types import Pulse
 from workbench.app.clipboard import copy_text
 from workbench.app.host import Report
@@ -97,10 +98,12 @@ class WorkbenchApp(App[None]):
     current_session: reactive[str | None] = reactive(None)
     """The session the Sessions pane selected; Scratchpad and Search follow it."""
 
-    def __init__(self, db_path: str | Path, config: Any = None,
+    def __init__(self, location: str | Path | Location, config: Any = None,
                  settings: AppSettings | None = None) -> None:
         super().__init__()
-        self.db_path = Path(db_path)
+        self.location = (location if isinstance(location, Location)
+                         else parse_location(location))
+        """The memory the app opens; shown (without a URL's password) in the header."""
         self.config = config
         self.settings = settings or AppSettings()
         self.engine: Engine | None = None
@@ -117,7 +120,7 @@ class WorkbenchApp(App[None]):
 
     def compose(self) -> ComposeResult:
         header = StatusHeader()
-        header.file_name = str(self.db_path)
+        header.file_name = self.location.display
         yield header
         with TabbedContent(id="panes"):
             for pane_id, pane_class, key in PANES:
@@ -168,7 +171,7 @@ class WorkbenchApp(App[None]):
     async def open_engine(self) -> None:
         header = self.query_one(StatusHeader)
         try:
-            engine = await Engine.open(self.db_path, config=self.config,
+            engine = await Engine.open(self.location, config=self.config,
                                        defer_model=self.settings.defer_model)
         except Exception as exc:  # any reason the file does not open is the user's to read
             header.opening_error = f"cannot open: {exc}"
@@ -176,6 +179,7 @@ class WorkbenchApp(App[None]):
                         timeout=30)
             return
         self.engine = engine
+        header.file_name = engine.location.display
         header.schema = engine.backend.schema_version
         header.read_only = engine.read_only_reason
         for warning in engine.warnings:

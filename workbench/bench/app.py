@@ -12,8 +12,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 CHILD = r"""
 import asyncio, json, sys, time
@@ -27,8 +29,8 @@ class Timed(WorkbenchApp):
         self.call_after_refresh(lambda: marks.setdefault("first_paint", time.time()))
 
 async def main():
-    config = json.loads(sys.stdin.readline())
-    app = Timed(sys.argv[1], config, AppSettings())
+    given = json.loads(sys.stdin.readline())
+    app = Timed(given["db"], given["config"], AppSettings())
     async with app.run_test(size=(160, 48)) as pilot:
         sessions = app.query_one("#sessions")
         while True:
@@ -48,17 +50,17 @@ asyncio.run(main())
 """
 
 
-def run_app_bench(db_path: Path, config: dict[str, Any] | None, runs: int,
+def run_app_bench(db: Location, config: dict[str, Any] | None, runs: int,
                   say: Callable[[str], None]) -> dict[str, list[float]]:
-    """Start the app ``runs`` times on ``db_path``; milliseconds to each point, per run."""
+    """Start the app ``runs`` times on ``db``; milliseconds to each point, per run."""
     figures: dict[str, list[float]] = {}
     for _ in range(runs):
         started = time.time()
-        # The config goes through stdin: as an argument its API keys would be in every
-        # process listing on the machine.
-        out = subprocess.run([sys.executable, "-c", CHILD, str(db_path)],
-                             input=json.dumps(config) + "\n", capture_output=True, text=True,
-                             timeout=120)
+        # The memory and the config go through stdin: as arguments, a URL's password and
+        # the config's API keys would be in every process listing on the machine.
+        given = {"db": db.target, "config": config}
+        out = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(given) + "\n",
+                             capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
             raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
         marks = json.loads(out.stdout.strip().splitlines()[-1])

@@ -3,17 +3,22 @@ in their own modules (concurrency, crash, isolation, disk full), added here."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from workbench.cli.support import (
+    MEMORY,
+    MEMORY_HELP,
     _echo_figures,
     _load_config,
     _require_db,
     _with_model,
     model_option,
 )
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 
 @click.group()
@@ -56,19 +61,19 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
 
 
 @bench.command("app")
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The memory file to open (e.g. one `workbench bench query` built).")
+@click.option("--db", "db", required=True, type=MEMORY,
+              help=f"{MEMORY_HELP} to open (e.g. one `workbench bench query` built).")
 @model_option
 @click.option("--runs", default=5, show_default=True, type=click.IntRange(min=1),
               help="How many times to start the app.")
 @click.pass_context
-def bench_app(ctx: click.Context, db_path: Path, model: str | None, runs: int) -> None:
-    """Start-up: first paint, file open, sessions listed and model loaded, in ms."""
+def bench_app(ctx: click.Context, db: Location, model: str | None, runs: int) -> None:
+    """Start-up: first paint, memory open, sessions listed and model loaded, in ms."""
     from workbench.bench.app import run_app_bench
 
-    _require_db(db_path)
+    _require_db(db)
     config = _with_model(_load_config(ctx), model)
-    run_app_bench(db_path, config.to_dict(), runs, click.echo)
+    run_app_bench(db, config.to_dict(), runs, click.echo)
 
 
 def _add_drills() -> None:

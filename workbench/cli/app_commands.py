@@ -5,15 +5,25 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import DEFAULT_DB, _load_config, _with_model, model_option
+from workbench.cli.support import (
+    MEMORY,
+    _load_config,
+    _with_model,
+    memory_location,
+    model_option,
+)
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 
 class OpensByDefault(click.Group):
-    """A group where ``workbench`` alone, or ``workbench FILE``, means ``workbench open``."""
+    """A group where ``workbench`` alone, ``workbench FILE`` or ``workbench URL`` means
+    ``workbench open``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         index = 0
@@ -23,14 +33,18 @@ class OpensByDefault(click.Group):
             index += 1
         rest = args[index:]
         if not rest or rest[0].startswith("-") and rest[0] not in GROUP_FLAGS or (
-                rest[0] not in self.commands and looks_like_a_file(rest[0])):
+                rest[0] not in self.commands and looks_like_a_memory(rest[0])):
             args = [*args[:index], "open", *rest]
         return super().parse_args(ctx, args)
 
 
-def looks_like_a_file(word: str) -> bool:
-    """A word that names a memory file rather than a mistyped command: it exists, has a
-    folder in it, or ends like a database (``workbench serach`` stays a usage error)."""
+def looks_like_a_memory(word: str) -> bool:
+    """A word that names a memory rather than a mistyped command: a ``scheme://`` URL (an
+    unsupported scheme is then refused by ``open``, naming the ones that work), or a file
+    that exists, has a folder in it, or ends like a database (``workbench serach`` stays a
+    usage error)."""
+    if "://" in word:
+        return True
     path = Path(word)
     return (path.exists() or len(path.parts) > 1
             or path.suffix.lower() in (".db", ".sqlite", ".sqlite3", ".memory"))
@@ -44,16 +58,16 @@ theme_option = click.option("--theme", default=None,
 
 
 @click.command("open")
-@click.argument("db_path", required=False, type=click.Path(dir_okay=False, path_type=Path),
-                default=DEFAULT_DB)
+@click.argument("db", required=False, type=MEMORY, default=None)
 @theme_option
 @model_option
 @click.pass_context
-def open_command(ctx: click.Context, db_path: Path, theme: str | None,
+def open_command(ctx: click.Context, db: Location | None, theme: str | None,
                  model: str | None) -> None:
-    """Open the app on a memory file (created if missing; default ./data/memory.db)."""
+    """Open the app on a memory: a file (created if missing) or a postgresql:// URL
+    (default: the config's [storage] url, else ./data/memory.db)."""
     config = _with_model(_load_config(ctx), model)
-    _run_app(db_path, config, theme)
+    _run_app(memory_location(db, config), config, theme)
 
 
 @click.command("demo")
@@ -82,14 +96,16 @@ def demo_command(ctx: click.Context, db_path: Path, fresh: bool, no_open: bool,
         click.echo(f"  {summary.sessions} sessions, {summary.messages} messages, "
                    f"{summary.notes} notes, {summary.schedules} schedules", err=True)
     if not no_open:
-        _run_app(db_path, config, theme)
+        from core.storage.locations import parse_location
+
+        _run_app(parse_location(db_path), config, theme)
 
 
-def _run_app(db_path: Path, config: Any, theme: str | None) -> None:
+def _run_app(db: Location, config: Any, theme: str | None) -> None:
     from workbench.app.app import AppSettings, WorkbenchApp
 
-    if db_path.exists() and db_path.is_dir():
-        click.echo(f"error: {db_path} is a folder, not a memory file", err=True)
+    if not db.is_postgres and db.path.is_dir():
+        click.echo(f"error: {db} is a folder, not a memory file", err=True)
         sys.exit(2)
-    app = WorkbenchApp(db_path, config, AppSettings(theme=theme))
+    app = WorkbenchApp(db, config, AppSettings(theme=theme))
     app.run()

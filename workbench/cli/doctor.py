@@ -11,11 +11,14 @@ import json
 import platform
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import _load_config, _run
+from workbench.cli.support import MEMORY, MEMORY_HELP, _load_config, _run
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 
 def _check_sqlite() -> dict[str, Any]:
@@ -79,28 +82,29 @@ def _check_clipboard() -> dict[str, Any]:
             "terminal (OSC 52) instead. Install xclip, xsel or wl-clipboard for a system copy.")}
 
 
-async def _check_database(config: Any, db_path: Path) -> dict[str, Any]:
+async def _check_database(config: Any, db: Location) -> dict[str, Any]:
     from core import Engine
-    from core.storage.migrations import latest_version
+    from core.storage.opening import code_schema_version
 
-    if not db_path.exists():
-        return {"ok": True, "path": str(db_path), "exists": False}
+    shown = str(db)  # a URL without its password
+    if not db.is_postgres and not db.path.exists():
+        return {"ok": True, "path": shown, "exists": False}
     try:
-        async with Engine.open(db_path, config=config, read_only=True,
+        async with Engine.open(db, config=config, read_only=True,
                                start_worker=False) as engine:
             status = await engine.embedding_status()
             counts = await engine.counts()
             file_dimension, file_model = await engine.backend.vector_meta()
-            return {"ok": True, "path": str(db_path), "exists": True,
+            return {"ok": True, "path": shown, "exists": True,
                     "schema_version": engine.backend.schema_version,
-                    "code_schema_version": latest_version(), "counts": counts,
+                    "code_schema_version": code_schema_version(db), "counts": counts,
                     "vector_model": file_model, "vector_dimension": file_dimension,
                     "embedding": status.to_dict(), "warnings": engine.warnings}
     except Exception as exc:  # e.g. DimensionMismatch: that is the finding
-        return {"ok": False, "path": str(db_path), "exists": True, "error": str(exc)}
+        return {"ok": False, "path": shown, "exists": True, "error": str(exc)}
 
 
-async def gather(config: Any, db_path: Path | None, config_path: Path | None) -> dict[str, Any]:
+async def gather(config: Any, db: Location | None, config_path: Path | None) -> dict[str, Any]:
     """Run every check and return the findings as one JSON-ready dict."""
     report: dict[str, Any] = {
         "python": platform.python_version(),
@@ -109,8 +113,12 @@ async def gather(config: Any, db_path: Path | None, config_path: Path | None) ->
         "model": await asyncio.to_thread(_check_model, config),
         "clipboard": await asyncio.to_thread(_check_clipboard),
     }
-    if db_path is not None:
-        report["database"] = await _check_database(config, db_path)
+    if db is None and config.storage.url:
+        from core.storage.locations import parse_location
+
+        db = parse_location(config.storage.url)
+    if db is not None:
+        report["database"] = await _check_database(config, db)
     report["ok"] = all(report[key]["ok"] for key in ("sqlite", "model", "clipboard")) and (
         report.get("database", {"ok": True})["ok"])
     return report
@@ -166,14 +174,15 @@ def render(report: dict[str, Any]) -> list[str]:
 
 
 @click.command("doctor")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Also inspect this memory file (opened read-only).")
+@click.option("--db", "db", type=MEMORY, default=None,
+              help=f"Also inspect this memory, opened read-only ({MEMORY_HELP}; default: "
+                   "the config's [storage] url, if set).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.pass_context
-def doctor(ctx: click.Context, db_path: Path | None, as_json: bool) -> None:
-    """Print what the engine finds: SQLite, sqlite-vec, FTS5, model, clipboard, the file."""
+def doctor(ctx: click.Context, db: Location | None, as_json: bool) -> None:
+    """Print what the engine finds: SQLite, sqlite-vec, FTS5, model, clipboard, the memory."""
     config = _load_config(ctx)
-    report = _run(gather(config, db_path, ctx.obj.get("config_path")))
+    report = _run(gather(config, db, ctx.obj.get("config_path")))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

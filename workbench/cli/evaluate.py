@@ -9,7 +9,10 @@ from typing import Any
 import click
 
 from core.retrieval.fusion import FUSIONS
+from core.storage.locations import Location
 from workbench.cli.support import (
+    MEMORY,
+    MEMORY_HELP,
     _drain_with_progress,
     _echo_warnings,
     _load_config,
@@ -21,8 +24,8 @@ from workbench.cli.support import (
 
 
 @click.command("eval")
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The memory file the dataset was imported into.")
+@click.option("--db", "db", required=True, type=MEMORY,
+              help=f"{MEMORY_HELP} the dataset was imported into.")
 @click.option("--dataset", "dataset_path", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The dataset JSONL (as `workbench import locomo` writes it).")
@@ -38,7 +41,7 @@ from workbench.cli.support import (
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report as JSON (with each query's ranked turns and scores).")
 @click.pass_context
-def eval_command(ctx: click.Context, db_path: Path, dataset_path: Path, run_sweep: bool,
+def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep: bool,
                  vector_weight: float | None, fusion: str | None, model: str | None,
                  as_json: bool) -> None:
     """Score retrieval on a dataset: recall@k, hit@k, MRR and nDCG@k, overall and per category."""
@@ -49,8 +52,8 @@ def eval_command(ctx: click.Context, db_path: Path, dataset_path: Path, run_swee
     # file's retrieval log.
     config = config.model_copy(
         update={"retrieval": config.retrieval.model_copy(update={"log_enabled": False})})
-    _require_db(db_path)
-    result, category_names = _run(_evaluate(db_path, dataset_path, config, run_sweep,
+    _require_db(db)
+    result, category_names = _run(_evaluate(db, dataset_path, config, run_sweep,
                                             vector_weight, fusion))
     from core.evaluation.report import report_lines, sweep_lines
 
@@ -62,7 +65,7 @@ def eval_command(ctx: click.Context, db_path: Path, dataset_path: Path, run_swee
         click.echo(line)
 
 
-async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: bool,
+async def _evaluate(db: Location, dataset_path: Path, config: Any, run_sweep: bool,
                     vector_weight: float | None, fusion: str | None) -> tuple[Any, Any]:
     from core import Engine
     from core.evaluation import evaluate, read_dataset, sweep
@@ -70,7 +73,7 @@ async def _evaluate(db_path: Path, dataset_path: Path, config: Any, run_sweep: b
 
     dataset = read_dataset(dataset_path)
     is_locomo = bool(dataset.messages) and all(s.startswith("locomo-") for s in dataset.messages)
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(db, config=config) as engine:
         _echo_warnings(engine)
         await _drain_with_progress(engine)
         if run_sweep:

@@ -7,12 +7,12 @@ the value (and the source), and the output says whether the fact was added or re
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
 from core.notes.facts import SOURCES
+from core.storage.locations import Location
 from workbench.cli.support import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
 
@@ -25,9 +25,9 @@ _NAMESPACE = click.option("--namespace", default=None,
                           help="The namespace the fact is in (default: the configured agent).")
 
 
-def _on_facts(ctx: click.Context, db_path: Path, work: Any) -> Any:
+def _on_facts(ctx: click.Context, db: Location | None, work: Any) -> Any:
     """Run ``work(engine)`` without the embedding worker: a fact is never embedded."""
-    return on_engine(ctx, db_path, work, warn=False, start_worker=False)
+    return on_engine(ctx, db, work, warn=False, start_worker=False)
 
 
 def _named(fact: Any) -> str:
@@ -48,7 +48,7 @@ def facts_group() -> None:
 @click.option("--category", default=None, help="Only the facts of this category.")
 @json_option
 @click.pass_context
-def list_command(ctx: click.Context, db_path: Path, namespace: str | None,
+def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
                  category: str | None, as_json: bool) -> None:
     """List a namespace's facts by category, then key: value (on one line), source, change."""
 
@@ -56,7 +56,7 @@ def list_command(ctx: click.Context, db_path: Path, namespace: str | None,
         facts = await engine.list_facts(category=category, namespace=namespace)
         return engine.notes.namespace(namespace), facts
 
-    shown_namespace, facts = _on_facts(ctx, db_path, work)
+    shown_namespace, facts = _on_facts(ctx, db, work)
     if as_json:
         echo_json({"namespace": shown_namespace, "category": category,
                    "facts": [fact.to_dict() for fact in facts]})
@@ -77,10 +77,10 @@ def list_command(ctx: click.Context, db_path: Path, namespace: str | None,
 @_NAMESPACE
 @json_option
 @click.pass_context
-def get_command(ctx: click.Context, category: str, key: str, db_path: Path,
+def get_command(ctx: click.Context, category: str, key: str, db: Location | None,
                 namespace: str | None, as_json: bool) -> None:
     """Show one fact: its fields, then its value (exit 1 when there is none)."""
-    fact = _on_facts(ctx, db_path,
+    fact = _on_facts(ctx, db,
                      lambda engine: engine.get_fact(category, key, namespace=namespace))
     if as_json:
         echo_json(fact.to_dict())
@@ -103,7 +103,7 @@ def get_command(ctx: click.Context, category: str, key: str, db_path: Path,
               help="Who stated the fact: the agent or its user.")
 @json_option
 @click.pass_context
-def set_command(ctx: click.Context, category: str, key: str, value: str, db_path: Path,
+def set_command(ctx: click.Context, category: str, key: str, value: str, db: Location | None,
                 namespace: str | None, source: str, as_json: bool) -> None:
     """Store VALUE under CATEGORY and KEY; a fact already there has its value and source
     replaced (its creation time kept), and the output says which it was."""
@@ -121,7 +121,7 @@ def set_command(ctx: click.Context, category: str, key: str, value: str, db_path
                                         namespace=namespace)
         return previous, fact
 
-    previous, fact = _on_facts(ctx, db_path, work)
+    previous, fact = _on_facts(ctx, db, work)
     if as_json:
         echo_json({**fact.to_dict(), "outcome": "added" if previous is None else "replaced",
                    "previous_value": None if previous is None else previous.value})
@@ -140,7 +140,7 @@ def set_command(ctx: click.Context, category: str, key: str, value: str, db_path
 @click.option("--yes", is_flag=True, help="Remove without asking.")
 @json_option
 @click.pass_context
-def rm_command(ctx: click.Context, category: str, key: str, db_path: Path,
+def rm_command(ctx: click.Context, category: str, key: str, db: Location | None,
                namespace: str | None, yes: bool, as_json: bool) -> None:
     """Remove a fact (exit 1 when there is none)."""
 
@@ -155,7 +155,7 @@ def rm_command(ctx: click.Context, category: str, key: str, db_path: Path,
             raise NotFound(f"{_named(fact)} was removed by another writer first")
         return fact
 
-    fact = _on_facts(ctx, db_path, work)
+    fact = _on_facts(ctx, db, work)
     if as_json:
         echo_json({"removed": True, **fact.to_dict()})
     else:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from core.notes.fields import CATEGORIES, KINDS
+from core.storage.locations import Location
 from workbench.cli.support import db_option, echo_json, json_option, on_engine
 from workbench.text import count, short_time, table
 
@@ -42,19 +43,19 @@ _IMPORTANCE = click.option("--importance", type=click.FloatRange(0.0, 1.0), defa
                            help="From 0 to 1 (new notes: 0.5).")
 
 
-def _on_notes(ctx: click.Context, db_path: Path, work: Callable[[Any], Coroutine[Any, Any, T]],
-              *, indexes: bool = False) -> T:
+def _on_notes(ctx: click.Context, db: Location | None,
+              work: Callable[[Any], Coroutine[Any, Any, T]], *, indexes: bool = False) -> T:
     """Run ``work(engine)``; with ``indexes`` (it changed what a note is found by), the
     embedding worker runs and the command waits for the new chunks' vectors."""
     if not indexes:
-        return on_engine(ctx, db_path, work, warn=False, start_worker=False)
+        return on_engine(ctx, db, work, warn=False, start_worker=False)
 
     async def then_drain(engine: Any) -> T:
         result = await work(engine)
         await engine.drain()
         return result
 
-    return on_engine(ctx, db_path, then_drain)
+    return on_engine(ctx, db, then_drain)
 
 
 def _content(content: str | None, file_path: Path | None) -> str | None:
@@ -116,7 +117,7 @@ def notes_group() -> None:
               help="Notes to skip first.")
 @json_option
 @click.pass_context
-def list_command(ctx: click.Context, db_path: Path, namespace: str | None,
+def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
                  category: str | None, kind: str | None, tags: tuple[str, ...],
                  text: str | None, order: str, limit: int, offset: int,
                  as_json: bool) -> None:
@@ -128,7 +129,7 @@ def list_command(ctx: click.Context, db_path: Path, namespace: str | None,
                                        offset=offset, order=order)
         return engine.notes.namespace(namespace), page
 
-    shown_namespace, page = _on_notes(ctx, db_path, work)
+    shown_namespace, page = _on_notes(ctx, db, work)
     if as_json:
         echo_json({"namespace": shown_namespace, **page.to_dict()})
         return
@@ -152,10 +153,10 @@ def list_command(ctx: click.Context, db_path: Path, namespace: str | None,
 @_NAMESPACE
 @json_option
 @click.pass_context
-def show_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | None,
+def show_command(ctx: click.Context, ref: str, db: Location | None, namespace: str | None,
                  as_json: bool) -> None:
     """Show one note (by id, name or alias): every field, then its content."""
-    note = _on_notes(ctx, db_path, lambda engine: engine.get_note(ref, namespace=namespace))
+    note = _on_notes(ctx, db, lambda engine: engine.get_note(ref, namespace=namespace))
     if as_json:
         echo_json(note.to_dict())
         return
@@ -183,7 +184,7 @@ def show_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | N
 @_IMPORTANCE
 @json_option
 @click.pass_context
-def add_command(ctx: click.Context, name: str, db_path: Path, namespace: str | None,
+def add_command(ctx: click.Context, name: str, db: Location | None, namespace: str | None,
                 content: str | None, file_path: Path | None, category: str | None,
                 tags: tuple[str, ...], aliases: tuple[str, ...], kind: str | None,
                 source: str | None, importance: float | None, as_json: bool) -> None:
@@ -201,7 +202,7 @@ def add_command(ctx: click.Context, name: str, db_path: Path, namespace: str | N
             tags=list(tags), source=source or "", aliases=list(aliases),
             importance=0.5 if importance is None else importance)
 
-    _report(_on_notes(ctx, db_path, work, indexes=True), as_json, "added")
+    _report(_on_notes(ctx, db, work, indexes=True), as_json, "added")
 
 
 @notes_group.command("edit")
@@ -219,7 +220,7 @@ def add_command(ctx: click.Context, name: str, db_path: Path, namespace: str | N
 @_IMPORTANCE
 @json_option
 @click.pass_context
-def edit_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | None,
+def edit_command(ctx: click.Context, ref: str, db: Location | None, namespace: str | None,
                  content: str | None, file_path: Path | None, category: str | None,
                  tags: tuple[str, ...], no_tags: bool, kind: str | None, source: str | None,
                  importance: float | None, as_json: bool) -> None:
@@ -238,7 +239,7 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | N
                                        category=category, tags=new_tags, source=source,
                                        importance=importance)
 
-    _report(_on_notes(ctx, db_path, work, indexes=True), as_json, "wrote")
+    _report(_on_notes(ctx, db, work, indexes=True), as_json, "wrote")
 
 
 @notes_group.command("rm")
@@ -248,7 +249,7 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | N
 @click.option("--yes", is_flag=True, help="Remove without asking.")
 @json_option
 @click.pass_context
-def rm_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | None, yes: bool,
+def rm_command(ctx: click.Context, ref: str, db: Location | None, namespace: str | None, yes: bool,
                as_json: bool) -> None:
     """Remove a note with its names and index entries (exit 1 when REF names none)."""
 
@@ -260,7 +261,7 @@ def rm_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | Non
         await engine.remove_note(note.note_id, namespace=namespace)
         return note
 
-    note = _on_notes(ctx, db_path, work)
+    note = _on_notes(ctx, db, work)
     if as_json:
         echo_json({"removed": note.note_id, "name": note.name, "namespace": note.namespace})
     else:
@@ -274,10 +275,10 @@ def rm_command(ctx: click.Context, ref: str, db_path: Path, namespace: str | Non
 @_NAMESPACE
 @json_option
 @click.pass_context
-def alias_command(ctx: click.Context, ref: str, alias: str, db_path: Path,
+def alias_command(ctx: click.Context, ref: str, alias: str, db: Location | None,
                   namespace: str | None, as_json: bool) -> None:
     """Give a note another name, ALIAS: it finds the note and adds no search words."""
-    note = _on_notes(ctx, db_path,
+    note = _on_notes(ctx, db,
                      lambda engine: engine.alias_note(ref, alias, namespace=namespace))
     _report(note, as_json, "aliased")
 
@@ -288,10 +289,10 @@ def alias_command(ctx: click.Context, ref: str, alias: str, db_path: Path,
 @_NAMESPACE
 @json_option
 @click.pass_context
-def unalias_command(ctx: click.Context, alias: str, db_path: Path, namespace: str | None,
+def unalias_command(ctx: click.Context, alias: str, db: Location | None, namespace: str | None,
                     as_json: bool) -> None:
     """Take the name ALIAS from the note it names (a note's own name is changed by rename)."""
-    note = _on_notes(ctx, db_path,
+    note = _on_notes(ctx, db,
                      lambda engine: engine.unalias_note(alias, namespace=namespace))
     _report(note, as_json, f"unaliased {alias!r} from")
 
@@ -303,10 +304,10 @@ def unalias_command(ctx: click.Context, alias: str, db_path: Path, namespace: st
 @_NAMESPACE
 @json_option
 @click.pass_context
-def rename_command(ctx: click.Context, ref: str, new_name: str, db_path: Path,
+def rename_command(ctx: click.Context, ref: str, new_name: str, db: Location | None,
                    namespace: str | None, as_json: bool) -> None:
     """Give a note the name NEW_NAME; the old name is released (and no longer finds it)."""
-    note = _on_notes(ctx, db_path,
+    note = _on_notes(ctx, db,
                      lambda engine: engine.rename_note(ref, new_name, namespace=namespace),
                      indexes=True)
     _report(note, as_json, "renamed to")
@@ -320,10 +321,10 @@ def rename_command(ctx: click.Context, ref: str, new_name: str, db_path: Path,
               help="The JSON file to write (replaced if it exists, atomically).")
 @json_option
 @click.pass_context
-def export_command(ctx: click.Context, db_path: Path, namespace: str | None, out_path: Path,
+def export_command(ctx: click.Context, db: Location | None, namespace: str | None, out_path: Path,
                    as_json: bool) -> None:
     """Write every note of a namespace to one JSON file, atomically (`notes import` reads it)."""
-    result = _on_notes(ctx, db_path,
+    result = _on_notes(ctx, db,
                        lambda engine: engine.export_notes(out_path, namespace=namespace))
     if as_json:
         echo_json(result.to_dict())
@@ -345,7 +346,7 @@ COLLISIONS_SHOWN = 3
                    "replaced, an alias unbound, a note whose own name it is removed.")
 @json_option
 @click.pass_context
-def import_command(ctx: click.Context, file: Path, db_path: Path, namespace: str | None,
+def import_command(ctx: click.Context, file: Path, db: Location | None, namespace: str | None,
                    overwrite: bool, as_json: bool) -> None:
     """Import a notes file (as `notes export` writes it) into a namespace: all of it or
     nothing.
@@ -363,7 +364,7 @@ def import_command(ctx: click.Context, file: Path, db_path: Path, namespace: str
             return shown_namespace, None, refusal
         return shown_namespace, result, None
 
-    shown_namespace, result, refusal = _on_notes(ctx, db_path, work, indexes=True)
+    shown_namespace, result, refusal = _on_notes(ctx, db, work, indexes=True)
     if refusal is not None:
         collisions: list[Any] = refusal.collisions  # core.types.NameCollision, each
         if as_json:

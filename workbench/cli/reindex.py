@@ -3,35 +3,36 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
+from core.storage.locations import Location
 from workbench.cli.support import (
-    DEFAULT_DB,
     _echo_warnings,
     _load_config,
     _require_db,
     _run,
     _with_model,
+    db_option,
     echo_json,
     json_option,
+    memory_location,
     model_option,
 )
 
 
 @click.command("reindex")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=DEFAULT_DB, show_default=True, help="The memory file to re-embed.")
+@db_option
 @model_option
 @json_option
 @click.pass_context
-def reindex(ctx: click.Context, db_path: Path, model: str | None, as_json: bool) -> None:
-    """Re-embed every chunk with a model (moving the file to it), with a progress bar."""
+def reindex(ctx: click.Context, db: Location | None, model: str | None, as_json: bool) -> None:
+    """Re-embed every chunk with a model (moving the memory to it), with a progress bar."""
     config = _with_model(_load_config(ctx), model)
-    _require_db(db_path)
-    report = _run(_reindex(db_path, config))
+    location = memory_location(db, config)
+    _require_db(location)
+    report = _run(_reindex(location, config))
     if as_json:
         echo_json(report)
     else:
@@ -40,13 +41,13 @@ def reindex(ctx: click.Context, db_path: Path, model: str | None, as_json: bool)
         sys.exit(1)
 
 
-async def _reindex(db_path: Path, config: Any) -> dict[str, Any]:
+async def _reindex(db: Location, config: Any) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from core import Engine
 
-    async with Engine.open(db_path, config=config, reindex=True) as engine:
+    async with Engine.open(db, config=config, reindex=True) as engine:
         if engine.embedding_fell_back:
             await engine.reindex()  # refuses, saying why, before anything is drawn or changed
         _echo_warnings(engine)
@@ -65,5 +66,5 @@ async def _reindex(db_path: Path, config: Any) -> dict[str, Any]:
         if status.failed:
             click.echo(f"error: {status.failed} chunks failed to embed; "
                        "`workbench doctor --db` shows the error", err=True)
-        return {"db": str(db_path), "model": status.model, "dimension": status.dimension,
+        return {"db": str(db), "model": status.model, "dimension": status.dimension,
                 "chunks": total, "failed": status.failed}

@@ -24,8 +24,9 @@ from workbench.cli.app_commands import OpensByDefault
 def main(ctx: click.Context, config_path: Path | None) -> None:
     """Memory Workbench: open, inspect and tune the memory your agent reads and writes.
 
-    `workbench [DB]` opens the app on DB (default ./data/memory.db); `workbench demo`
-    builds a demo memory and opens it.
+    `workbench [DB]` opens the app on DB, a file or a postgresql:// URL (default: the
+    config's [storage] url, else ./data/memory.db); `workbench demo` builds a demo memory
+    and opens it.
     """
     ctx.ensure_object(dict)
     ctx.obj["config_path"] = config_path
@@ -39,6 +40,7 @@ def _register_commands() -> None:
     from workbench.cli.evaluate import eval_command
     from workbench.cli.facts import facts_group
     from workbench.cli.notes import notes_group
+    from workbench.cli.pg import pg_group
     from workbench.cli.reindex import reindex
     from workbench.cli.schedules import scheduler_group, schedules_group
     from workbench.cli.scratchpad import scratchpad_group
@@ -52,7 +54,7 @@ def _register_commands() -> None:
                     open_command, demo_command, search_command, log_command,
                     summarize_command, compact_command, consolidate_command, schedules_group,
                     scheduler_group, sessions_group, notes_group, scratchpad_group,
-                    facts_group, mcp_command, export_group):
+                    facts_group, mcp_command, export_group, pg_group):
         main.add_command(command)
 
 

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from core.storage.locations import Location
 from workbench.cli.support import (
     _load_config,
     _require_db,
     db_option,
     echo_json,
     json_option,
+    memory_location,
     on_engine,
 )
 from workbench.text import one_line, table
@@ -39,10 +40,10 @@ _NOTIFY = click.option("--notify", "notification_policy",
 T = TypeVar("T")
 
 
-def _with_schedules(ctx: click.Context, db_path: Path,
+def _with_schedules(ctx: click.Context, db: Location | None,
                     work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
     """Run ``work(engine.schedules)`` for one command, without the embedding worker."""
-    return on_engine(ctx, db_path, lambda engine: work(engine.schedules), warn=False,
+    return on_engine(ctx, db, lambda engine: work(engine.schedules), warn=False,
                      start_worker=False)
 
 
@@ -118,7 +119,7 @@ def schedules_group() -> None:
               help="Schedules to skip first.")
 @json_option
 @click.pass_context
-def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status: str | None,
+def list_command(ctx: click.Context, db: Location | None, user_id: str | None, status: str | None,
                  name: str | None, text: str | None, limit: int, offset: int,
                  as_json: bool) -> None:
     """List schedules: cadence, next run in the schedule's zone, last run, failures."""
@@ -127,7 +128,7 @@ def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status:
         return await store.search_schedules(
             user_id, status=status, name=name, text=text, limit=limit, offset=offset)
 
-    found = _with_schedules(ctx, db_path, work)
+    found = _with_schedules(ctx, db, work)
     if as_json:
         echo_json({"total": found.total, "offset": offset,
                    "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
@@ -148,10 +149,10 @@ def list_command(ctx: click.Context, db_path: Path, user_id: str | None, status:
 @db_option
 @json_option
 @click.pass_context
-def show_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> None:
+def show_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool) -> None:
     """Show one schedule (by id or name): every field and its next five times."""
 
-    schedule = _with_schedules(ctx, db_path, lambda store: store.get_schedule(ref))
+    schedule = _with_schedules(ctx, db, lambda store: store.get_schedule(ref))
     fields = schedule.to_dict()
     fields["cadence"] = f"{_describe(schedule)}  {json.dumps(schedule.cadence)}"
     _report(schedule, as_json, *(f"{key + ':':<22}{'-' if value is None else value}"
@@ -170,7 +171,7 @@ def show_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> 
 @_NOTIFY
 @json_option
 @click.pass_context
-def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron: str | None,
+def add_command(ctx: click.Context, db: Location | None, user_id: str, goal: str, cron: str | None,
                 once: str | None, every: str | None, timezone: str | None, name: str | None,
                 notification_policy: str | None, as_json: bool) -> None:
     """Add a schedule (checked before it is written) and show its next five times."""
@@ -184,7 +185,7 @@ def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron
             user_id, goal, cadence, name=name,
             notification_policy=notification_policy or "always")
 
-    schedule = _with_schedules(ctx, db_path, work)
+    schedule = _with_schedules(ctx, db, work)
     _report(schedule, as_json, f"added {_label(schedule)}: {_describe(schedule)}")
 
 
@@ -200,7 +201,7 @@ def add_command(ctx: click.Context, db_path: Path, user_id: str, goal: str, cron
 @_NOTIFY
 @json_option
 @click.pass_context
-def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
+def edit_command(ctx: click.Context, ref: str, db: Location | None, goal: str | None,
                  name: str | None, cron: str | None, once: str | None, every: str | None,
                  timezone: str | None, notification_policy: str | None,
                  as_json: bool) -> None:
@@ -221,7 +222,7 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
                                 "timezone": timezone or current.get("timezone") or "UTC"}
         return await store.update_schedule(ref, **patch)
 
-    schedule = _with_schedules(ctx, db_path, work)
+    schedule = _with_schedules(ctx, db, work)
     _report(schedule, as_json,
             f"changed {_label(schedule)}: {_describe(schedule)}, {schedule.status}")
 
@@ -233,11 +234,11 @@ def edit_command(ctx: click.Context, ref: str, db_path: Path, goal: str | None,
               help="Why, kept as its status reason.")
 @json_option
 @click.pass_context
-def pause_command(ctx: click.Context, ref: str, db_path: Path, reason: str,
+def pause_command(ctx: click.Context, ref: str, db: Location | None, reason: str,
                   as_json: bool) -> None:
     """Stop a schedule from firing until it is resumed."""
 
-    schedule = _with_schedules(ctx, db_path, lambda store: store.pause_schedule(ref, reason))
+    schedule = _with_schedules(ctx, db, lambda store: store.pause_schedule(ref, reason))
     if as_json:
         echo_json(schedule.to_dict())
     else:
@@ -249,10 +250,10 @@ def pause_command(ctx: click.Context, ref: str, db_path: Path, reason: str,
 @db_option
 @json_option
 @click.pass_context
-def resume_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> None:
+def resume_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool) -> None:
     """Let a paused schedule fire again, from its cadence's next time after now."""
 
-    schedule = _with_schedules(ctx, db_path, lambda store: store.resume_schedule(ref))
+    schedule = _with_schedules(ctx, db, lambda store: store.resume_schedule(ref))
     _report(schedule, as_json, f"resumed {_label(schedule)}: {_describe(schedule)}")
 
 
@@ -261,7 +262,7 @@ def resume_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -
 @db_option
 @json_option
 @click.pass_context
-def rm_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> None:
+def rm_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool) -> None:
     """Delete a schedule and its run history (exit 1 when there is none)."""
 
     async def work(store: Any) -> Any:
@@ -269,7 +270,7 @@ def rm_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> No
         await store.delete_schedule(schedule.schedule_id)
         return schedule
 
-    schedule = _with_schedules(ctx, db_path, work)
+    schedule = _with_schedules(ctx, db, work)
     if as_json:
         echo_json({"deleted": schedule.schedule_id, "name": schedule.name})
     else:
@@ -284,7 +285,7 @@ def rm_command(ctx: click.Context, ref: str, db_path: Path, as_json: bool) -> No
 @click.option("--json", "as_json", is_flag=True,
               help="Print the runs as JSON, each with its whole output.")
 @click.pass_context
-def runs_command(ctx: click.Context, ref: str, db_path: Path, limit: int,
+def runs_command(ctx: click.Context, ref: str, db: Location | None, limit: int,
                  as_json: bool) -> None:
     """A schedule's run history: when, how it went, how long, what it printed."""
     from core.schedules.store import run_seconds
@@ -293,7 +294,7 @@ def runs_command(ctx: click.Context, ref: str, db_path: Path, limit: int,
         schedule = await store.get_schedule(ref)
         return schedule, await store.get_run_history(schedule.schedule_id, limit)
 
-    schedule, history = _with_schedules(ctx, db_path, work)
+    schedule, history = _with_schedules(ctx, db, work)
     if as_json:
         echo_json([item.to_dict() for item in history])
         return
@@ -316,7 +317,8 @@ def scheduler_group() -> None:
 @click.option("--once", is_flag=True, help="Run what is due now, then stop.")
 @click.option("--json", "as_json", is_flag=True, help="Print each run as one line of JSON.")
 @click.pass_context
-def scheduler_run_command(ctx: click.Context, db_path: Path, once: bool, as_json: bool) -> None:
+def scheduler_run_command(ctx: click.Context, db: Location | None, once: bool,
+                          as_json: bool) -> None:
     """Run due schedules (scheduler.command or scheduler.webhook_url) until Ctrl-C.
 
     Prints one line per run. Several runners may share a file: each due schedule runs once.
@@ -324,9 +326,10 @@ def scheduler_run_command(ctx: click.Context, db_path: Path, once: bool, as_json
     from core.errors import ConfigError
     from core.schedules.actions import action_from_config
 
-    _require_db(db_path)
-    try:  # refuse a runner with nothing to run before the file is opened
-        action_from_config(_load_config(ctx).scheduler)
+    config = _load_config(ctx)
+    _require_db(memory_location(db, config))
+    try:  # refuse a runner with nothing to run before the memory is opened
+        action_from_config(config.scheduler)
     except ConfigError as exc:
         click.echo(f"error: config: {exc}", err=True)
         raise SystemExit(1) from None
@@ -337,7 +340,7 @@ def scheduler_run_command(ctx: click.Context, db_path: Path, once: bool, as_json
         else:
             click.echo(_run_line(run, schedule))
 
-    count = on_engine(ctx, db_path, lambda engine: _serve(engine, once, emit),
+    count = on_engine(ctx, db, lambda engine: _serve(engine, once, emit),
                       start_worker=False)
     if once and count == 0:
         click.echo("nothing was due", err=True)

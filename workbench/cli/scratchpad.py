@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from core.storage.locations import Location
 from workbench.cli.notes import read_text_input
 from workbench.cli.support import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
@@ -21,9 +22,9 @@ from workbench.text import count, one_line, short_time, table
 _SESSION = click.argument("session_id", metavar="SESSION")
 
 
-def _on_scratchpads(ctx: click.Context, db_path: Path, work: Any) -> Any:
+def _on_scratchpads(ctx: click.Context, db: Location | None, work: Any) -> Any:
     """Run ``work(engine)`` without the embedding worker: a scratchpad is never embedded."""
-    return on_engine(ctx, db_path, work, warn=False, start_worker=False)
+    return on_engine(ctx, db, work, warn=False, start_worker=False)
 
 
 async def _exists(engine: Any, session_id: str) -> bool:
@@ -72,9 +73,9 @@ def scratchpad_group() -> None:
               help="Scratchpads to list, most recently written first.")
 @json_option
 @click.pass_context
-def list_command(ctx: click.Context, db_path: Path, limit: int, as_json: bool) -> None:
+def list_command(ctx: click.Context, db: Location | None, limit: int, as_json: bool) -> None:
     """List the sessions that have a scratchpad: items, last write, the first item."""
-    pads = _on_scratchpads(ctx, db_path, lambda engine: engine.scratchpad_sessions(limit))
+    pads = _on_scratchpads(ctx, db, lambda engine: engine.scratchpad_sessions(limit))
     if as_json:
         echo_json([pad.to_dict() for pad in pads])
         return
@@ -94,7 +95,7 @@ def list_command(ctx: click.Context, db_path: Path, limit: int, as_json: bool) -
 @db_option
 @json_option
 @click.pass_context
-def show_command(ctx: click.Context, session_id: str, db_path: Path, as_json: bool) -> None:
+def show_command(ctx: click.Context, session_id: str, db: Location | None, as_json: bool) -> None:
     """Show a session's scratchpad, one numbered item a line (exit 1: no such session)."""
 
     async def work(engine: Any) -> Any:
@@ -103,7 +104,7 @@ def show_command(ctx: click.Context, session_id: str, db_path: Path, as_json: bo
             await engine.session_state(session_id)  # NotFound when there is no session
         return pad
 
-    pad = _on_scratchpads(ctx, db_path, work)
+    pad = _on_scratchpads(ctx, db, work)
     if as_json:
         echo_json(_state(session_id, pad))
     elif pad is None:
@@ -126,7 +127,7 @@ def show_command(ctx: click.Context, session_id: str, db_path: Path, as_json: bo
 @json_option
 @click.pass_context
 def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
-                  db_path: Path, file_path: Path | None, as_json: bool) -> None:
+                  db: Location | None, file_path: Path | None, as_json: bool) -> None:
     """Replace a session's scratchpad with ITEMs (a lone - reads them from standard input,
     one a line); over the limits it is refused whole and the scratchpad is kept."""
     new_items = _items(items, file_path)
@@ -135,7 +136,7 @@ def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
         existed = await _exists(engine, session_id)
         return await engine.write_scratchpad(session_id, new_items), not existed
 
-    pad, made = _on_scratchpads(ctx, db_path, work)
+    pad, made = _on_scratchpads(ctx, db, work)
     if as_json:
         echo_json({**pad.to_dict(), "new_session": made})
     else:
@@ -148,14 +149,14 @@ def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
 @db_option
 @json_option
 @click.pass_context
-def clear_command(ctx: click.Context, session_id: str, db_path: Path, as_json: bool) -> None:
+def clear_command(ctx: click.Context, session_id: str, db: Location | None, as_json: bool) -> None:
     """Remove a session's scratchpad (exit 1 when there is no such session)."""
 
     async def work(engine: Any) -> bool:
         await engine.session_state(session_id)  # NotFound when there is no session
         return await engine.clear_scratchpad(session_id)
 
-    cleared = _on_scratchpads(ctx, db_path, work)
+    cleared = _on_scratchpads(ctx, db, work)
     if as_json:
         echo_json({"session_id": session_id, "cleared": cleared})
     else:

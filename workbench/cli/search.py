@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from core.retrieval.fusion import FUSIONS
 from core.retrieval.search import MODES
-from workbench.cli.support import _load_config, _require_db, _run, db_option, echo_read_only
+from core.storage.locations import Location
+from workbench.cli.support import (
+    _load_config,
+    _require_db,
+    _run,
+    db_option,
+    echo_read_only,
+    memory_location,
+)
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -74,7 +81,7 @@ def _print_results(found: Any, explain: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the explanation with "
                                                       "--explain, else the results).")
 @click.pass_context
-def search_command(ctx: click.Context, query: str, db_path: Path, session_id: str | None,
+def search_command(ctx: click.Context, query: str, db: Location | None, session_id: str | None,
                    namespace: str | None, top_k: int, vector_weight: float | None,
                    fts_weight: float | None, fusion: str | None, mode: str | None,
                    tags: tuple[str, ...], min_score: float | None, raw_fts: bool,
@@ -82,13 +89,14 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
     """Run a query as the agent would, with per-leg scores; --explain says why."""
     if (session_id is None) == (namespace is None):
         raise click.UsageError("give --session or --namespace")
-    _require_db(db_path)
     config = _load_config(ctx)
+    location = memory_location(db, config)
+    _require_db(location)
 
     async def run() -> Any:
         from core import Engine
 
-        async with Engine.open(db_path, config=config) as engine:
+        async with Engine.open(location, config=config) as engine:
             echo_read_only(engine)
             return await engine.search(
                 query=query, session_id=session_id, namespace=namespace, top_k=top_k,
@@ -112,16 +120,17 @@ def search_command(ctx: click.Context, query: str, db_path: Path, session_id: st
               help="Run this logged query again and show its results.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def log_command(ctx: click.Context, db_path: Path, limit: int, caller: str | None,
+def log_command(ctx: click.Context, db: Location | None, limit: int, caller: str | None,
                 replay_id: int | None, as_json: bool) -> None:
     """List the retrieval log (every query, from any front end), or replay one entry."""
-    _require_db(db_path)
     config = _load_config(ctx)
+    location = memory_location(db, config)
+    _require_db(location)
 
     async def run() -> Any:
         from core import Engine
 
-        async with Engine.open(db_path, config=config) as engine:
+        async with Engine.open(location, config=config) as engine:
             echo_read_only(engine)
             if replay_id is not None:
                 return await engine.replay(replay_id)

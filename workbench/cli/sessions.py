@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from core.indexing import ROLES
+from core.storage.locations import Location
 from workbench.cli.notes import read_text_input
 from workbench.cli.support import db_option, echo_json, json_option, on_engine
 from workbench.text import (
@@ -89,10 +90,10 @@ def sessions_group() -> None:
               help="Sessions to skip first.")
 @json_option
 @click.pass_context
-def list_command(ctx: click.Context, db_path: Path, agent: str | None, limit: int,
+def list_command(ctx: click.Context, db: Location | None, agent: str | None, limit: int,
                  offset: int, as_json: bool) -> None:
     """List sessions: agent, kind (conversation or notes), events, last sequence, activity."""
-    sessions = on_engine(ctx, db_path, lambda engine: engine.list_sessions(agent, limit, offset),
+    sessions = on_engine(ctx, db, lambda engine: engine.list_sessions(agent, limit, offset),
                          warn=False, start_worker=False)
     if as_json:
         echo_json({"offset": offset, "limit": limit, "sessions": [
@@ -124,7 +125,7 @@ def list_command(ctx: click.Context, db_path: Path, agent: str | None, limit: in
 @click.option("--all", "show_all", is_flag=True, help="Show every message (overrides --limit).")
 @json_option
 @click.pass_context
-def show_command(ctx: click.Context, session_id: str, db_path: Path, limit: int,
+def show_command(ctx: click.Context, session_id: str, db: Location | None, limit: int,
                  show_all: bool, as_json: bool) -> None:
     """Show a session: its rolling summary, its scratchpad and its latest messages, oldest
     first (tool calls and results on one line each; --json has them whole)."""
@@ -135,7 +136,7 @@ def show_command(ctx: click.Context, session_id: str, db_path: Path, limit: int,
         records = await engine.recall(session_id, None if show_all else limit)
         return summary, scratchpad, records
 
-    summary, scratchpad, records = on_engine(ctx, db_path, work, warn=False,
+    summary, scratchpad, records = on_engine(ctx, db, work, warn=False,
                                              start_worker=False)
     last = records[-1].sequence if records else None
     if as_json:
@@ -181,10 +182,10 @@ def show_command(ctx: click.Context, session_id: str, db_path: Path, limit: int,
               help="The JSON file to write (replaced if it exists, atomically).")
 @json_option
 @click.pass_context
-def export_command(ctx: click.Context, session_id: str, db_path: Path, out_path: Path,
+def export_command(ctx: click.Context, session_id: str, db: Location | None, out_path: Path,
                    as_json: bool) -> None:
     """Write a session's messages, rolling summary and scratchpad to one JSON file."""
-    result = on_engine(ctx, db_path, lambda engine: engine.export_session(session_id, out_path),
+    result = on_engine(ctx, db, lambda engine: engine.export_session(session_id, out_path),
                        warn=False, start_worker=False)
     if as_json:
         echo_json(result.to_dict())
@@ -200,7 +201,7 @@ def export_command(ctx: click.Context, session_id: str, db_path: Path, out_path:
 @click.option("--yes", is_flag=True, help="Remove without asking.")
 @json_option
 @click.pass_context
-def rm_command(ctx: click.Context, session_id: str, db_path: Path, yes: bool,
+def rm_command(ctx: click.Context, session_id: str, db: Location | None, yes: bool,
                as_json: bool) -> None:
     """Remove a session and everything under it: messages, chunks, summary, scratchpad
     (exit 1 when there is no such session)."""
@@ -216,7 +217,7 @@ def rm_command(ctx: click.Context, session_id: str, db_path: Path, yes: bool,
         return {"removed": session_id, "kind": _kind(session_id),
                 "notes_namespace": namespace, "last_sequence": state.get("last_sequence")}
 
-    removed = on_engine(ctx, db_path, work, warn=False, start_worker=False)
+    removed = on_engine(ctx, db, work, warn=False, start_worker=False)
     if as_json:
         echo_json(removed)
     else:
@@ -269,7 +270,7 @@ def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | No
                    "agent).")
 @json_option
 @click.pass_context
-def append_command(ctx: click.Context, session_id: str, db_path: Path, role: str,
+def append_command(ctx: click.Context, session_id: str, db: Location | None, role: str,
                    content: str | None, file_path: Path | None, tool_name: str | None,
                    tool_call_id: str | None, importance: float | None,
                    metadata: dict[str, Any] | None, agent: str | None, as_json: bool) -> None:
@@ -296,7 +297,7 @@ def append_command(ctx: click.Context, session_id: str, db_path: Path, role: str
         await engine.drain()  # so search and context find it by both legs straight after
         return stored, made
 
-    stored, made = on_engine(ctx, db_path, work)
+    stored, made = on_engine(ctx, db, work)
     if as_json:
         echo_json({**stored.to_dict(), "new_session": made})
     else:
@@ -360,7 +361,7 @@ def _echo_restore(restored: Any) -> None:
                    "(rolling summary and compact marker first).")
 @json_option
 @click.pass_context
-def context_command(ctx: click.Context, session_id: str, db_path: Path, query: str | None,
+def context_command(ctx: click.Context, session_id: str, db: Location | None, query: str | None,
                     budget: int | None, as_json: bool) -> None:
     """The context an agent gets: by default seed 000's tri-hybrid one (recent, salient and
     relevant events, each with why it was chosen); with --budget, what restore replays
@@ -375,7 +376,7 @@ def context_command(ctx: click.Context, session_id: str, db_path: Path, query: s
             return await engine.restore(session_id, budget)
         return await engine.get_context(session_id, query or "", caller="cli")
 
-    result = on_engine(ctx, db_path, work, start_worker=False)
+    result = on_engine(ctx, db, work, start_worker=False)
     if budget is not None:
         if as_json:
             echo_json(result.to_dict())

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
+from core.storage.locations import Location
 from workbench.cli.support import db_option, echo_json, json_option, on_engine
 
 
@@ -17,10 +17,10 @@ from workbench.cli.support import db_option, echo_json, json_option, on_engine
               help="Token budget (default: summary.token_budget).")
 @json_option
 @click.pass_context
-def summarize_command(ctx: click.Context, session_id: str, db_path: Path, budget: int | None,
+def summarize_command(ctx: click.Context, session_id: str, db: Location | None, budget: int | None,
                       as_json: bool) -> None:
     """Run the rolling-summary check on a session now, and say what it did."""
-    outcome = on_engine(ctx, db_path, lambda engine: engine.summarize(session_id, budget))
+    outcome = on_engine(ctx, db, lambda engine: engine.summarize(session_id, budget))
     if as_json:
         echo_json(outcome.to_dict())
         return
@@ -39,9 +39,10 @@ def summarize_command(ctx: click.Context, session_id: str, db_path: Path, budget
 @db_option
 @json_option
 @click.pass_context
-def compact_command(ctx: click.Context, session_id: str, db_path: Path, as_json: bool) -> None:
+def compact_command(ctx: click.Context, session_id: str, db: Location | None,
+                    as_json: bool) -> None:
     """Fold a session's history since its last marker into an archive note and a marker."""
-    result = on_engine(ctx, db_path, lambda engine: engine.compact(session_id))
+    result = on_engine(ctx, db, lambda engine: engine.compact(session_id))
     if as_json:
         echo_json(result.to_dict())
         return
@@ -57,10 +58,10 @@ def compact_command(ctx: click.Context, session_id: str, db_path: Path, as_json:
               help="Compact conversations idle this long (default: consolidation.idle_hours).")
 @json_option
 @click.pass_context
-def consolidate_command(ctx: click.Context, db_path: Path, idle_hours: float | None,
+def consolidate_command(ctx: click.Context, db: Location | None, idle_hours: float | None,
                         as_json: bool) -> None:
     """Compact every idle conversation now (resumable: run it again after a crash)."""
-    report = on_engine(ctx, db_path, lambda engine: _consolidate(engine, idle_hours, as_json))
+    report = on_engine(ctx, db, lambda engine: _consolidate(engine, idle_hours, as_json))
     if as_json:
         echo_json(report.to_dict())
     else:

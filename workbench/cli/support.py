@@ -6,11 +6,14 @@ import asyncio
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from workbench.text import to_json
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 DEFAULT_DB = Path("data") / "memory.db"
 T = TypeVar("T")
@@ -58,10 +61,52 @@ model_option = click.option(
          " default: the configured model.")
 
 
-def _require_db(db_path: Path) -> None:
-    """Exit 1 with one line when the memory file a command reads does not exist."""
-    if not db_path.exists():
-        click.echo(f"error: {db_path} does not exist", err=True)
+class MemoryLocation(click.ParamType):
+    """Where a memory lives, as every command takes it: a SQLite file path or a
+    ``postgresql://`` URL, parsed into a :class:`~core.storage.locations.Location`.
+
+    ``click.Path`` would take a URL for a file name (and ``resolve_path`` would mangle it);
+    this type refuses only what no backend opens: an unknown ``scheme://`` and a folder.
+    The parsed location prints without its password, so no message below can show it.
+    """
+
+    name = "FILE|URL"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Location:
+        from core.errors import InvalidInput
+        from core.storage.locations import Location, parse_location
+
+        if isinstance(value, Location):
+            return value
+        try:
+            location = parse_location(value)
+        except InvalidInput as exc:
+            self.fail(str(exc), param, ctx)
+        if not location.is_postgres and location.path.is_dir():
+            self.fail(f"{location} is a folder, not a memory file", param, ctx)
+        return location
+
+
+MEMORY = MemoryLocation()
+MEMORY_HELP = "The memory: a file or a postgresql:// URL"
+
+
+def memory_location(db: Location | None, config: Any) -> Location:
+    """The memory a command opens: ``--db`` when given, else the config's ``[storage] url``,
+    else ./data/memory.db."""
+    from core.storage.locations import parse_location
+
+    if db is not None:
+        return db
+    return parse_location(config.storage.url or DEFAULT_DB)
+
+
+def _require_db(db: Location) -> None:
+    """Exit 1 with one line when the memory file a command reads does not exist (a server's
+    database is not looked for: opening it says whether it is there)."""
+    if not db.is_postgres and not db.path.exists():
+        click.echo(f"error: {db} does not exist", err=True)
         sys.exit(1)
 
 
@@ -85,8 +130,9 @@ def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, A
         click.echo(line)
 
 
-db_option = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-                         default=DEFAULT_DB, show_default=True, help="The memory file.")
+db_option = click.option(
+    "--db", "db", type=MEMORY, default=None,
+    help=f"{MEMORY_HELP} [default: the config's [storage] url, else {DEFAULT_DB}].")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
@@ -101,17 +147,19 @@ def quiet(config: Any) -> Any:
         "consolidation": config.consolidation.model_copy(update={"enabled": False})})
 
 
-def on_engine(ctx: click.Context, db_path: Path, work: Callable[[Any], Coroutine[Any, Any, T]],
-              *, warn: bool = True, **open_kwargs: Any) -> T:
-    """Run ``work(engine)`` on an existing file for one command, without background
+def on_engine(ctx: click.Context, db: Location | None,
+              work: Callable[[Any], Coroutine[Any, Any, T]], *, warn: bool = True,
+              **open_kwargs: Any) -> T:
+    """Run ``work(engine)`` on an existing memory for one command, without background
     consolidation; its warnings go to stderr, its refusals become one line and exit 1."""
-    _require_db(db_path)
     config = quiet(_load_config(ctx))
+    location = memory_location(db, config)
+    _require_db(location)
 
     async def run() -> T:
         from core import Engine
 
-        async with Engine.open(db_path, config=config, **open_kwargs) as engine:
+        async with Engine.open(location, config=config, **open_kwargs) as engine:
             if warn:
                 _echo_warnings(engine)
             else:

@@ -15,7 +15,10 @@ from typing import Any
 
 import click
 
+from core.storage.locations import Location
 from workbench.cli.support import (
+    MEMORY,
+    MEMORY_HELP,
     _drain_with_progress,
     _echo_warnings,
     _load_config,
@@ -60,13 +63,13 @@ def _show_progress() -> Callable[[int, int], None] | None:
     return show
 
 
-async def _import(source_format: str, file: Path, db_path: Path, namespace: str | None,
+async def _import(source_format: str, file: Path, db: Location, namespace: str | None,
                   config: Any) -> Any:
     from core import Engine
     from core.importers import check_source, import_file
 
     check_source(source_format, file)  # before the memory file is opened (or created)
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(db, config=config) as engine:
         _echo_warnings(engine)
         report = await import_file(source_format, engine, file, namespace=namespace,
                                    progress=_show_progress())
@@ -81,19 +84,18 @@ def _import_command(source_format: str) -> click.Command:
     @click.command(source_format, help=f"{summary}\n\nFILE: {file_help}\n\nImporting the "
                    "same file again adds nothing; nothing is skipped without saying why.")
     @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-    @click.option("--db", "db_path", required=True,
-                  type=click.Path(dir_okay=False, path_type=Path),
-                  help="The memory file to import into (created when missing).")
+    @click.option("--db", "db", required=True, type=MEMORY,
+                  help=f"{MEMORY_HELP} to import into (a file is created when missing).")
     @click.option("--namespace", default=None,
                   help="The agent identity the imported data belongs to (default: the "
                        "configured agent).")
     @model_option
     @json_option
     @click.pass_context
-    def command(ctx: click.Context, file: Path, db_path: Path, namespace: str | None,
+    def command(ctx: click.Context, file: Path, db: Location, namespace: str | None,
                 model: str | None, as_json: bool) -> None:
         config = quiet(_with_model(_load_config(ctx), model))
-        report = _run(_import(source_format, file, db_path, namespace, config))
+        report = _run(_import(source_format, file, db, namespace, config))
         if as_json:
             echo_json(report.to_dict())
             return
@@ -114,16 +116,16 @@ def import_group() -> None:
 @import_group.command("locomo")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The memory file to import into (created when missing).")
+@click.option("--db", "db", required=True, type=MEMORY,
+              help=f"{MEMORY_HELP} to import into (a file is created when missing).")
 @click.option("--dataset", "dataset_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None,
               help="Where to write the evaluation dataset (JSONL); default: <db stem>.locomo.jsonl"
-                   " next to the memory file.")
+                   " next to the memory file (a URL's memory needs --dataset).")
 @model_option
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
-def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
+def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
                   dataset_path: Path | None, model: str | None, as_json: bool) -> None:
     """Import LoCoMo conversations (their turns only) and write their questions as a dataset.
 
@@ -131,8 +133,11 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
     """
     config = _with_model(_load_config(ctx), model)
     if dataset_path is None:
-        dataset_path = db_path.with_name(f"{db_path.stem}.locomo.jsonl")
-    summary = _run(_import_locomo(files, db_path, dataset_path, config))
+        if db.is_postgres:
+            raise click.UsageError("give --dataset: a memory on a server has no folder to "
+                                   "write the dataset beside")
+        dataset_path = db.path.with_name(f"{db.path.stem}.locomo.jsonl")
+    summary = _run(_import_locomo(files, db, dataset_path, config))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -160,7 +165,7 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db_path: Path,
                f"{summary['messages']:,} messages, {summary['queries']:,} queries")
 
 
-async def _import_locomo(files: tuple[Path, ...], db_path: Path, dataset_path: Path,
+async def _import_locomo(files: tuple[Path, ...], db: Location, dataset_path: Path,
                          config: Any) -> dict[str, Any]:
     from core import Engine
     from core.evaluation import convert_locomo_file, store_dataset
@@ -171,13 +176,13 @@ async def _import_locomo(files: tuple[Path, ...], db_path: Path, dataset_path: P
     dataset = Dataset()
     for conversion in conversions:
         dataset.extend(conversion.dataset)
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(db, config=config) as engine:
         _echo_warnings(engine)
         stored = await store_dataset(engine, dataset)
         status = await _drain_with_progress(engine)
     write_dataset(dataset, dataset_path)
     return {
-        "db": str(db_path), "dataset": str(dataset_path),
+        "db": str(db), "dataset": str(dataset_path),
         "conversations": [c.to_dict() for c in conversions],
         "stored": [{"session_id": s.session_id, "stored": s.stored, "already": s.already}
                    for s in stored.sessions],
@@ -221,12 +226,12 @@ def _echo_export(result: Any, as_json: bool) -> None:
               help="The file to write (a folder: <session>.jsonl or .md inside it).")
 @json_option
 @click.pass_context
-def export_session_command(ctx: click.Context, session_id: str, db_path: Path,
+def export_session_command(ctx: click.Context, session_id: str, db: Location | None,
                            export_format: str, out_path: Path, as_json: bool) -> None:
     """Export one session's messages to a JSONL or markdown file, atomically."""
     from core.exporters import export_session
 
-    result = on_engine(ctx, db_path,
+    result = on_engine(ctx, db,
                        lambda engine: export_session(engine, session_id, out_path, export_format),
                        read_only=True, defer_model=True)
     _echo_export(result, as_json)
@@ -241,13 +246,13 @@ def export_session_command(ctx: click.Context, session_id: str, db_path: Path,
                    "markdown: the folder to write one <session>.md per session in.")
 @json_option
 @click.pass_context
-def export_namespace_command(ctx: click.Context, namespace: str, db_path: Path,
+def export_namespace_command(ctx: click.Context, namespace: str, db: Location | None,
                              export_format: str, out_path: Path, as_json: bool) -> None:
     """Export every conversation session of a namespace (agent identity) to JSONL or
     markdown."""
     from core.exporters import export_namespace
 
-    result = on_engine(ctx, db_path,
+    result = on_engine(ctx, db,
                        lambda engine: export_namespace(engine, namespace, out_path,
                                                        export_format),
                        read_only=True, defer_model=True)

@@ -1,6 +1,6 @@
 """``workbench mcp``: the memory served over the Model Context Protocol on stdio.
 
-An MCP-capable agent starts ``workbench mcp --db FILE --namespace NS`` as a subprocess and
+An MCP-capable agent starts ``workbench mcp --db FILE|URL --namespace NS`` as a subprocess and
 calls the tools in :mod:`workbench.mcp.tools`, while the developer watches the same file in
 the app. The server is the low-level ``mcp`` server: the tools' JSON schemas are their
 argument models', arguments are checked against them before a handler runs, and every
@@ -15,16 +15,23 @@ import json
 import logging
 import sys
 from importlib.metadata import version
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import _load_config, _run, _with_model, model_option
+from workbench.cli.support import (
+    MEMORY,
+    MEMORY_HELP,
+    _load_config,
+    _run,
+    _with_model,
+    model_option,
+)
 
 if TYPE_CHECKING:  # the protocol, pydantic and the tools load when the server starts
     from pydantic import ValidationError
 
+    from core.storage.locations import Location
     from workbench.mcp.tools import MemoryTools
 
 log = logging.getLogger("workbench.mcp")
@@ -105,8 +112,9 @@ def build_server(tools: MemoryTools) -> Any:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve(db_path: Path, namespace: str, config: Any) -> None:
-    """Open the memory file (created when missing) and serve it until stdin closes."""
+async def serve(db: Location | None, namespace: str, config: Any) -> None:
+    """Open the memory (a file is created when missing; None: the config's [storage] url)
+    and serve it until stdin closes."""
     from mcp.server.stdio import stdio_server
 
     from core import Engine
@@ -114,25 +122,26 @@ async def serve(db_path: Path, namespace: str, config: Any) -> None:
     from workbench.mcp.tools import TOOLS, MemoryTools
 
     namespace = clean_namespace(namespace)
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    async with Engine.open(db_path, config=config, defer_model=True) as engine:
+    async with Engine.open(db, config=config, defer_model=True) as engine:
         for warning in engine.warnings:
             click.echo(f"warning: {warning}", err=True)
         server = build_server(MemoryTools(engine, namespace))
-        click.echo(f"workbench mcp: serving {db_path} as namespace {namespace!r} on stdio "
+        click.echo(f"workbench mcp: serving {engine.location} as namespace {namespace!r} on stdio "
                    f"({len(TOOLS)} tools)", err=True)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
 
 @click.command("mcp")
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The memory file to serve (created when missing).")
+@click.option("--db", "db", type=MEMORY, default=None,
+              help=f"{MEMORY_HELP} to serve (a file is created when missing; default: the "
+                   "config's [storage] url).")
 @click.option("--namespace", required=True,
               help="The agent namespace every tool works in; no tool reaches another.")
 @model_option
 @click.pass_context
-def mcp_command(ctx: click.Context, db_path: Path, namespace: str, model: str | None) -> None:
+def mcp_command(ctx: click.Context, db: Location | None, namespace: str,
+                model: str | None) -> None:
     """Serve the memory to an agent over MCP on stdio, bound to one namespace.
 
     Tools: save_memory, recall_memories, forget_memory, list_memories, memory_save,
@@ -142,4 +151,4 @@ def mcp_command(ctx: click.Context, db_path: Path, namespace: str, model: str | 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="workbench mcp: %(levelname)s %(message)s")
     config = _with_model(_load_config(ctx), model)
-    _run(serve(db_path, namespace, config))
+    _run(serve(db, namespace, config))

@@ -19,6 +19,7 @@ from psycopg import errors as pg_errors
 
 from core.errors import (
     InvalidInput,
+    OutOfNamespace,
     ReadOnlyDatabase,
     StorageFull,
     StorageUnavailable,
@@ -69,6 +70,12 @@ def refusal(location: Location, exc: BaseException, *, writing: bool) -> Workben
             f"{location} refused the write ({words}); nothing was written. The server only "
             "reads (a replica, or default_transaction_read_only); write to the primary")
     if isinstance(exc, pg_errors.InsufficientPrivilege):
+        if writing and "row-level security" in str(exc):
+            # A role `workbench pg grant` bound to one namespace wrote a row of another:
+            # the refusal our own namespace checks make, from the database this time.
+            return OutOfNamespace(
+                f"{location} refused the write ({words}); nothing was written. This role "
+                "is bound to one namespace, and the row belongs to another")
         if writing:
             return ReadOnlyDatabase(
                 f"{location} refused the write ({words}); nothing was written. This role "

@@ -319,3 +319,94 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- Isolation the database enforces: a role that `workbench pg grant NAMESPACE ROLE` made
+-- sees and writes the rows of its namespace only, whatever SQL it sends.
+--
+-- A role's namespace is a row of memory_roles, read with current_user, not a setting
+-- (SET memory.namespace = ...): any role may change its own settings, so a setting would
+-- only hold against clients that choose to keep it; memory_roles is written by the owner
+-- alone, and a role may only read its own row of it.
+--
+-- Row-level security is ENABLEd, not FORCEd: it applies to every role but the tables'
+-- owner (the role that ran this migration and runs `pg grant`), which keeps full access,
+-- as do superusers. A role without a row in memory_roles sees no namespace data at all.
+-- Each policy reads the namespace through a scalar sub-select, so it is computed once per
+-- statement, not once per row.
+CREATE TABLE memory_roles (
+    role_name  TEXT COLLATE "C" PRIMARY KEY,
+    namespace  TEXT COLLATE "C" NOT NULL,
+    granted_at TEXT COLLATE "C" NOT NULL DEFAULT memory_now()
+);
+ALTER TABLE memory_roles ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_row ON memory_roles FOR SELECT USING (role_name = current_user);
+
+-- The namespace of the role running the statement; NULL for a role that was granted none
+-- (every policy below then matches nothing).
+CREATE FUNCTION memory_role_namespace() RETURNS TEXT LANGUAGE sql STABLE AS $$
+    SELECT namespace FROM memory_roles WHERE role_name = current_user
+$$;
+
+-- The ids of the sessions of the role's namespace. A policy asks `session_id IN (SELECT
+-- memory_role_sessions())`: not correlated with the row, so it is read once per statement
+-- (a hashed sub-plan), not probed once per row.
+CREATE FUNCTION memory_role_sessions() RETURNS SETOF TEXT LANGUAGE sql STABLE AS $$
+    SELECT session_id FROM sessions WHERE agent_identity = memory_role_namespace()
+$$;
+
+ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON sessions
+    USING (agent_identity = (SELECT memory_role_namespace()));
+
+-- Rows under a session: the session's agent is their namespace.
+ALTER TABLE conversation_events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON conversation_events
+    USING (session_id IN (SELECT memory_role_sessions()));
+ALTER TABLE session_state ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON session_state
+    USING (session_id IN (SELECT memory_role_sessions()));
+ALTER TABLE files ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON files
+    USING (session_id IN (SELECT memory_role_sessions()));
+ALTER TABLE chunks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON chunks
+    USING (session_id IN (SELECT memory_role_sessions()));
+-- chunks_vec carries its agent too: reading by it lets a namespace search use its index;
+-- a write must also name a session of the namespace.
+ALTER TABLE chunks_vec ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON chunks_vec
+    USING (agent_identity = (SELECT memory_role_namespace()))
+    WITH CHECK (agent_identity = (SELECT memory_role_namespace())
+                AND session_id IN (SELECT memory_role_sessions()));
+ALTER TABLE archives ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON archives
+    USING (namespace = (SELECT memory_role_namespace())
+           AND session_id IN (SELECT memory_role_sessions()));
+
+-- Rows that name their namespace.
+ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON notes USING (namespace = (SELECT memory_role_namespace()));
+ALTER TABLE note_names ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON note_names USING (namespace = (SELECT memory_role_namespace()));
+ALTER TABLE note_tags ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON note_tags USING (namespace = (SELECT memory_role_namespace()));
+ALTER TABLE facts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON facts USING (namespace = (SELECT memory_role_namespace()));
+
+-- Schedules belong to their user_id, which a bound agent sets to its namespace.
+ALTER TABLE schedules ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON schedules USING (user_id = (SELECT memory_role_namespace()));
+ALTER TABLE schedule_runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON schedule_runs
+    USING (schedule_id IN (SELECT schedule_id FROM schedules
+                           WHERE user_id = (SELECT memory_role_namespace())));
+
+-- The workbench's logs, by the scope a query or judgment was made in.
+ALTER TABLE retrieval_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON retrieval_log
+    USING (CASE scope_kind WHEN 'namespace' THEN scope_value = (SELECT memory_role_namespace())
+                           ELSE scope_value IN (SELECT memory_role_sessions()) END);
+ALTER TABLE relevance_judgments ENABLE ROW LEVEL SECURITY;
+CREATE POLICY namespace_rows ON relevance_judgments
+    USING (CASE scope_kind WHEN 'namespace' THEN scope_value = (SELECT memory_role_namespace())
+                           ELSE scope_value IN (SELECT memory_role_sessions()) END);
