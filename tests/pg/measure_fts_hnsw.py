@@ -83,8 +83,11 @@ async def full_text(sqlite: SqliteBackend, pg: PostgresBackend,
         reference.append({chunk_id: score for chunk_id, score in rows})
 
     async def scored(conn: Conn) -> dict[str, list[dict[str, float]]]:
-        found: dict[str, list[dict[str, float]]] = {"bm25 from tsvector stats": []}
+        found: dict[str, list[dict[str, float]]] = {"bm25 from tsvector stats": [],
+                                                    "the search leg (bm25 in SQL)": []}
         for session_id, terms in queries:
+            found["the search leg (bm25 in SQL)"].append(dict(await search.fts_search(
+                conn, Scope(session_id=session_id), terms, 100000)))
             found["bm25 from tsvector stats"].append(
                 await fts_compare.bm25_scores(conn, session_id, terms))
             for flag in NORMALIZATIONS:
