@@ -71,3 +71,10 @@ def test_the_sweep_reranks_the_kept_legs_at_eleven_weights() -> None:
     assert best_point([]) is None
     assert list(weight_sweep(found, {})) == [] and sweep_point(found, {}, 0.5) is None
     assert found.ranking.vector_weight == 0.5  # the sweep did not change the ranking it swept
+
+
+def test_an_approximate_vector_leg_is_said_in_the_explanation() -> None:
+    found = _result()
+    assert not any(note.startswith("vector leg:") for note in found.explain()["notes"])
+    found.legs.vector_approximate = "approximate (HNSW): may miss a few"
+    assert "vector leg: approximate (HNSW): may miss a few" in found.explain()["notes"]

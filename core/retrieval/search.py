@@ -53,6 +53,8 @@ class KeptLegs:
     fts: list[LegHit] = field(default_factory=list)
     fts_fallback: str | None = None  # "like" when FTS found nothing and LIKE answered
     vector_note: str | None = None  # why the vector leg did not run, when it did not
+    # How the vector leg's neighbours may fall short of the exact ones (None: exact).
+    vector_approximate: str | None = None
     chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
@@ -112,6 +114,8 @@ class SearchResult:
                          "answered (seed 002)")
         if legs.vector_note:
             notes.append(legs.vector_note)
+        if legs.vector_approximate:
+            notes.append(f"vector leg: {legs.vector_approximate}")
         explained: dict[str, Any] = {
             "query": legs.query, "scope": legs.scope, "mode": legs.mode,
             "parsed_terms": legs.terms, "fts_expression": legs.fts_expression,

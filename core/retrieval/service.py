@@ -144,6 +144,12 @@ class Retrieval:
             if qvec is not None:
                 vector_rows = await self._backend.vector_search(
                     request.scope, qvec, request.depth, request.model, list(request.tags))
+                if not self._backend.features.exact_vector_search and not request.tags:
+                    # A session's vectors, and tagged ones, are ranked exactly on every
+                    # backend; a namespace's may go through an approximate index.
+                    legs.vector_approximate = (
+                        "approximate (HNSW): the namespace's nearest chunks come from an "
+                        "approximate index, which may miss a few of the exact ones")
             legs.timings_ms["vector"] = (time.perf_counter() - started) * 1000
 
         await asyncio.gather(*([fts_leg()] if full_text else []),

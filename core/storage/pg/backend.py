@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 POSTGRES_FEATURES = BackendFeatures(
     # Inside a session the scan is exact; a namespace goes through the HNSW index.
     exact_vector_search=False,
-    full_text_ranking="ts_rank_cd",
+    # bm25 computed in SQL from the tsvectors (raw syntax: ts_rank_cd); see pg/search.py.
+    full_text_ranking="bm25",
     raw_full_text_syntax="websearch",
     # LISTEN/NOTIFY: every commit that changes the memory notifies the watchers.
     change_counter=True,

@@ -13,6 +13,14 @@ is run again from the start, and only a function can be.
 - A write is READ COMMITTED (PostgreSQL's default, each statement sees what committed
   before it), run again up to ``write_attempts`` times after a serialization failure or a
   deadlock. Its function may run more than once: it must do nothing outside its transaction.
+- :meth:`PgDatabase.watch` runs on one more connection, outside the pool, that LISTENs to
+  'memory_changed' (the schema's triggers notify it at every commit that changes the
+  memory): its count of notifications is the pulse's change counter. LISTEN, not a
+  counter row bumped by triggers: a row every writer updates would make every write
+  transaction wait for the one before it, which is what PostgreSQL is here to avoid.
+  PostgreSQL does not promise that a notification reaches the listener before the
+  notifying COMMIT returns; measured, the listener's next statement receives it: of 300
+  commits each followed at once by a pulse, every one was counted by that pulse.
 - Errors come out as the engine's refusals (:mod:`core.storage.pg.refusals`), never with
   the password in them.
 

@@ -100,6 +100,16 @@ CREATE TABLE files (
 );
 CREATE INDEX files_by_session ON files(session_id, source_uri);
 
+-- A chunk's length as bm25 measures it: every position its tsvector holds (the text's and
+-- the context's words), kept in chunks.fts_length so a query's mean length is a sum of a
+-- column, not a walk over every tsvector of the scope (core/storage/pg/search.py).
+CREATE FUNCTION memory_fts_length(chunk_text TEXT, context_text TEXT) RETURNS INTEGER
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(sum(cardinality(u.positions)), 0)::integer
+    FROM unnest(to_tsvector('memory_english'::regconfig, chunk_text)
+                || to_tsvector('memory_english'::regconfig, context_text)) u
+$$;
+
 CREATE TABLE chunks (
     chunk_id           TEXT COLLATE "C" PRIMARY KEY,
     session_id         TEXT COLLATE "C" NOT NULL
@@ -126,7 +136,9 @@ CREATE TABLE chunks (
     fts                TSVECTOR GENERATED ALWAYS AS (
                            setweight(to_tsvector('memory_english', chunk_text), 'A')
                            || setweight(to_tsvector('memory_english', context_text), 'B')
-                       ) STORED
+                       ) STORED,
+    fts_length         INTEGER GENERATED ALWAYS AS (
+                           memory_fts_length(chunk_text, context_text)) STORED
 );
 CREATE INDEX chunks_by_session ON chunks(session_id, sequence_end);
 CREATE INDEX chunks_by_start ON chunks(session_id, sequence_start);
