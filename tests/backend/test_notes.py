@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from core.errors import InvalidInput, NameTaken, NotFound
@@ -10,6 +12,7 @@ from core.storage.note_listing import NoteQuery
 from core.storage.notes import NoteChanges, NoteRef
 from core.storage.search import Scope
 from tests.backend.builders import NOW, chunks, note
+from tests.backend.conftest import Opener
 
 LATER = "2026-01-02T00:00:00.000Z"
 
@@ -127,3 +130,39 @@ async def test_an_import_with_collisions_applies_nothing_unless_it_overwrites(
     assert (applied["applied"], applied["added"], applied["replaced"]) == (True, 1, 1)
     assert (await backend.read_note("ana", name("lisbon")) or {})["content"] == "new content"
     assert await backend.note_names("ana") == ["lisbon", "porto"]
+
+
+async def test_of_writers_racing_for_one_name_exactly_one_binds_it(
+        backend: Backend, open_backend: Opener) -> None:
+    others = [await open_backend() for _ in range(3)]  # other processes on the same memory
+    writers = [backend, *others]
+    # Each takes "lisbon" as a name or an alias; some also race on "porto".
+    drafts = [note("ana", "lisbon", "one"), note("ana", "porto", "two", aliases=("lisbon",)),
+              note("ana", "capital", "three", aliases=("lisbon", "porto")),
+              note("ana", "porto", "four")]
+    results = await asyncio.gather(
+        *(writer.add_note(draft, NOW) for writer, draft in zip(writers, drafts, strict=True)),
+        return_exceptions=True)
+    added = [r for r in results if isinstance(r, dict)]
+    assert added and all(isinstance(r, (dict, NameTaken)) for r in results)
+    bound = [name for n in added for name in (n["name"], *n["aliases"])]
+    assert bound.count("lisbon") == 1 and bound.count("porto") <= 1
+    # What the refused writers tried left nothing behind.
+    assert sorted(await backend.note_names("ana")) == sorted(n["name"] for n in added)
+    for refused in (d for d, r in zip(drafts, results, strict=True) if isinstance(r, NameTaken)):
+        assert await backend.read_note("ana", NoteRef(note_id=refused.note_id)) is None
+
+
+async def test_a_rename_and_an_alias_racing_for_one_name_bind_it_once(
+        backend: Backend, open_backend: Opener) -> None:
+    await backend.add_note(note("ana", "lisbon", "trip"), NOW)
+    await backend.add_note(note("ana", "porto", "wine"), NOW)
+    other = await open_backend()
+    results = await asyncio.gather(
+        backend.rename_note("ana", name("lisbon"), "capital", LATER),
+        other.alias_note("ana", name("porto"), "capital", LATER), return_exceptions=True)
+    assert sum(isinstance(r, NameTaken) for r in results) == 1
+    holder = await backend.read_note("ana", name("capital"))
+    assert holder is not None
+    assert [n["name"] for n in await backend.all_notes("ana")] in (
+        ["capital", "porto"], ["lisbon", "porto"])

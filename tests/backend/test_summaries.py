@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -115,3 +116,40 @@ async def test_idle_sessions_are_conversations_with_unfolded_events(backend: Bac
     await backend.add_note(note("ana", "a-note", "notes are never idle work"), NOW)
     assert await backend.idle_sessions("2026-03-01T00:00:00.000Z") == ["quiet"]
     assert MEMORY_PREFIX + "ana" not in await backend.idle_sessions("2027-01-01T00:00:00.000Z")
+
+
+async def test_of_two_compactions_of_one_conversation_exactly_one_commits(
+        backend: Backend, open_backend: Opener) -> None:
+    for sequence in (1, 2, 3):
+        await store(backend, "s", sequence, f"message {sequence}")
+    other = await open_backend()
+    results = await asyncio.gather(
+        backend.commit_compaction(_plan(3), note("ana", "archive-a", "mine"), LATER),
+        other.commit_compaction(_plan(3), note("ana", "archive-b", "theirs"), LATER),
+        return_exceptions=True)
+    assert sum(isinstance(r, SummaryConflict) for r in results) == 1
+    (committed,) = [r for r in results if isinstance(r, dict)]
+    assert committed["marker_sequence"] == 4
+    assert await backend.archive_count("s") == 1
+    assert await backend.note_names("ana") == [committed["note"]["name"]]
+    assert [e["sequence"] for e in await backend.read_events("s")] == [1, 2, 3, 4]
+
+
+async def test_a_message_racing_a_compaction_is_stored_or_refuses_it(
+        backend: Backend, open_backend: Opener) -> None:
+    other = await open_backend()
+    for round_ in range(8):  # several rounds, so the two often meet mid-transaction
+        session = f"s{round_}"
+        for sequence in (1, 2):
+            await store(backend, session, sequence, f"message {sequence}")
+        plan = dataclasses.replace(_plan(2), session_id=session)
+        results = await asyncio.gather(
+            backend.commit_compaction(plan, note("ana", f"archive-{round_}", "folded"), LATER),
+            store(other, session, None, "arrived meanwhile"), return_exceptions=True)
+        assert not isinstance(results[1], BaseException)  # the message is always kept
+        sequences = [e["sequence"] for e in await backend.read_events(session)]
+        if isinstance(results[0], dict):  # the compaction went first: its marker is 3
+            assert (results[0]["marker_sequence"], sequences) == (3, [1, 2, 3, 4])
+        else:
+            assert isinstance(results[0], SummaryConflict)
+            assert sequences == [1, 2, 3]
