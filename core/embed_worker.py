@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from core.embeddings.context import embed_with_context
 from core.errors import EmbeddingError, ReadOnlyDatabase, StorageFull, WorkbenchError
+from core.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,13 +99,9 @@ class EmbeddingWorker:
         """Stop after the batch in hand is saved."""
         if self._task is None:
             return
-        self._task.cancel()
-        try:
-            await self._task
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # it died earlier: said here, and close goes on
-            log.exception("the embedding worker had stopped with an error")
+        (error,) = await cancel_and_wait(self._task)
+        if isinstance(error, Exception):  # it died earlier: said here, and close goes on
+            log.error("the embedding worker had stopped with an error", exc_info=error)
         self._task = None
 
     async def _run(self) -> None:

@@ -9,7 +9,6 @@ with the other background work. ``reindex`` moves a file's vectors to the runnin
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import load_embedder
 from core.errors import EmbeddingError
+from core.tasks import cancel_and_wait
 from core.types import EmbeddingStatus, Pulse
 
 if TYPE_CHECKING:
@@ -109,9 +109,7 @@ class ModelLoader:
         """Stop a background load still running; nothing starts after this."""
         self._closed = True
         if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+            await cancel_and_wait(self._task)
 
     async def stop_worker(self) -> None:
         """Stop the worker after the batch in hand."""

@@ -9,7 +9,6 @@ every front end queries the same way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import math
@@ -22,10 +21,11 @@ import numpy as np
 from core import indexing, inputs, retrieval
 from core.clock import utc_now
 from core.conversations import require_session_in
-from core.errors import EmbeddingError, InvalidInput, NotFound
+from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.search import LegRequest, Scope
+from core.tasks import cancel_and_wait
 from core.types import ContextItem, ContextResult, MemoryRecord
 
 if TYPE_CHECKING:
@@ -205,6 +205,14 @@ class Retrieval:
             return
         try:
             await self._backend.append_logs(entries)
+        except OutOfNamespace:
+            # A database that enforces namespaces (row-level security) refused an entry
+            # scoped outside this role's namespace: keep the others, drop only that one.
+            for entry in entries:
+                try:
+                    await self._backend.append_logs([entry])
+                except Exception as exc:  # as below: a diagnostic never fails a query
+                    log.warning("could not write a retrieval log entry: %s", exc)
         except Exception as exc:  # the log is a diagnostic: a failure never fails a query
             log.warning("could not write %d retrieval log entries: %s", len(entries), exc)
 
@@ -248,9 +256,7 @@ class Retrieval:
         """Write the queries still waiting for the log (reads of the log and close call it)."""
         flusher = self._log_flusher
         if flusher is not None and not flusher.done():
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
+            await cancel_and_wait(flusher)
         await self._write_logs()
 
     async def judge(self, query: str, chunk_id: str, grade: int, *,

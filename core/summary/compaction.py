@@ -39,6 +39,7 @@ from core.notes.fields import MAX_IDENTIFIER_CHARS
 from core.storage.summaries import CompactionPlan
 from core.summary import archive_files
 from core.summary.service import summary_turns, turns_of
+from core.tasks import cancel_and_wait
 from core.types import CompactionResult, ConsolidationReport, MemoryRecord
 
 if TYPE_CHECKING:
@@ -224,8 +225,7 @@ class Compactor:
     async def stop(self) -> None:
         """Stop the background loop (a compaction in hand is rolled back, never half-done)."""
         if self._loop is not None:
-            self._loop.cancel()
-            await asyncio.gather(self._loop, return_exceptions=True)
+            await cancel_and_wait(self._loop)
             self._loop = None
 
     async def _every_interval(self) -> None:

@@ -37,6 +37,7 @@ from core.summary.plan import (
     with_block,
 )
 from core.summary.summarizers import Summarizer, Turn, build_summarizer
+from core.tasks import cancel_and_wait
 from core.types import MemoryRecord, RestoreResult, SummaryOutcome, SummaryState
 
 if TYPE_CHECKING:
@@ -398,8 +399,5 @@ class Summaries:
 
     async def stop(self) -> None:
         """Cancel the checks in flight (a cancelled check writes nothing)."""
-        tasks = list(self._checks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(*self._checks.values())
         self._checks.clear()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.config import StorageConfig
-from core.errors import InvalidInput, ReadOnlyDatabase, SchemaTooNew
+from core.errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaTooNew
 from core.storage.backend import BackendFeatures
 from core.storage.events import PreparedMessage, WriteOutcome
 from core.storage.locations import Location
@@ -101,6 +101,10 @@ class PostgresBackend:
                     warnings.append(str(exc))
                     read_only = True
                 found = max(found, known) if not read_only else found
+            elif found == 0:
+                # Read-only and nothing there yet: as a SQLite file that does not exist.
+                raise NotFound(f"{location} holds no memory yet; open it once without "
+                               "read-only (any command that writes, or the app) to create it")
             elif found < known:
                 warnings.append(f"{location} has schema version {found}, older than this "
                                 f"workbench ({known}); open it writable once to upgrade it")

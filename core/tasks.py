@@ -1,0 +1,26 @@
+"""Stopping background tasks for sure.
+
+On Python 3.11, ``asyncio.wait_for`` drops a cancellation that arrives just as the awaited
+thing completes (CPython gh-86296, fixed in 3.12); drivers wait that way (psycopg's pool
+hands over a connection through it). A background loop cancelled at that instant goes on
+to its next sleep as if nothing happened, and whoever awaits it waits for ever. So a task
+is cancelled again until it has stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+RECANCEL_EVERY_S = 0.2
+
+
+async def cancel_and_wait(*tasks: asyncio.Task[Any]) -> list[BaseException | None]:
+    """Cancel ``tasks`` and wait until each has finished, cancelling again any that let a
+    cancellation go; each one's exception (None when it returned or was cancelled)."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=RECANCEL_EVERY_S)
+    return [None if task.cancelled() else task.exception() for task in tasks]

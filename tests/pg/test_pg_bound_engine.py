@@ -1,0 +1,42 @@
+"""The engine connected as a role that `workbench pg grant` bound to one namespace: it works
+in its own namespace, finds nothing of another, and a refused diagnostic (a log entry scoped
+to another namespace's session) costs only that entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core import Engine
+from core.storage.locations import parse_location
+from core.storage.pg import roles
+from tests.pg.test_pg_roles import as_role, drop_role
+
+CONFIG: dict[str, Any] = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
+
+
+async def test_a_bound_engine_sees_its_namespace_only_and_keeps_its_own_log(
+        pg_url: str) -> None:
+    async with Engine.open(pg_url, config=CONFIG) as owner:
+        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
+                           namespace="alpha")
+        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
+                           namespace="beta")
+        await owner.drain()
+    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
+    try:
+        async with Engine.open(as_role(pg_url, "agent_alpha"), config=CONFIG) as agent:
+            own = await agent.hybrid_query(session_id="alpha-1", query="key", caller="agent")
+            assert [r.text for r in own] == ["alpha keeps the blue key"]
+            assert await agent.hybrid_query(namespace="beta", query="key") == []
+            assert await agent.recall("beta-1") == []
+            context = await agent.get_context("beta-1", "key", caller="agent")
+            assert context.items == []
+            logged = await agent.retrieval_log(caller="agent")
+            assert [(e["scope_kind"], e["scope_value"]) for e in logged] == [
+                ("session", "alpha-1")]
+        async with Engine.open(pg_url, config=CONFIG) as owner:
+            everything = await owner.retrieval_log(limit=10)
+            assert all(e["scope_value"] != "beta-1" for e in everything)
+            assert any(e["scope_value"] == "alpha-1" for e in everything)
+    finally:
+        await drop_role(pg_url, "agent_alpha")
