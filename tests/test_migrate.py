@@ -4,11 +4,13 @@ resumed after an interruption, refused into another memory."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
 from core import Engine
 from core.clock import utc_now
@@ -17,6 +19,7 @@ from core.errors import InvalidInput
 from core.migrate import migrate
 from core.storage.opening import open_backend
 from tests.test_summaries import config, fill
+from workbench.cli.root import main
 
 EVERY_HOUR = {"kind": "interval", "value": "1h", "timezone": "UTC"}
 QUERIES = ["Lisbon", "order ships in May", "tickets", "lookup order", "said before"]
@@ -205,3 +208,34 @@ async def test_rows_postgresql_cannot_hold_are_reported_not_dropped(tmp_path: Pa
         ("facts", "it holds a NUL character (U+0000), which PostgreSQL text cannot store")]
     facts = next(check for check in report.tables if check.table == "facts")
     assert (facts.source_rows, facts.destination_rows) == (1, 0)
+
+
+def test_the_command_shows_progress_and_the_verification(source: Path, tmp_path: Path,
+                                                          runner: CliRunner) -> None:
+    result = runner.invoke(main, ["migrate", str(source), str(tmp_path / "copy.db"),
+                                  "--batch", "4"])
+    assert result.exit_code == 0, result.output
+    assert "vectors: copied (64 dimensions" in result.stdout
+    lines = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[3:]}
+    assert lines["chunks"][-1] == "ok" and lines["chunks"][0] == lines["chunks"][1]
+    assert set(lines) >= {"schedule_runs", "relevance_judgments", "archives", "note_names"}
+    assert "relevance_judgments" in result.stderr  # the progress, beside the report
+    again = runner.invoke(main, ["migrate", str(source), str(tmp_path / "copy.db"), "--json"])
+    assert again.exit_code == 0 and json.loads(again.stdout)["resumed"] is True
+
+
+def test_the_command_fails_on_rows_left_behind(tmp_path: Path, pg_url: str,
+                                               runner: CliRunner) -> None:
+    path = tmp_path / "nul.db"
+    asyncio.run(_with_nul(path))
+    url = pg_url.replace("postgres:@", "postgres:s3cret@", 1)
+    assert "s3cret" in url
+    result = runner.invoke(main, ["migrate", str(path), url])
+    assert result.exit_code == 1
+    assert "not copied: facts" in result.stderr and "NUL character" in result.stderr
+    assert "s3cret" not in result.output
+
+
+async def _with_nul(path: Path) -> None:
+    async with Engine.open(path, config=config()) as engine:
+        await engine.upsert_fact("user", "odd", "a\x00b")
