@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import InvalidInput
-from core.storage.connection import select_in, transaction
+from core.storage.connection import select_in, sqlite_module, transaction
 from core.storage.events import insert_rows
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
 from core.storage.vectors import set_meta
@@ -208,16 +208,38 @@ def write_rows(conn: Any, name: str, rows: Sequence[dict[str, Any]],
         if table.name == "chunks_vec" and not _has_vectors(conn):
             raise InvalidInput("the destination has no vector table; fix its dimension "
                                "(ensure_vector_table) before copying vectors")
-        columns = ["rowid" if table.name == "schedules" and column == "row_order" else column
-                   for column in table.columns]
-        insert_rows(conn, table.name, columns,
-                    [[row[column] for column in table.columns] for row in fresh])
-        if table.name == "chunks":
-            insert_rows(conn, "chunks_fts", FTS_COLUMNS, fts_rows(
-                (row["fts_rowid"], row["session_id"], row["chunk_text"], row["scope_token"],
-                 row["context_text"]) for row in fresh))
-        result.written = len(fresh)
+        integrity_error = sqlite_module().IntegrityError
+        try:
+            with transaction(conn):  # a savepoint: a refused row undoes this page alone
+                _insert(conn, table, fresh)
+            result.written = len(fresh)
+        except integrity_error:
+            for row in fresh:  # again row by row, to tell which rows were refused and why
+                try:
+                    with transaction(conn):
+                        _insert(conn, table, [row])
+                except integrity_error as exc:
+                    result.refused.append((row_key(table, row), _integrity_reason(exc)))
+                else:
+                    result.written += 1
     return result
+
+
+def _insert(conn: Any, table: CopyTable, rows: Sequence[dict[str, Any]]) -> None:
+    columns = ["rowid" if table.name == "schedules" and column == "row_order" else column
+               for column in table.columns]
+    insert_rows(conn, table.name, columns,
+                [[row[column] for column in table.columns] for row in rows])
+    if table.name == "chunks":
+        insert_rows(conn, "chunks_fts", FTS_COLUMNS, fts_rows(
+            (row["fts_rowid"], row["session_id"], row["chunk_text"], row["scope_token"],
+             row["context_text"]) for row in rows))
+
+
+def _integrity_reason(exc: Exception) -> str:
+    if "FOREIGN KEY" in str(exc):
+        return "the row it belongs to was not copied"
+    return f"the destination refused it ({exc})"
 
 
 def _present_keys(conn: Any, table: CopyTable, rows: Sequence[dict[str, Any]],

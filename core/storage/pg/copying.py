@@ -155,7 +155,7 @@ async def _write_one_by_one(conn: Conn, table: CopyTable, rows: Sequence[dict[st
 def _integrity_reason(exc: psycopg.IntegrityError) -> str:
     if isinstance(exc, psycopg.errors.ForeignKeyViolation):
         return "the row it belongs to was not copied"
-    return " ".join(str(exc).split())
+    return f"the destination refused it ({' '.join(str(exc).split())})"
 
 
 async def _move_identity(conn: Conn, table: CopyTable) -> None:
