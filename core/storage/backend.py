@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from core.storage.copying import RowPage, WriteResult
     from core.storage.events import PreparedMessage, WriteOutcome
     from core.storage.locations import Location
     from core.storage.note_listing import NoteQuery
@@ -442,3 +443,29 @@ class Backend(Protocol):
         """Cap the store at its size plus ``extra_pages`` pages (None lifts the cap), so a
         write that needs more fails as on a full disk; the cap in pages. Only where
         ``features.can_cap_size``."""
+
+    # -- copying a whole memory --------------------------------------------------------------
+
+    async def copy_tables(self) -> list[str]:
+        """The tables a whole memory is copied by (``workbench migrate``), parents first;
+        each has the same name and columns on every backend (core/storage/copying.py)."""
+
+    async def count_rows(self, table: str) -> int:
+        """How many rows ``table`` (one of :meth:`copy_tables`) holds."""
+
+    async def read_rows(self, table: str, after: Sequence[Any] | None,
+                        limit: int) -> RowPage:
+        """Up to ``limit`` rows of ``table`` whose key comes after ``after`` (None: from the
+        start) in key order, as dicts of portable values (text as stored, a vector as its
+        float32 bytes), and the key to read the next page after (None when done). Read in
+        one snapshot."""
+
+    async def write_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
+                         mark: tuple[str, str] | None = None) -> WriteResult:
+        """Insert rows read by :meth:`read_rows` in one transaction, leaving rows whose key
+        is already there as they are (sending a page twice stores it once), and set the
+        memory_meta entry ``mark`` (key, value) in the same transaction. What the
+        backend derives from a row (its full-text entry) is made with it; a row it cannot
+        hold is reported in ``refused`` with the reason, never dropped silently. Ids the
+        backend numbers itself continue after the largest copied. Vectors need
+        :meth:`ensure_vector_table` first."""

@@ -21,6 +21,7 @@ import numpy as np
 from core.config import StorageConfig
 from core.errors import ReadOnlyDatabase, SchemaTooNew, StorageFull
 from core.storage import (
+    copying,
     events,
     facts,
     logbook,
@@ -610,6 +611,28 @@ class SqliteBackend:
                 problems.append(f"chunks_fts: {exc}")
             return problems
         return await self._db.read(check) if self.read_only else await self._db.write(check)
+
+    # -- copying a whole memory ------------------------------------------------------------
+
+    async def copy_tables(self) -> list[str]:
+        """The tables a whole memory is copied by, parents first."""
+        return await self._db.read(copying.copy_tables)
+
+    async def count_rows(self, table: str) -> int:
+        """How many rows ``table`` holds."""
+        return await self._db.read(copying.count_rows, table)
+
+    async def read_rows(self, table: str, after: Sequence[Any] | None,
+                        limit: int) -> copying.RowPage:
+        """A page of ``table`` in key order, and the key to read the next page after."""
+        return await self._db.read(copying.read_rows, table, after, limit)
+
+    async def write_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
+                         mark: tuple[str, str] | None = None) -> copying.WriteResult:
+        """Insert a page of ``table`` (rows already there left as they are) and set the
+        memory_meta entry ``mark``, in one transaction."""
+        self.require_writable()
+        return await self._db.write(copying.write_rows, table, rows, mark)
 
 
 def _database(path: Path, config: StorageConfig, read_only: bool) -> Database:

@@ -39,6 +39,7 @@ def _register_commands() -> None:
     from workbench.cli.doctor import doctor
     from workbench.cli.evaluate import eval_command
     from workbench.cli.facts import facts_group
+    from workbench.cli.migrate import migrate_command
     from workbench.cli.notes import notes_group
     from workbench.cli.pg import pg_group
     from workbench.cli.reindex import reindex
@@ -54,7 +55,7 @@ def _register_commands() -> None:
                     open_command, demo_command, search_command, log_command,
                     summarize_command, compact_command, consolidate_command, schedules_group,
                     scheduler_group, sessions_group, notes_group, scratchpad_group,
-                    facts_group, mcp_command, export_group, pg_group):
+                    facts_group, mcp_command, export_group, pg_group, migrate_command):
         main.add_command(command)
 
 

@@ -21,12 +21,14 @@ import numpy as np
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaTooNew
 from core.storage.backend import BackendFeatures
+from core.storage.copying import RowPage, WriteResult
 from core.storage.events import PreparedMessage, WriteOutcome
 from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
 from core.storage.note_listing import NoteQuery
 from core.storage.notes import NoteChanges, NoteDraft, NoteRef
 from core.storage.pg import (
+    copying,
     events,
     facts,
     logbook,
@@ -576,6 +578,28 @@ class PostgresBackend:
     async def integrity_check(self) -> list[str]:
         """The invariants the schema does not enforce by itself; ['ok'] when sound."""
         return await self._db.read(events.integrity_problems)
+
+    # -- copying a whole memory --------------------------------------------------------------
+
+    async def copy_tables(self) -> list[str]:
+        """The tables a whole memory is copied by, parents first."""
+        return await self._db.read(copying.copy_tables)
+
+    async def count_rows(self, table: str) -> int:
+        """How many rows ``table`` holds."""
+        return await self._db.read(copying.count_rows, table)
+
+    async def read_rows(self, table: str, after: Sequence[Any] | None,
+                        limit: int) -> RowPage:
+        """A page of ``table`` in key order, and the key to read the next page after."""
+        return await self._db.read(copying.read_rows, table, after, limit)
+
+    async def write_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
+                         mark: tuple[str, str] | None = None) -> WriteResult:
+        """Insert a page of ``table`` (rows already there left as they are) and set the
+        memory_meta entry ``mark``, in one transaction."""
+        self.require_writable()
+        return await self._db.write(copying.write_rows, table, rows, mark)
 
 
 if TYPE_CHECKING:
