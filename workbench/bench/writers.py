@@ -42,6 +42,7 @@ from workbench.bench.crash_child import payload_digest
 SESSIONS = 8
 NAMESPACES = 2
 READY_TIMEOUT_S = 120.0
+WRITE_TIMEOUT_S = 600.0  # a writer still running then is killed and counted as failed
 _WORDS = ("deploy", "cache", "invoice", "latency", "rollback", "ticket", "schema", "queue",
           "budget", "retry", "index", "shard", "review", "timeout", "migration", "alert")
 
@@ -194,7 +195,7 @@ async def _read_back(db: str, config: dict[str, Any],
     from core import Engine
 
     async with Engine.open(db, config=config) as engine:
-        await engine.drain(timeout=600)
+        await engine.drain(timeout=WRITE_TIMEOUT_S)
         backlog = (await engine.embedding_status()).backlog
         held = {session_id: [(record.sequence, payload_digest(record.payload))
                              for record in await engine.recall(session_id)]
@@ -235,7 +236,7 @@ def run_writers_bench(config: Any, db: str | Path | None, processes: int = 4,
             say(f"{processes} writers open; writing {messages:,} messages …")
             go.set()
             for child in children:
-                child.join()
+                child.join(timeout=WRITE_TIMEOUT_S)
         finally:
             for child in children:
                 if child.is_alive():

@@ -60,6 +60,10 @@ POSTGRES_FEATURES = BackendFeatures(
 )
 
 
+def _new_claimer() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
 class PostgresBackend:
     """Async storage operations over one PostgreSQL database."""
 
@@ -74,7 +78,7 @@ class PostgresBackend:
         self.read_only_reason: str | None = None
         # Who holds the embedding backlog's claims this backend makes (one per process's
         # engine, as there is one embedding worker per engine).
-        self._claimer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._claimer = _new_claimer()
         self._liveness: Conn | None = None  # holds the claimer's lock (vectors.py)
 
     @classmethod
@@ -114,7 +118,8 @@ class PostgresBackend:
         if not read_only:
             try:
                 backend._liveness = await db.dedicated()
-                await vectors.hold_claimer_lock(backend._liveness, backend._claimer)
+                while not await vectors.hold_claimer_lock(backend._liveness, backend._claimer):
+                    backend._claimer = _new_claimer()  # a live claimer's hash: another name
             except BaseException:
                 await backend.close()
                 raise

@@ -38,9 +38,13 @@ PendingRow = tuple[str, str, str, int, str, str]
 CLAIMER_LOCK = int.from_bytes(b"mwbc", "big")
 
 
-async def hold_claimer_lock(conn: Conn, claimer: str) -> None:
-    """Take ``claimer``'s liveness lock on ``conn`` (autocommit), held until it closes."""
-    await conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (CLAIMER_LOCK, claimer))
+async def hold_claimer_lock(conn: Conn, claimer: str) -> bool:
+    """Take ``claimer``'s liveness lock on ``conn`` (autocommit), held until it closes;
+    False, without waiting, when another live claimer's name hashes to the same lock."""
+    cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                                (CLAIMER_LOCK, claimer))
+    row = await cursor.fetchone()
+    return bool(row and row[0])
 
 
 async def get_meta(conn: Conn, key: str) -> str | None:
