@@ -159,7 +159,10 @@ class Backend(Protocol):
     async def pending_chunks(self, limit: int, after_rowid: int = 0,
                              ) -> list[tuple[str, str, str, int, str, str]]:
         """Chunks waiting for a vector after ``after_rowid``, in insertion order:
-        (chunk_id, session_id, text, rowid, agent_identity, context)."""
+        (chunk_id, session_id, text, rowid, agent_identity, context). Where several workers
+        may embed one memory, those handed to one are held from the others until saved,
+        failed or their lease runs out, and at once again when the holder is closed or its
+        process is gone."""
 
     async def save_vectors(self, rows: Sequence[tuple[str, str, str]], matrix: np.ndarray,
                            model: str) -> int:

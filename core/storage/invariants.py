@@ -90,7 +90,7 @@ def check_file(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFindings
     events = {(row[0], row[1]): row[2:] for row in conn.execute(
         "SELECT session_id, sequence, payload_json, consolidated_at FROM conversation_events")}
     found.events = len(events)
-    _check_messages(found, events, chunks, max_chars, overlap_chars)
+    check_messages(found, events, chunks, max_chars, overlap_chars)
     _check_notes(conn, found, events, chunks, max_chars, overlap_chars)
     _check_compactions(conn, found, events)
     _check_full_text(conn, found, chunks)
@@ -99,9 +99,12 @@ def check_file(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFindings
     return found
 
 
-def _check_messages(found: FileFindings, events: dict[tuple[str, int], tuple[Any, ...]],
-                    chunks: dict[str, tuple[Any, ...]], max_chars: int,
-                    overlap_chars: int) -> None:
+def check_messages(found: FileFindings, events: dict[tuple[str, int], tuple[Any, ...]],
+                   chunks: dict[str, tuple[Any, ...]], max_chars: int,
+                   overlap_chars: int) -> None:
+    """Half-stored messages and orphaned chunks, from the rows of ``events`` ((session,
+    sequence) -> (payload_json, consolidated_at)) and ``chunks`` (chunk_id -> (session,
+    start, end, full-text rowid, note_id, embedding status)); also used on PostgreSQL."""
     for (session_id, sequence), (payload_json, _) in events.items():
         if session_id.startswith(MEMORY_PREFIX):
             continue  # a note's event: _check_notes
@@ -220,4 +223,4 @@ def _check_session_state(conn: Any, found: FileFindings) -> None:
                         f" events ({highest})")
 
 
-__all__ = ["FileFindings", "check_file", "check_integrity"]
+__all__ = ["FileFindings", "check_file", "check_integrity", "check_messages"]

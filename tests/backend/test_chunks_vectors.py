@@ -95,3 +95,18 @@ async def test_two_workers_claiming_the_backlog_at_once_take_disjoint_chunks(
     assert await backend.save_vectors(rows, np.stack([unit(1.0)] * len(rows)), MODEL) == len(rows)
     assert await backend.pending_chunks(100) == []
     assert await backend.backlog_count() == len(their_ids)
+
+
+async def test_a_closed_workers_claims_are_taken_over_at_once(
+        backend: Backend, open_backend: Opener) -> None:
+    if backend.features.single_writer:
+        pytest.skip("one embedding worker per memory: its backlog needs no claims")
+    other = await open_backend()
+    for sequence in range(1, 11):
+        await store(backend, "s", sequence, f"message number {sequence}")
+    theirs = {row[0] for row in await other.pending_chunks(6)}
+    mine = {row[0] for row in await backend.pending_chunks(100)}
+    assert len(theirs) == 6 and len(mine) == 4 and not theirs & mine
+    # Its process gone (here: its backend closed), no lease needs to run out first.
+    await other.close()
+    assert {row[0] for row in await backend.pending_chunks(100)} == theirs | mine

@@ -49,15 +49,57 @@ def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions:
               help="Sessions to spread them over (all under one agent).")
 @click.option("--queries", default=300, show_default=True, type=click.IntRange(min=10),
               help="Queries to time on each path.")
+@click.option("--db", "db", default=None,
+              help="The memory to fill and measure, a path or a postgresql:// URL (default: "
+                   "a temporary SQLite file). It must hold no chunks unless --reuse.")
+@click.option("--reuse", is_flag=True,
+              help="Measure a --db that already holds chunks (topped up to --chunks).")
 @click.pass_context
 def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: int,
-                queries: int) -> None:
-    """Query latency p50/p95: session, namespace, re-fusion, and numpy brute force."""
+                queries: int, db: str | None, reuse: bool) -> None:
+    """Query latency p50/p95: session, namespace, re-fusion, numpy brute force, and on
+    PostgreSQL the vector leg's recall@10."""
     from workbench.bench.query import run_query_bench
 
     config = _with_model(_load_config(ctx), model)
-    _echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
-                                              say=say))
+    try:
+        _echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
+                                                  db=db, reuse=reuse, say=say))
+    except FileExistsError as error:
+        raise click.ClickException(str(error)) from error
+
+
+@bench.command("writers")
+@click.option("--db", "db", default=None,
+              help="The memory to write into, a path or a postgresql:// URL (default: a "
+                   "temporary SQLite file).")
+@click.option("--processes", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Writer processes at once.")
+@click.option("--messages", default=2000, show_default=True, type=click.IntRange(min=1),
+              help="Messages to store, over all writers.")
+@click.option("--seed", default=1, show_default=True, type=int,
+              help="Seed of the messages and of the writers' choices.")
+@click.option("--model", default=None,
+              help="model2vec hub id or folder; default: the deterministic backend.")
+@click.pass_context
+def bench_writers(ctx: click.Context, db: str | None, processes: int, messages: int,
+                  seed: int, model: str | None) -> None:
+    """Writers in several processes at once: 0 lost, 0 duplicated, sequences increasing,
+    SequenceError refusals counted, throughput."""
+    import sys
+
+    from workbench.bench.writers import run_writers_bench
+
+    config = _with_model(_load_config(ctx), model or "deterministic")
+    try:
+        figures = run_writers_bench(config, db, processes, messages, seed=seed,
+                                    say=lambda line: click.echo(line, err=True))
+    except FileExistsError as error:
+        raise click.ClickException(str(error)) from error
+    for line in figures.lines():
+        click.echo(line)
+    if not figures.passed:
+        sys.exit(1)
 
 
 @bench.command("app")

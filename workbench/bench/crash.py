@@ -30,6 +30,12 @@ is open, some while it is still starting), then checks the file:
 
 The next child of the same workload carries on in the same file, so later kills also check
 that what earlier runs left is still intact. Workloads rotate across kills.
+
+With ``--db postgresql://…`` the children write into that database instead (every workload
+into the one database, in sessions of its own, which must hold no messages yet), and step
+1 is :func:`core.storage.pg.invariants.check_database`, read through a connection of its
+own; the server's own recovery stands where SQLite's integrity checks were. Its default
+workload is ingest alone.
 """
 
 from __future__ import annotations
@@ -51,11 +57,21 @@ from typing import Any
 
 import click
 
-from workbench.bench.crash_child import NOTES_NAMESPACE, is_marker, note_state, payload_digest
+from workbench.bench.crash_child import (
+    CHAT_SESSIONS,
+    CONVERSATIONS,
+    NOTES_NAMESPACE,
+    is_marker,
+    note_state,
+    payload_digest,
+)
 from workbench.cli.support import _load_config, _run, _with_model
 from workbench.text import to_json
 
 WORKLOADS = ("ingest", "notes", "compact")
+PG_WORKLOADS = ("ingest",)  # PostgreSQL's notes and summaries are not in this base yet
+# The sessions each workload writes (the notes workload's live under the notes' own).
+WORKLOAD_SESSIONS = {"ingest": CHAT_SESSIONS, "notes": (), "compact": CONVERSATIONS}
 WORKER_BATCH = 32  # chunks per embedding batch: the worker commits often, so kills land there too
 EARLY_SHARE = 0.125  # kills aimed at a child still importing or opening the engine
 EARLY_WINDOW_S = 0.6
@@ -80,22 +96,30 @@ class _Holdings:
                          dict(self.epochs))
 
 
-async def _holdings(engine: Any) -> _Holdings:
-    """Everything the checks compare, read through the engine's public API."""
+async def _holdings(engine: Any, workload: str | None = None) -> _Holdings:
+    """Everything the checks compare, read through the engine's public API: the whole file,
+    or with ``workload`` only what that workload writes (on PostgreSQL every workload shares
+    one database)."""
     from core.storage.notes import MEMORY_PREFIX
 
     held = _Holdings()
-    sessions = [s.session_id for s in await engine.list_sessions()
-                if not s.session_id.startswith(MEMORY_PREFIX)]
+    if workload is None:
+        sessions = [s.session_id for s in await engine.list_sessions()
+                    if not s.session_id.startswith(MEMORY_PREFIX)]
+    else:
+        sessions = list(WORKLOAD_SESSIONS[workload])
     for session_id in sessions:
         for record in await engine.recall(session_id):
             if not is_marker(record.payload):
                 held.messages[(session_id, record.sequence)] = payload_digest(record.payload)
-        held.epochs[session_id] = (await engine.summary_state(session_id)).epoch
-    page = await engine.list_notes(namespace=NOTES_NAMESPACE, limit=1000)
-    held.notes = {note.note_id: note_state(note) for note in page.notes}
-    held.archives = {(a["session_id"], a["marker_sequence"]): (a["archive_name"], a["note_id"])
-                     for a in await engine.list_archives()}
+        if workload in (None, "compact"):
+            held.epochs[session_id] = (await engine.summary_state(session_id)).epoch
+    if workload in (None, "notes"):
+        page = await engine.list_notes(namespace=NOTES_NAMESPACE, limit=1000)
+        held.notes = {note.note_id: note_state(note) for note in page.notes}
+    if workload in (None, "compact"):
+        held.archives = {(a["session_id"], a["marker_sequence"]):
+                         (a["archive_name"], a["note_id"]) for a in await engine.list_archives()}
     return held
 
 
@@ -304,7 +328,7 @@ class CrashFigures:
 @dataclass
 class _Workload:
     name: str
-    db: Path
+    db: Path | str  # a SQLite file, or a PostgreSQL URL
     held: _Holdings = field(default_factory=_Holdings)
     figures: WorkloadFigures = field(init=False)
 
@@ -365,6 +389,8 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
     chunking = config["chunking"]
 
     def check_file_once() -> Any:
+        if isinstance(workload.db, str):
+            return _check_database(workload.db, chunking)
         conn = open_connection(workload.db, read_only=False, busy_timeout_ms=15000)
         try:
             return check_file(conn, max_chars=chunking["max_chars"],
@@ -387,7 +413,7 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
     done, open_op = _read_acks(acks)
     figures.acknowledged += len(done)
     async with Engine.open(workload.db, config=config) as engine:
-        held = await _holdings(engine)
+        held = await _holdings(engine, None if isinstance(workload.db, Path) else workload.name)
         compared = _compare(_expected(workload.held, done), held, open_op)
         figures.lost += compared.lost
         figures.phantom += compared.phantom
@@ -399,9 +425,11 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
         status = await engine.embedding_status()
         figures.backlog_after += status.backlog
         figures.failed_after += status.failed
-        await engine.consolidate(idle_hours=10**6)  # repairs archive files only: none is idle
-        unwritten = [a for a in await engine.list_archives() if not a["file_path"]]
-        figures.archives_unwritten += len(unwritten)
+        if isinstance(workload.db, Path) or workload.name == "compact":
+            # Repairs archive files only: none is idle.
+            await engine.consolidate(idle_hours=10**6)
+            unwritten = [a for a in await engine.list_archives() if not a["file_path"]]
+            figures.archives_unwritten += len(unwritten)
         model = (engine.embedder.name, engine.embedder.dimension)
 
     after = await asyncio.to_thread(check_file_once)
@@ -410,17 +438,52 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
     return model
 
 
+def _check_database(url: str, chunking: dict[str, Any]) -> Any:
+    import psycopg
+
+    from core.storage.pg.invariants import check_database
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return check_database(conn, max_chars=chunking["max_chars"],
+                              overlap_chars=chunking["overlap_chars"])
+
+
+async def _refuse_used(url: str, config: dict[str, Any], workloads: tuple[str, ...]) -> None:
+    """Make the schema, and refuse a database whose workload sessions hold messages: the
+    checks expect to know everything they hold."""
+    from core import Engine
+
+    async with Engine.open(url, config=config) as engine:
+        for name in workloads:
+            for session_id in WORKLOAD_SESSIONS[name]:
+                if await engine.recall(session_id, limit=1):
+                    raise FileExistsError(f"{session_id} already holds messages; bench crash "
+                                          "needs a database without its sessions")
+
+
 async def run_crash_bench(config: Any, kills: int, seed: int,
                           say: Callable[[str], None] = print, *,
                           window: tuple[float, float] = KILL_WINDOW_S,
-                          early_share: float = EARLY_SHARE) -> CrashFigures:
+                          early_share: float = EARLY_SHARE, db: str | None = None,
+                          workloads: tuple[str, ...] | None = None) -> CrashFigures:
     """Kill ``kills`` children (workloads in turn) and check the file after each.
 
     A child is killed ``window`` seconds (uniform, seeded) after its engine is open; a share
     ``early_share`` of kills come instead while it is still starting (up to 0.6 s after it
-    was spawned).
+    was spawned). ``db``, a ``postgresql://`` URL, puts every workload in that database
+    (default workloads: ingest alone); otherwise each has a temporary file of its own.
     """
     from core import Engine
+    from core.storage.locations import parse_location
+
+    url = None
+    if db is not None:
+        location = parse_location(db)
+        if not location.is_postgres:
+            raise ValueError(f"{db} is not a postgresql:// URL; a SQLite drill makes its own "
+                             "files")
+        url = location.target
+    names = workloads or (PG_WORKLOADS if url is not None else WORKLOADS)
 
     rng = random.Random(seed)
     as_dict = _config_dict(config)
@@ -431,11 +494,16 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
         folder = Path(name)
         config_path = folder / "config.json"
         config_path.write_text(json.dumps(as_dict), encoding="utf-8")
-        workloads = [_Workload(w, folder / w / "memory.db") for w in WORKLOADS]
+        if url is not None:
+            await _refuse_used(url, as_dict, names)
+            workloads = [_Workload(w, url) for w in names]
+        else:
+            workloads = [_Workload(w, folder / w / "memory.db") for w in names]
         for workload in workloads:  # the schema is made once, so every kill hits writes
-            workload.db.parent.mkdir()
-            async with Engine.open(workload.db, config=as_dict):
-                pass
+            if isinstance(workload.db, Path):
+                workload.db.parent.mkdir()
+                async with Engine.open(workload.db, config=as_dict):
+                    pass
         for run in range(1, kills + 1):
             workload = workloads[(run - 1) % len(workloads)]
             acks, early, died = await _kill_one(workload, run, folder, config_path, rng,
@@ -464,14 +532,23 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
 @click.option("--model", default=None,
               help="model2vec hub id or folder for the children and the checks;"
                    " default: the deterministic backend (no model to load, fastest).")
+@click.option("--db", "db", default=None,
+              help="A postgresql:// URL to write into (default: temporary SQLite files).")
+@click.option("--workload", "workloads", multiple=True, type=click.Choice(WORKLOADS),
+              help="A workload to run (repeatable); default: all three on SQLite, ingest on "
+                   "PostgreSQL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
-def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None,
-                  as_json: bool) -> None:
+def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None, db: str | None,
+                  workloads: tuple[str, ...], as_json: bool) -> None:
     """Kill writers at random moments; check nothing acknowledged is lost or half-stored."""
     config = _with_model(_load_config(ctx), model or "deterministic")
-    figures = _run(run_crash_bench(config, kills, seed,
-                                   say=lambda line: click.echo(line, err=True)))
+    try:
+        figures = _run(run_crash_bench(config, kills, seed,
+                                       say=lambda line: click.echo(line, err=True), db=db,
+                                       workloads=workloads or None))
+    except (FileExistsError, ValueError) as error:
+        raise click.ClickException(str(error)) from error
     if as_json:
         click.echo(to_json(figures.as_dict()))
     else:

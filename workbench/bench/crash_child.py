@@ -222,7 +222,7 @@ async def _notes(engine: Any, acks: _Acks, rng: random.Random, run: int,
         acks.write("done", op=op, note_id=note_id, after=returned)
 
 
-async def _child(workload: str, db: Path, acks_path: Path, config: dict[str, Any],
+async def _child(workload: str, db: str, acks_path: Path, config: dict[str, Any],
                  seed: int) -> None:
     from core import Engine
     from core.indexing import validate_message  # noqa: F401  (imported before "ready")
@@ -246,7 +246,8 @@ def child_main(argv: list[str]) -> None:
     """``python -m workbench.bench.crash_child WORKLOAD DB ACKS CONFIG_JSON SEED``."""
     workload, db, acks, config_path, seed = argv
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    asyncio.run(_child(workload, Path(db), Path(acks), config, int(seed)))
+    # The memory as given: a path, or a postgresql:// URL that Path would mangle.
+    asyncio.run(_child(workload, db, Path(acks), config, int(seed)))
 
 
 if __name__ == "__main__":

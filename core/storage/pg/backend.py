@@ -63,6 +63,10 @@ POSTGRES_FEATURES = BackendFeatures(
 )
 
 
+def _new_claimer() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
 class PostgresBackend:
     """Async storage operations over one PostgreSQL database."""
 
@@ -77,7 +81,8 @@ class PostgresBackend:
         self.read_only_reason: str | None = None
         # Who holds the embedding backlog's claims this backend makes (one per process's
         # engine, as there is one embedding worker per engine).
-        self._claimer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._claimer = _new_claimer()
+        self._liveness: Conn | None = None  # holds the claimer's lock (vectors.py)
 
     @classmethod
     async def open(cls, location: Location, config: StorageConfig, *,
@@ -117,10 +122,21 @@ class PostgresBackend:
         backend = cls(db, warnings)
         backend.schema_version = found
         backend.read_only_reason = forced
+        if not read_only:
+            try:
+                backend._liveness = await db.dedicated()
+                while not await vectors.hold_claimer_lock(backend._liveness, backend._claimer):
+                    backend._claimer = _new_claimer()  # a live claimer's hash: another name
+            except BaseException:
+                await backend.close()
+                raise
         return backend
 
     async def close(self) -> None:
-        """Close every connection of the pool."""
+        """Close every connection of the pool, and the one holding the claimer's lock."""
+        if self._liveness is not None:
+            await self._liveness.close()
+            self._liveness = None
         await self._db.close()
 
     def require_writable(self) -> None:

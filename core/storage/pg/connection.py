@@ -89,6 +89,15 @@ class PgDatabase:
             raise refusals.connect_refusal(self.location, exc) from None
         self._pool = pool
 
+    async def dedicated(self) -> Conn:
+        """A connection of its own outside the pool, autocommit, for a session-level lock
+        held as long as the process lives; the caller closes it."""
+        try:
+            return await AsyncConnection.connect(
+                self.location.target, **{**self._connect_kwargs(), "autocommit": True})
+        except psycopg.Error as exc:
+            raise refusals.connect_refusal(self.location, exc) from None
+
     async def migrate(self) -> list[int]:
         """Apply pending schema migrations (:mod:`core.storage.pg.migrations`); the versions
         applied. A database newer than this code raises ``SchemaTooNew``."""

@@ -5,9 +5,14 @@ Several processes may each run an embedding worker on one memory, so the backlog
 claimed: :func:`claim_pending_chunks` leases what it returns to its claimer for
 ``CLAIM_SECONDS`` (``FOR UPDATE SKIP LOCKED``, so two claimers at once take disjoint rows
 without waiting for each other), and no other claimer is handed those chunks until the
-vectors are saved, a failure is recorded, or the lease runs out (a killed worker's chunks
-are taken over then). A claimer is handed its own claimed chunks again: a worker whose save
-was refused reads the same batch back.
+vectors are saved, a failure is recorded, or the lease runs out. A claimer is handed its
+own claimed chunks again: a worker whose save was refused reads the same batch back.
+
+A killed worker's chunks are taken over at once: while its process lives, a claimer holds
+a session-level advisory lock keyed on its name (:func:`hold_claimer_lock`, on a
+connection of its own that dies with the process), and a claim whose claimer holds no such
+lock is free. The lease stays for a claimer whose connection the server has not yet seen
+die.
 """
 
 from __future__ import annotations
@@ -26,6 +31,20 @@ from core.storage.pg.events import vector_text
 CLAIM_SECONDS = 300
 
 PendingRow = tuple[str, str, str, int, str, str]
+
+# The advisory lock class of a claimer's liveness lock, ``pg_advisory_lock(CLAIMER_LOCK,
+# hashtext(claimer))``: "mwbc" in ASCII, positive as an int4, so pg_locks.classid shows it
+# as is.
+CLAIMER_LOCK = int.from_bytes(b"mwbc", "big")
+
+
+async def hold_claimer_lock(conn: Conn, claimer: str) -> bool:
+    """Take ``claimer``'s liveness lock on ``conn`` (autocommit), held until it closes;
+    False, without waiting, when another live claimer's name hashes to the same lock."""
+    cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                                (CLAIMER_LOCK, claimer))
+    row = await cursor.fetchone()
+    return bool(row and row[0])
 
 
 async def get_meta(conn: Conn, key: str) -> str | None:
@@ -89,7 +108,13 @@ async def claim_pending_chunks(conn: Conn, claimer: str, limit: int,
         "  SELECT fts_rowid FROM chunks"
         "  WHERE embedding_status = 'pending' AND fts_rowid > %(after)s"
         "   AND (embedding_claimed_by IS NULL OR embedding_claimed_by = %(claimer)s"
-        "        OR embedding_claim_expires < memory_now())"
+        "        OR embedding_claim_expires < memory_now()"
+        # The claimer's process is gone: it holds no liveness lock (objid is the hash read
+        # as an unsigned oid).
+        "        OR NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
+        "          AND l.granted AND l.objsubid = 2 AND l.classid = %(lock)s::bigint::oid"
+        "          AND l.objid = ((hashtext(embedding_claimed_by)::bigint + 4294967296)"
+        "                         %% 4294967296)::oid))"
         "  ORDER BY fts_rowid LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
         " UPDATE chunks c SET embedding_claimed_by = %(claimer)s,"
         "  embedding_claim_expires = to_char((now() + make_interval(secs => %(lease)s))"
@@ -97,7 +122,8 @@ async def claim_pending_chunks(conn: Conn, claimer: str, limit: int,
         " FROM picked, sessions s"
         " WHERE c.fts_rowid = picked.fts_rowid AND s.session_id = c.session_id"
         f" RETURNING {_PENDING_COLUMNS}",
-        {"after": after_rowid, "claimer": claimer, "limit": limit, "lease": CLAIM_SECONDS})
+        {"after": after_rowid, "claimer": claimer, "limit": limit, "lease": CLAIM_SECONDS,
+         "lock": CLAIMER_LOCK})
     return _pending(await cursor.fetchall())
 
 

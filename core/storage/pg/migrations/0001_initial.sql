@@ -70,6 +70,11 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_by_activity ON sessions(updated_at DESC);
 CREATE INDEX sessions_by_agent ON sessions(agent_identity, updated_at DESC);
+-- A namespace's search scopes its chunks by this expression (a NULL agent is the ''
+-- namespace). The index gives the planner the expression's statistics: without them it
+-- guessed a handful of sessions for any namespace and ranked the full text one session at
+-- a time, 2x slower over 1,000 sessions (workbench bench query).
+CREATE INDEX sessions_by_namespace ON sessions ((coalesce(agent_identity, '')));
 
 CREATE TABLE conversation_events (
     session_id      TEXT COLLATE "C" NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
