@@ -49,14 +49,14 @@ def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions:
               help="Sessions to spread them over (all under one agent).")
 @click.option("--queries", default=300, show_default=True, type=click.IntRange(min=10),
               help="Queries to time on each path.")
-@click.option("--db", "db", default=None,
+@click.option("--db", "db", default=None, type=MEMORY,
               help="The memory to fill and measure, a path or a postgresql:// URL (default: "
                    "a temporary SQLite file). It must hold no chunks unless --reuse.")
 @click.option("--reuse", is_flag=True,
               help="Measure a --db that already holds chunks (topped up to --chunks).")
 @click.pass_context
 def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: int,
-                queries: int, db: str | None, reuse: bool) -> None:
+                queries: int, db: Location | None, reuse: bool) -> None:
     """Query latency p50/p95: session, namespace, re-fusion, numpy brute force, and on
     PostgreSQL the vector leg's recall@10."""
     from workbench.bench.query import run_query_bench
@@ -64,13 +64,14 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
     config = _with_model(_load_config(ctx), model)
     try:
         _echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
-                                                  db=db, reuse=reuse, say=say))
+                                                  db=db and db.target, reuse=reuse,
+                                                  say=say))
     except FileExistsError as error:
         raise click.ClickException(str(error)) from error
 
 
 @bench.command("writers")
-@click.option("--db", "db", default=None,
+@click.option("--db", "db", default=None, type=MEMORY,
               help="The memory to write into, a path or a postgresql:// URL (default: a "
                    "temporary SQLite file).")
 @click.option("--processes", default=4, show_default=True, type=click.IntRange(min=1),
@@ -82,7 +83,7 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
 @click.option("--model", default=None,
               help="model2vec hub id or folder; default: the deterministic backend.")
 @click.pass_context
-def bench_writers(ctx: click.Context, db: str | None, processes: int, messages: int,
+def bench_writers(ctx: click.Context, db: Location | None, processes: int, messages: int,
                   seed: int, model: str | None) -> None:
     """Writers in several processes at once: 0 lost, 0 duplicated, sequences increasing,
     SequenceError refusals counted, throughput."""
@@ -92,7 +93,7 @@ def bench_writers(ctx: click.Context, db: str | None, processes: int, messages: 
 
     config = _with_model(_load_config(ctx), model or "deterministic")
     try:
-        figures = run_writers_bench(config, db, processes, messages, seed=seed,
+        figures = run_writers_bench(config, db and db.target, processes, messages, seed=seed,
                                     say=lambda line: click.echo(line, err=True))
     except FileExistsError as error:
         raise click.ClickException(str(error)) from error

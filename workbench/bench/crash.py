@@ -57,15 +57,17 @@ from typing import Any
 
 import click
 
+from core.storage.locations import Location
 from workbench.bench.crash_child import (
     CHAT_SESSIONS,
     CONVERSATIONS,
+    CRASH_DB_VARIABLE,
     NOTES_NAMESPACE,
     is_marker,
     note_state,
     payload_digest,
 )
-from workbench.cli.support import _load_config, _run, _with_model
+from workbench.cli.support import MEMORY, _load_config, _run, _with_model
 from workbench.text import to_json
 
 WORKLOADS = ("ingest", "notes", "compact")
@@ -356,8 +358,9 @@ async def _kill_one(workload: _Workload, run: int, folder: Path, config_path: Pa
     delay = rng.uniform(0.0, EARLY_WINDOW_S) if early else rng.uniform(*window)
     with errors.open("wb") as stderr:
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "workbench.bench.crash_child", workload.name, str(workload.db),
+            sys.executable, "-m", "workbench.bench.crash_child", workload.name,
             str(acks), str(config_path), str(rng.getrandbits(31)),
+            env={**os.environ, CRASH_DB_VARIABLE: str(workload.db)},
             stdout=asyncio.subprocess.PIPE, stderr=stderr)
     assert child.stdout is not None
     try:
@@ -532,20 +535,22 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
 @click.option("--model", default=None,
               help="model2vec hub id or folder for the children and the checks;"
                    " default: the deterministic backend (no model to load, fastest).")
-@click.option("--db", "db", default=None,
+@click.option("--db", "db", default=None, type=MEMORY,
               help="A postgresql:// URL to write into (default: temporary SQLite files).")
 @click.option("--workload", "workloads", multiple=True, type=click.Choice(WORKLOADS),
               help="A workload to run (repeatable); default: all three on SQLite, ingest on "
                    "PostgreSQL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
-def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None, db: str | None,
+def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None,
+                  db: Location | None,
                   workloads: tuple[str, ...], as_json: bool) -> None:
     """Kill writers at random moments; check nothing acknowledged is lost or half-stored."""
     config = _with_model(_load_config(ctx), model or "deterministic")
     try:
         figures = _run(run_crash_bench(config, kills, seed,
-                                       say=lambda line: click.echo(line, err=True), db=db,
+                                       say=lambda line: click.echo(line, err=True),
+                                       db=db and db.target,
                                        workloads=workloads or None))
     except (FileExistsError, ValueError) as error:
         raise click.ClickException(str(error)) from error

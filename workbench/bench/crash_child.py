@@ -242,11 +242,16 @@ async def _child(workload: str, db: str, acks_path: Path, config: dict[str, Any]
             await asyncio.wait_for(work(), CHILD_LIFETIME_S)
 
 
+CRASH_DB_VARIABLE = "WORKBENCH_CRASH_DB"
+
+
 def child_main(argv: list[str]) -> None:
-    """``python -m workbench.bench.crash_child WORKLOAD DB ACKS CONFIG_JSON SEED``."""
-    workload, db, acks, config_path, seed = argv
+    """``python -m workbench.bench.crash_child WORKLOAD ACKS CONFIG_JSON SEED``, the memory in
+    ``$WORKBENCH_CRASH_DB``: a URL's password in the arguments would show in ``ps``."""
+    workload, acks, config_path, seed = argv
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     # The memory as given: a path, or a postgresql:// URL that Path would mangle.
+    db = os.environ[CRASH_DB_VARIABLE]
     asyncio.run(_child(workload, db, Path(acks), config, int(seed)))
 
 
