@@ -155,12 +155,12 @@ async def fts_search(
     params.update({"terms": query[1], "k": k, "cw": float(context_weight), "k1": BM25_K1,
                    "b": BM25_B})
     cursor = await conn.execute(
-        "WITH lexemes AS ("
+        "WITH lexemes AS MATERIALIZED ("
         "  SELECT DISTINCT u.lexeme FROM unnest(%(terms)s::text[]) t(term),"
         f"  unnest(to_tsvector('{CONFIG}', t.term)) u),"
-        " stats AS (SELECT count(*) AS n, greatest(avg(c.fts_length), 1) AS mean"
+        " stats AS MATERIALIZED (SELECT count(*) AS n, greatest(avg(c.fts_length), 1) AS mean"
         f"  FROM chunks c WHERE {where}),"
-        " df AS (SELECT l.lexeme, (SELECT count(*) FROM chunks c"
+        " df AS MATERIALIZED (SELECT l.lexeme, (SELECT count(*) FROM chunks c"
         f"  WHERE c.fts @@ format('%%L', l.lexeme)::tsquery AND {where}) AS hits"
         "  FROM lexemes l),"
         " matched AS (SELECT c.chunk_id, c.fts_rowid, c.fts, c.fts_length FROM chunks c"
@@ -169,8 +169,8 @@ async def fts_search(
         "  * tf.f * (%(k1)s + 1)"
         "  / (tf.f + %(k1)s * (1 - %(b)s + %(b)s * m.fts_length / s.mean))) AS score"
         " FROM matched m CROSS JOIN LATERAL ("
-        "  SELECT u.lexeme, (SELECT count(*) FILTER (WHERE w = 'A')"
-        "   + %(cw)s * count(*) FILTER (WHERE w = 'B') FROM unnest(u.weights) w) AS f"
+        "  SELECT u.lexeme, cardinality(array_positions(u.weights, 'A'))"
+        "   + %(cw)s * cardinality(array_positions(u.weights, 'B')) AS f"
         "  FROM unnest(m.fts) u) tf"
         " JOIN df ON df.lexeme = tf.lexeme CROSS JOIN stats s"
         " WHERE tf.f > 0"
