@@ -154,17 +154,25 @@ async def fts_search(
     params.update({f"t{i}": term for i, term in enumerate(query[1])})
     params.update({"terms": query[1], "k": k, "cw": float(context_weight), "k1": BM25_K1,
                    "b": BM25_B})
+    # A small session's chunks are read once through the session's index and everything
+    # below is counted over them; through the GIN index, a common word's bitmap would span
+    # every chunk of every session (see SMALL_SESSION_CHUNKS).
+    scoped, source, condition = "", "chunks c", where
+    if scope.session_id is not None and await _small_session(conn, scope.session_id):
+        scoped = ("scoped AS MATERIALIZED (SELECT chunk_id, fts_rowid, fts, fts_length,"
+                  f" metadata_json FROM chunks c WHERE {where}),")
+        source, condition = "scoped c", "true"
     cursor = await conn.execute(
-        "WITH lexemes AS MATERIALIZED ("
+        f"WITH {scoped} lexemes AS MATERIALIZED ("
         "  SELECT DISTINCT u.lexeme FROM unnest(%(terms)s::text[]) t(term),"
         f"  unnest(to_tsvector('{CONFIG}', t.term)) u),"
         " stats AS MATERIALIZED (SELECT count(*) AS n, greatest(avg(c.fts_length), 1) AS mean"
-        f"  FROM chunks c WHERE {where}),"
-        " df AS MATERIALIZED (SELECT l.lexeme, (SELECT count(*) FROM chunks c"
-        f"  WHERE c.fts @@ format('%%L', l.lexeme)::tsquery AND {where}) AS hits"
+        f"  FROM {source} WHERE {condition}),"
+        f" df AS MATERIALIZED (SELECT l.lexeme, (SELECT count(*) FROM {source}"
+        f"  WHERE c.fts @@ format('%%L', l.lexeme)::tsquery AND {condition}) AS hits"
         "  FROM lexemes l),"
-        " matched AS (SELECT c.chunk_id, c.fts_rowid, c.fts, c.fts_length FROM chunks c"
-        f"  WHERE c.fts @@ ({match}) AND {where}{tag_sql})"
+        f" matched AS (SELECT c.chunk_id, c.fts_rowid, c.fts, c.fts_length FROM {source}"
+        f"  WHERE c.fts @@ ({match}) AND {condition}{tag_sql})"
         " SELECT m.chunk_id, sum(greatest(1e-6, ln((s.n - df.hits + 0.5) / (df.hits + 0.5)))"
         "  * tf.f * (%(k1)s + 1)"
         "  / (tf.f + %(k1)s * (1 - %(b)s + %(b)s * m.fts_length / s.mean))) AS score"
