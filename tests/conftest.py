@@ -40,6 +40,21 @@ def rows(where: Path | str | Location, sql: str, *params: Any) -> list[tuple[Any
         conn.close()
 
 
+def execute(where: Path | str | Location, sql: str, *params: Any) -> None:
+    """Run one writing statement on the memory at ``where`` and commit it (what a test
+    stages that the engine would refuse to write)."""
+    location = where if isinstance(where, Location) else parse_location(where)
+    if location.is_postgres:
+        with psycopg.connect(location.target, autocommit=True) as pg:
+            pg.execute(sql.replace("%", "%%").replace("?", "%s"), params)
+        return
+    conn = open_connection(location.path, read_only=False, busy_timeout_ms=5000)
+    try:
+        conn.execute(sql, params)
+    finally:
+        conn.close()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """A path for a new memory file."""
