@@ -69,7 +69,7 @@ def new_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str]
     def make(name: str) -> str:
         if request.param == "postgres":
             server = request.getfixturevalue("pg_server")
-            database = server.create_database()
+            database = server.create_database(server.migrated_template())
             request.addfinalizer(lambda: server.drop_database(database))
             return str(server.url(database))
         return str(tmp_path / f"{name}.db")
