@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 
 from core.storage.connection import open_connection
+from core.storage.locations import Location, parse_location
 from tests.pg_server import pg_server, pg_url  # noqa: F401  (fixtures: a real PostgreSQL)
 from tests.tiny_model import build_tiny_model
 
@@ -18,11 +21,36 @@ SHARED_MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "models" 
 DETERMINISTIC = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
 
 
-def rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Rows of ``sql`` read from the file at ``path`` through a connection of its own."""
-    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
+def rows(where: Path | str | Location, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` read from the memory at ``where`` (a file, a PostgreSQL URL, or an
+    engine's ``location``) through a connection of its own.
+
+    Both schemas name their tables and columns alike, so a plain query reads the same on
+    either; ``?`` placeholders become psycopg's ``%s``.
+    """
+    location = where if isinstance(where, Location) else parse_location(where)
+    if location.is_postgres:
+        with psycopg.connect(location.target, autocommit=True) as pg:
+            query = sql.replace("%", "%%").replace("?", "%s")
+            return [tuple(row) for row in pg.execute(query, params).fetchall()]
+    conn = open_connection(location.path, read_only=True, busy_timeout_ms=5000)
     try:
         return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def execute(where: Path | str | Location, sql: str, *params: Any) -> None:
+    """Run one writing statement on the memory at ``where`` and commit it (what a test
+    stages that the engine would refuse to write)."""
+    location = where if isinstance(where, Location) else parse_location(where)
+    if location.is_postgres:
+        with psycopg.connect(location.target, autocommit=True) as pg:
+            pg.execute(sql.replace("%", "%%").replace("?", "%s"), params)
+        return
+    conn = open_connection(location.path, read_only=False, busy_timeout_ms=5000)
+    try:
+        conn.execute(sql, params)
     finally:
         conn.close()
 
@@ -31,6 +59,28 @@ def rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 def db_path(tmp_path: Path) -> Path:
     """A path for a new memory file."""
     return tmp_path / "memory.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def new_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """Makes new memories, all of one backend per test (run once per backend): ``new_memory
+    ("name")`` is a file path under ``tmp_path``, or the URL of a fresh PostgreSQL database
+    (the test server starts only for that param), dropped after the test."""
+    def make(name: str) -> str:
+        if request.param == "postgres":
+            server = request.getfixturevalue("pg_server")
+            database = server.create_database(server.migrated_template())
+            request.addfinalizer(lambda: server.drop_database(database))
+            return str(server.url(database))
+        return str(tmp_path / f"{name}.db")
+    return make
+
+
+@pytest.fixture
+def memory(new_memory: Callable[[str], str]) -> str:
+    """Where a new memory lives: a file under ``tmp_path``, or a fresh PostgreSQL database's
+    URL; test ids read ``[sqlite]`` / ``[postgres]``."""
+    return new_memory("memory")
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ unreadable time refuses only its own message; a session's ``updated_at`` never m
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,8 @@ NOW_TEXT = "2030-01-02T03:04:05.000Z"
 
 
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=CONFIG) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=CONFIG) as opened:
         yield opened
 
 

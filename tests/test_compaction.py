@@ -21,15 +21,16 @@ from tests.conftest import rows
 from tests.test_summaries import ROOT, config, fill, message
 
 
-def markers(db_path: Path, session: str) -> list[tuple[int, dict[str, Any]]]:
-    found = rows(db_path, "SELECT sequence, payload_json FROM conversation_events"
-                          " WHERE session_id = ? AND json_extract(payload_json,"
-                          " '$.metadata.compact_marker') IS NOT NULL ORDER BY sequence", session)
-    return [(sequence, json.loads(payload)) for sequence, payload in found]
+def markers(memory: str, session: str) -> list[tuple[int, dict[str, Any]]]:
+    found = rows(memory, "SELECT sequence, payload_json FROM conversation_events"
+                          " WHERE session_id = ? ORDER BY sequence", session)
+    return [(sequence, parsed) for sequence, parsed in
+            ((sequence, json.loads(payload)) for sequence, payload in found)
+            if parsed.get("metadata", {}).get("compact_marker") is not None]
 
 
-async def test_compaction_archives_marks_and_replays_across_several(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_compaction_archives_marks_and_replays_across_several(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 6)
         first = await engine.compact("s")
         assert (first.archive_name, first.marker_sequence, first.compacted) == (
@@ -54,16 +55,16 @@ async def test_compaction_archives_marks_and_replays_across_several(db_path: Pat
         assert (second.first_sequence, second.last_sequence) == (8, 9)
         assert (await engine.restore("s", 5000)).sequences == [10]
         assert [r.sequence for r in await engine.recall("s")] == list(range(1, 11))
-        assert [m[0] for m in markers(db_path, "s")] == [7, 10]
-        assert markers(db_path, "s")[1][1]["metadata"]["compact_marker"]["archive_name"] == (
+        assert [m[0] for m in markers(memory, "s")] == [7, 10]
+        assert markers(memory, "s")[1][1]["metadata"]["compact_marker"]["archive_name"] == (
             "archive s #2")
         archives = await engine.list_archives("s")
         assert [(a["archive_name"], a["marker_sequence"]) for a in archives] == [
             ("archive s #1", 7), ("archive s #2", 10)]
         # Every folded event is marked; markers are not indexed as chunks.
-        assert rows(db_path, "SELECT count(*) FROM conversation_events WHERE session_id = 's'"
+        assert rows(memory, "SELECT count(*) FROM conversation_events WHERE session_id = 's'"
                              " AND consolidated_at IS NULL") == [(0,)]
-        assert rows(db_path, "SELECT count(*) FROM chunks WHERE session_id = 's'"
+        assert rows(memory, "SELECT count(*) FROM chunks WHERE session_id = 's'"
                              " AND sequence_start IN (7, 10)") == [(0,)]
         # The archive is found through memory search, like any note.
         hits = await engine.recall_memories("Lisbon")
@@ -71,6 +72,7 @@ async def test_compaction_archives_marks_and_replays_across_several(db_path: Pat
 
 
 async def test_the_markdown_copy_is_written_beside_the_file(db_path: Path) -> None:
+    # Beside the SQLite file; a server's memory has no folder (see the archive_dir test).
     async with Engine.open(db_path, config=config()) as engine:
         await fill(engine, "chat/42: ünïcode", 4)
         result = await engine.compact("chat/42: ünïcode")
@@ -83,17 +85,17 @@ async def test_the_markdown_copy_is_written_beside_the_file(db_path: Path) -> No
         assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-async def test_archive_dir_from_config(db_path: Path, tmp_path: Path) -> None:
+async def test_archive_dir_from_config(memory: str, tmp_path: Path) -> None:
     where = tmp_path / "elsewhere"
-    async with Engine.open(db_path, config=config(archive_dir=str(where))) as engine:
+    async with Engine.open(memory, config=config(archive_dir=str(where))) as engine:
         await fill(engine, "s", 4)
         result = await engine.compact("s")
         assert Path(result.file_path) == where / "s" / "archive_s_1-" \
             f"{archive_files.safe_name('archive s #1').rsplit('-', 1)[1]}.md"
 
 
-async def test_nothing_to_compact_is_refused_clearly(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_nothing_to_compact_is_refused_clearly(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         with pytest.raises(NotFound):
             await engine.compact("nobody")
         await fill(engine, "s", 2)
@@ -102,8 +104,8 @@ async def test_nothing_to_compact_is_refused_clearly(db_path: Path) -> None:
             await engine.compact("s")
 
 
-async def test_a_message_arriving_mid_compaction_makes_it_write_nothing(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_a_message_arriving_mid_compaction_makes_it_write_nothing(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 4)
         summarize = engine.summaries.summarizer.summarize
         loop = asyncio.get_running_loop()
@@ -116,14 +118,14 @@ async def test_a_message_arriving_mid_compaction_makes_it_write_nothing(db_path:
         with pytest.raises(SummaryConflict, match="changed while it was being compacted"):
             await engine.compact("s")
         assert await engine.list_archives() == []
-        assert markers(db_path, "s") == []
+        assert markers(memory, "s") == []
         assert (await engine.list_notes()).total == 0
-        assert rows(db_path, "SELECT count(*) FROM conversation_events"
+        assert rows(memory, "SELECT count(*) FROM conversation_events"
                              " WHERE consolidated_at IS NOT NULL") == [(0,)]
 
 
-async def test_compaction_folds_the_rolling_summary_in_and_resets_it(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_compaction_folds_the_rolling_summary_in_and_resets_it(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 9)
         assert (await engine.summarize("s")).applied
         result = await engine.compact("s")
@@ -145,8 +147,8 @@ def test_archive_names_fit_the_name_limit() -> None:
 
 # -- consolidation ------------------------------------------------------------------------
 
-async def test_consolidation_compacts_idle_conversations_only(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_consolidation_compacts_idle_conversations_only(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         for session in ("a", "b", "c"):
             await fill(engine, session, 3)
         await engine.add_note("plan", "a note is never consolidated")
@@ -155,7 +157,7 @@ async def test_consolidation_compacts_idle_conversations_only(db_path: Path) -> 
         assert sorted(r.session_id for r in report.compacted) == ["a", "b", "c"]
         assert seen == [(1, 3, "a"), (2, 3, "b"), (3, 3, "c")]
         assert (report.skipped, report.failed) == ({}, {})
-        assert rows(db_path, "SELECT value FROM memory_meta WHERE key = ?",
+        assert rows(memory, "SELECT value FROM memory_meta WHERE key = ?",
                     LAST_RUN_KEY) == [(report.finished_at,)]
         again = await engine.consolidate(0)
         assert again.compacted == []  # nothing new: nothing summarised twice
@@ -179,15 +181,15 @@ CRASHER = textwrap.dedent("""
 
 
 async def test_consolidation_resumes_after_a_crash_without_summarising_twice(
-        db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+        memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         for session in ("a", "b", "c"):
             await fill(engine, session, 3)
-    crashed = subprocess.run([sys.executable, "-c", CRASHER, str(db_path), json.dumps(config())],
+    crashed = subprocess.run([sys.executable, "-c", CRASHER, str(memory), json.dumps(config())],
                              capture_output=True, text=True, cwd=str(ROOT), timeout=120)
     assert crashed.returncode == 9, crashed.stderr
     assert crashed.stdout.split() == ["compacted", "a"]
-    async with Engine.open(db_path, config=config()) as engine:
+    async with Engine.open(memory, config=config()) as engine:
         summarised: list[list[int]] = []
         summarize = engine.summaries.summarizer.summarize
 
@@ -204,8 +206,8 @@ async def test_consolidation_resumes_after_a_crash_without_summarising_twice(
         assert all(a["file_path"] and Path(a["file_path"]).exists() for a in archives)
 
 
-async def test_a_missing_markdown_file_is_written_again_from_the_note(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_a_missing_markdown_file_is_written_again_from_the_note(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 3)
         result = await engine.compact("s")
         os.unlink(result.file_path)
@@ -217,10 +219,10 @@ async def test_a_missing_markdown_file_is_written_again_from_the_note(db_path: P
 
 
 async def test_an_unwritable_archive_folder_keeps_the_compaction_and_says_why(
-        db_path: Path, tmp_path: Path) -> None:
+        memory: str, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the archive folder should be")
-    async with Engine.open(db_path, config=config(archive_dir=str(blocker))) as engine:
+    async with Engine.open(memory, config=config(archive_dir=str(blocker))) as engine:
         await fill(engine, "s", 3)
         result = await engine.compact("s")
         assert result.file_path is None and result.file_error
@@ -228,13 +230,13 @@ async def test_an_unwritable_archive_folder_keeps_the_compaction_and_says_why(
         assert (await engine.restore("s", 1000)).marker_sequence == result.marker_sequence
 
 
-async def test_the_background_loop_runs_when_the_interval_is_due(db_path: Path) -> None:
+async def test_the_background_loop_runs_when_the_interval_is_due(memory: str) -> None:
     background = {**config(), "consolidation": {"enabled": True, "idle_hours": 0,
                                                 "interval_hours": 6}}
-    async with Engine.open(db_path, config=config()) as engine:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 3)
         await engine.backend.write_meta(LAST_RUN_KEY, "2000-01-01T00:00:00.000Z")
-    async with Engine.open(db_path, config=background) as engine:
+    async with Engine.open(memory, config=background) as engine:
         for _ in range(500):  # the loop starts at open; wait for it to finish its pass
             if await engine.backend.read_meta(LAST_RUN_KEY) != "2000-01-01T00:00:00.000Z":
                 break
@@ -242,9 +244,9 @@ async def test_the_background_loop_runs_when_the_interval_is_due(db_path: Path) 
         assert [a["session_id"] for a in await engine.list_archives()] == ["s"]
 
 
-async def test_a_new_file_waits_one_interval_before_its_first_pass(db_path: Path) -> None:
+async def test_a_new_file_waits_one_interval_before_its_first_pass(memory: str) -> None:
     background = {**config(), "consolidation": {"enabled": True, "idle_hours": 0}}
-    async with Engine.open(db_path, config=background) as engine:
+    async with Engine.open(memory, config=background) as engine:
         await fill(engine, "s", 3)
         for _ in range(50):
             if await engine.backend.read_meta(LAST_RUN_KEY):
@@ -270,8 +272,8 @@ def http_config(chat, **summary: Any) -> dict[str, Any]:
                   timeout_secs=5, **summary)
 
 
-async def test_the_http_summarizer_writes_summaries_and_archives(db_path: Path, chat) -> None:
-    async with Engine.open(db_path, config=http_config(chat)) as engine:
+async def test_the_http_summarizer_writes_summaries_and_archives(memory: str, chat) -> None:
+    async with Engine.open(memory, config=http_config(chat)) as engine:
         await fill(engine, "s", 9)
         outcome = await engine.summarize("s")
         assert outcome.applied, outcome.reason
@@ -287,17 +289,17 @@ async def test_the_http_summarizer_writes_summaries_and_archives(db_path: Path, 
 
 
 async def test_an_endpoint_failing_mid_consolidation_leaves_that_history_as_it_was(
-        db_path: Path, chat) -> None:
-    async with Engine.open(db_path, config=http_config(chat)) as engine:
+        memory: str, chat) -> None:
+    async with Engine.open(memory, config=http_config(chat)) as engine:
         for session in ("a", "b"):
             await fill(engine, session, 3)
         chat.mode = "error"
-        before = rows(db_path, "SELECT session_id, sequence, payload_json, consolidated_at"
+        before = rows(memory, "SELECT session_id, sequence, payload_json, consolidated_at"
                                " FROM conversation_events ORDER BY 1, 2")
         report = await engine.consolidate(0)
         assert report.compacted == [] and sorted(report.failed) == ["a", "b"]
         assert "HTTP 500" in report.failed["a"] and "sk-secret" not in report.failed["a"]
-        assert rows(db_path, "SELECT session_id, sequence, payload_json, consolidated_at"
+        assert rows(memory, "SELECT session_id, sequence, payload_json, consolidated_at"
                              " FROM conversation_events ORDER BY 1, 2") == before
         assert await engine.list_archives() == []
         assert (await engine.summary_state("a")).last_error == report.failed["a"]

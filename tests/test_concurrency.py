@@ -5,7 +5,6 @@ finds a lost write when there is one."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -48,8 +47,8 @@ def test_a_write_is_one_of_the_last_when_no_write_began_after_its_acknowledgemen
 
 
 async def test_the_check_finds_lost_appends_notes_scratchpads_and_removals(
-        db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for i in (1, 2):
             await engine.append("chat", {"role": "user", "content": f"turn {i}",
                                          "metadata": {"op": f"A{i}"}}, namespace=AGENT)
@@ -71,7 +70,7 @@ async def test_the_check_finds_lost_appends_notes_scratchpads_and_removals(
     ledger.removed.add((DEVELOPER, back.note_id))
     ledger.keys["kept"] = stale.note_id  # the key names another note
 
-    verdict = await verify(db_path, DETERMINISTIC, ledger)
+    verdict = await verify(memory, DETERMINISTIC, ledger)
     assert verdict.appends_checked == 2 and verdict.lost_appends == 1
     assert verdict.unacknowledged_events == 1
     assert verdict.registers_checked == 3

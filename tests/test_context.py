@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from core import Engine
 from core.storage import connection, fts_rows
 from core.storage.migrations import available_migrations, latest_version, split_statements
 from core.storage.search import Scope
-from tests.conftest import DETERMINISTIC
+from tests.conftest import DETERMINISTIC, rows
 
 TURNS = [
     ("user", "Caroline", "Did you paint anything over the summer?"),
@@ -25,21 +26,17 @@ def payload(role: str, name: str, content: str) -> dict:
     return {"role": role, "name": name, "content": content}
 
 
-def contexts(path: Path, session_id: str) -> list[str]:
-    conn = connection.open_connection(path, read_only=True, busy_timeout_ms=5000)
-    try:
-        return [row[0] for row in conn.execute(
-            "SELECT context_text FROM chunks WHERE session_id = ? ORDER BY sequence_start",
-            (session_id,))]
-    finally:
-        conn.close()
+def contexts(where: Path | str, session_id: str) -> list[str]:
+    return [row[0] for row in rows(
+        where, "SELECT context_text FROM chunks WHERE session_id = ? ORDER BY sequence_start",
+        session_id)]
 
 
-async def test_each_chunk_carries_the_two_messages_before_it(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_each_chunk_carries_the_two_messages_before_it(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for role, name, text in TURNS:
             await engine.append("s", payload(role, name, text))
-    found = contexts(db_path, "s")
+    found = contexts(memory, "s")
     assert found[0] == ""
     assert found[1] == "Caroline: Did you paint anything over the summer?"
     assert found[2] == ("Caroline: Did you paint anything over the summer?\x1e"
@@ -47,38 +44,40 @@ async def test_each_chunk_carries_the_two_messages_before_it(db_path: Path) -> N
     assert found[4].startswith("Caroline: That sounds lovely.")
 
 
-async def test_context_is_cut_and_can_be_turned_off(tmp_path: Path) -> None:
+async def test_context_is_cut_and_can_be_turned_off(new_memory: Callable[[str], str]) -> None:
+    short_at, off_at = new_memory("short"), new_memory("off")
     short = {**DETERMINISTIC, "chunking": {"context_messages": 1, "context_chars": 9}}
-    async with Engine.open(tmp_path / "short.db", config=short) as engine:
+    async with Engine.open(short_at, config=short) as engine:
         for role, name, text in TURNS[:3]:
             await engine.append("s", payload(role, name, text))
-    assert contexts(tmp_path / "short.db", "s") == ["", "Caroline:", "Melanie: "]
+    assert contexts(short_at, "s") == ["", "Caroline:", "Melanie: "]
     off = {**DETERMINISTIC, "chunking": {"context_messages": 0}}
-    async with Engine.open(tmp_path / "off.db", config=off) as engine:
+    async with Engine.open(off_at, config=off) as engine:
         for role, name, text in TURNS[:3]:
             await engine.append("s", payload(role, name, text))
-    assert contexts(tmp_path / "off.db", "s") == ["", "", ""]
+    assert contexts(off_at, "s") == ["", "", ""]
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 1000])
 async def test_the_bulk_path_gives_the_same_contexts_as_storing_one_by_one(
-        tmp_path: Path, batch_size: int) -> None:
+        new_memory: Callable[[str], str], batch_size: int) -> None:
+    one, bulk = new_memory("one"), new_memory("bulk")
     items = [(sid, n, payload(role, name, f"{text} ({sid})"))
              for n, (role, name, text) in enumerate(TURNS, 1) for sid in ("a", "b")]
-    async with Engine.open(tmp_path / "one.db", config=DETERMINISTIC) as engine:
+    async with Engine.open(one, config=DETERMINISTIC) as engine:
         for sid, n, message in items:
             await engine.store(sid, n, message)
-    async with Engine.open(tmp_path / "bulk.db", config=DETERMINISTIC) as engine:
+    async with Engine.open(bulk, config=DETERMINISTIC) as engine:
         # The session's first message goes in alone, so the bulk path must read it back.
         await engine.store("a", 1, items[0][2])
         result = await engine.store_many(items[1:], batch_size=batch_size)
         assert result.rejected == []
     for sid in ("a", "b"):
-        assert contexts(tmp_path / "bulk.db", sid) == contexts(tmp_path / "one.db", sid)
+        assert contexts(bulk, sid) == contexts(one, sid)
 
 
-async def test_a_reply_is_found_by_the_words_of_the_question_it_answers(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_a_reply_is_found_by_the_words_of_the_question_it_answers(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for role, name, text in TURNS:
             await engine.append("s", payload(role, name, text))
         found = await engine.search(session_id="s", query="what did Melanie paint?",
@@ -92,8 +91,8 @@ async def test_a_reply_is_found_by_the_words_of_the_question_it_answers(db_path:
         assert reply["context"].startswith("Caroline: Did you paint")
 
 
-async def test_session_terms_stem_like_plain_words(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_session_terms_stem_like_plain_words(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 1, payload("user", "", "she paints sunsets and feeds the cats"),
                            agent="x")
         for scope in ({"session_id": "s"}, {"namespace": "x"}):
@@ -111,6 +110,7 @@ def test_prefixes_are_consonants_and_prefixing_follows_the_tokenizer() -> None:
 
 async def test_sessions_sharing_a_prefix_still_never_see_each_other(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # About SQLite's FTS5 table, where a session's terms carry a prefix of its id.
     monkeypatch.setattr(fts_rows, "session_prefix", lambda session_id: "bcdfghjklmnp")
     monkeypatch.setattr("core.storage.search.session_prefix", lambda session_id: "bcdfghjklmnp")
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:

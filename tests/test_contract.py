@@ -65,25 +65,25 @@ async def _exercise_contract(path: Path, config: dict) -> None:
         assert await engine.recall("bob", limit=None)
 
 
-async def test_contract_with_the_deterministic_backend(tmp_path: Path) -> None:
-    await _exercise_contract(tmp_path / "m.db", {"embedding": {"backend": "deterministic"}})
+async def test_contract_with_the_deterministic_backend(memory: str) -> None:
+    await _exercise_contract(memory, {"embedding": {"backend": "deterministic"}})
 
 
-async def test_contract_with_a_model2vec_folder(tmp_path: Path, tiny_model_dir: Path) -> None:
+async def test_contract_with_a_model2vec_folder(memory: str, tiny_model_dir: Path) -> None:
     config = {"embedding": {"backend": "model2vec", "model": str(tiny_model_dir)}}
-    await _exercise_contract(tmp_path / "m.db", config)
+    await _exercise_contract(memory, config)
 
 
 @pytest.mark.real_model
-async def test_contract_with_the_shared_model(tmp_path: Path, shared_model: Path) -> None:
+async def test_contract_with_the_shared_model(memory: str, shared_model: Path) -> None:
     config = {"embedding": {"backend": "model2vec", "model": str(shared_model)}}
-    await _exercise_contract(tmp_path / "m.db", config)
+    await _exercise_contract(memory, config)
 
 
-async def test_contract_with_a_config_file(tmp_path: Path) -> None:
+async def test_contract_with_a_config_file(tmp_path: Path, memory: str) -> None:
     toml = tmp_path / "workbench.toml"
     toml.write_text('[embedding]\nbackend = "deterministic"\n')
-    async with Engine.open(tmp_path / "m.db", config=toml) as engine:
+    async with Engine.open(memory, config=toml) as engine:
         await engine.store("s", 1, {"role": "user", "content": "hello"})
         await engine.drain()
         assert len(await engine.recall("s", limit=None)) == 1

@@ -75,8 +75,8 @@ def http_config(server: EmbeddingServer, **overrides: Any) -> dict[str, Any]:
 # --- http backend ------------------------------------------------------------------------------
 
 
-async def test_http_backend_end_to_end(tmp_path: Path, server: EmbeddingServer) -> None:
-    path = tmp_path / "http.db"
+async def test_http_backend_end_to_end(memory: str, server: EmbeddingServer) -> None:
+    path = memory
     async with Engine.open(path, config=http_config(server, dimensions=8)) as engine:
         assert (engine.embedder.name, engine.embedder.dimension) == ("http:test-embed", 8)
         assert not engine.embedding_fell_back and engine.warnings == []
@@ -102,11 +102,11 @@ async def test_http_backend_end_to_end(tmp_path: Path, server: EmbeddingServer) 
 
 
 async def test_failing_endpoint_keeps_stores_and_hides_the_key(
-        tmp_path: Path, server: EmbeddingServer, caplog: pytest.LogCaptureFixture,
+        memory: str, server: EmbeddingServer, caplog: pytest.LogCaptureFixture,
         recwarn: pytest.WarningsRecorder) -> None:
     caplog.set_level(logging.DEBUG)
     server.fail_after = 1  # the dimension probe succeeds, every later request gets a 500
-    path = tmp_path / "failing.db"
+    path = memory
     config = http_config(server, max_attempts=2)
     raised: list[BaseException] = []
     async with Engine.open(path, config=config) as engine:
@@ -151,10 +151,10 @@ async def test_failing_endpoint_keeps_stores_and_hides_the_key(
 
 
 async def test_failing_endpoint_hybrid_query_still_finds_text(
-        tmp_path: Path, server: EmbeddingServer) -> None:
+        memory: str, server: EmbeddingServer) -> None:
     """With the embeddings endpoint down, the FTS leg alone should still answer."""
     server.fail_after = 1
-    async with Engine.open(tmp_path / "down.db",
+    async with Engine.open(memory,
                            config=http_config(server, max_attempts=1)) as engine:
         await store_all(engine)
         for weights in ({"vector_weight": 0, "fts_weight": 1}, {}):  # {}: the 0.7/0.3 default
@@ -166,11 +166,11 @@ async def test_failing_endpoint_hybrid_query_still_finds_text(
 # --- offline fallback --------------------------------------------------------------------------
 
 
-async def test_offline_model_falls_back_to_deterministic(tmp_path: Path,
+async def test_offline_model_falls_back_to_deterministic(memory: str,
                                                          isolated_hub_cache: Path) -> None:
     config = {"embedding": {"backend": "model2vec", "model": "no-such-org/no-such-model",
                             "allow_download": False}}
-    async with Engine.open(tmp_path / "offline.db", config=config) as engine:
+    async with Engine.open(memory, config=config) as engine:
         assert engine.embedding_fell_back is True
         assert len(engine.warnings) == 1
         (warning,) = engine.warnings
@@ -245,8 +245,8 @@ async def test_reindex_moves_a_file_to_another_dimension(tmp_path: Path, explici
 
 
 async def test_same_dimension_other_model_turns_the_vector_leg_off(
-        tmp_path: Path, tiny_model_dir: Path) -> None:
-    path = tmp_path / "models.db"
+        memory: str, tiny_model_dir: Path) -> None:
+    path = memory
     async with Engine.open(path, config={"embedding": {"model": str(tiny_model_dir)}}) as engine:
         assert (engine.embedder.name, engine.embedder.dimension) == ("model2vec:tiny-m2v", 16)
         first = await store_all(engine)
@@ -282,8 +282,8 @@ async def test_same_dimension_other_model_turns_the_vector_leg_off(
         assert results and results[0].vector_rank is not None
 
 
-async def test_reindex_open_before_reindex_does_not_break_queries(tmp_path: Path) -> None:
-    path = tmp_path / "pending-reindex.db"
+async def test_reindex_open_before_reindex_does_not_break_queries(memory: str) -> None:
+    path = memory
     async with Engine.open(path, config=deterministic(32)) as engine:
         await store_all(engine)
         await engine.drain(timeout=30)

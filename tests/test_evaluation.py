@@ -305,9 +305,9 @@ async def test_sweep_covers_the_grid_and_marks_the_best(locomo_file: Path) -> No
     assert best.overall.metrics["recall@10"] == 1.0
 
 
-async def test_storing_a_dataset_twice_adds_nothing(locomo_file: Path, db_path: Path) -> None:
+async def test_storing_a_dataset_twice_adds_nothing(locomo_file: Path, memory: str) -> None:
     (conversion,) = convert_locomo_file(locomo_file)
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         first = await store_dataset(engine, conversion.dataset)
         again = await store_dataset(engine, conversion.dataset)
         await engine.drain()
@@ -322,10 +322,10 @@ async def test_storing_a_dataset_twice_adds_nothing(locomo_file: Path, db_path: 
     assert report.overall.metrics["recall@25"] == 1.0
 
 
-async def test_an_import_that_stopped_part_way_resumes(locomo_file: Path, db_path: Path) -> None:
+async def test_an_import_that_stopped_part_way_resumes(locomo_file: Path, memory: str) -> None:
     (conversion,) = convert_locomo_file(locomo_file)
     messages = conversion.dataset.messages["locomo-77"]
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for message in messages[:3]:
             await engine.store("locomo-77", message.sequence, message.message)
         resumed = await store_dataset(engine, conversion.dataset)
@@ -334,9 +334,9 @@ async def test_an_import_that_stopped_part_way_resumes(locomo_file: Path, db_pat
 
 
 async def test_a_session_holding_other_messages_is_refused(locomo_file: Path,
-                                                          db_path: Path) -> None:
+                                                          memory: str) -> None:
     (conversion,) = convert_locomo_file(locomo_file)
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("locomo-77", 1, {"role": "user", "content": "something else"})
         with pytest.raises(InvalidInput, match="holds other messages"):
             await store_dataset(engine, conversion.dataset)

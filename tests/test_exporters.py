@@ -24,8 +24,8 @@ TOOL_CALL = {"id": "c1", "type": "function",
 
 
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=CONFIG) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=CONFIG) as opened:
         yield opened
 
 

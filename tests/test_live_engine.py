@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,11 +17,11 @@ from tests.conftest import DETERMINISTIC
 
 
 async def test_a_deferred_model_lets_reads_run_first_and_writes_wait_for_it(
-        db_path: Path, tiny_model_dir: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        new_memory: Callable[[str], str], tiny_model_dir: Path) -> None:
+    async with Engine.open(new_memory("memory"), config=DETERMINISTIC) as engine:
         await engine.append("s1", {"role": "user", "content": "the dog went hiking"})
     config = {"embedding": {"backend": "model2vec", "model": str(tiny_model_dir)}}
-    db2 = db_path.with_name("other.db")
+    db2 = new_memory("other")
     async with Engine.open(db2, config=config, defer_model=True) as engine:
         assert not engine.model_loaded
         assert engine.embedder.name.endswith("(loading)")
@@ -36,12 +37,12 @@ async def test_a_deferred_model_lets_reads_run_first_and_writes_wait_for_it(
 
 
 async def test_the_services_count_with_the_model_a_deferred_load_brings(
-        db_path: Path, tiny_model_dir: Path) -> None:
+        memory: str, tiny_model_dir: Path) -> None:
     """The services are built before a deferred model loads: none may keep the placeholder's
     estimate (four characters a token) once the model's tokenizer is there."""
     config = {"embedding": {"backend": "model2vec", "model": str(tiny_model_dir)},
               "consolidation": {"enabled": False}}
-    async with Engine.open(db_path, config=config, defer_model=True) as engine:
+    async with Engine.open(memory, config=config, defer_model=True) as engine:
         assert not engine.tokens.exact
         await engine.append("s1", {"role": "user", "content": "a bird by the lake"})
         assert engine.tokens.exact
@@ -54,12 +55,12 @@ async def test_the_services_count_with_the_model_a_deferred_load_brings(
 
 
 async def test_a_deferred_model_the_file_refuses_raises_from_the_calls_that_need_it(
-        db_path: Path, tiny_model_dir: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:   # 64 dimensions
+        memory: str, tiny_model_dir: Path) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:   # 64 dimensions
         await engine.append("s1", {"role": "user", "content": "kept"})
         await engine.drain()
     config = {"embedding": {"backend": "model2vec", "model": str(tiny_model_dir)}}
-    async with Engine.open(db_path, config=config, defer_model=True) as engine:
+    async with Engine.open(memory, config=config, defer_model=True) as engine:
         assert [s.session_id for s in await engine.list_sessions()] == ["s1"]
         with pytest.raises(DimensionMismatch):
             await engine.model_ready()
@@ -69,9 +70,9 @@ async def test_a_deferred_model_the_file_refuses_raises_from_the_calls_that_need
         assert len(await engine.recall("s1")) == 1
 
 
-async def test_pulse_moves_when_another_process_commits(db_path: Path) -> None:
+async def test_pulse_moves_when_another_process_commits(memory: str) -> None:
     # No embedding worker here: its commits would move the counter too.
-    async with Engine.open(db_path, config=DETERMINISTIC, start_worker=False) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC, start_worker=False) as engine:
         await engine.append("s1", {"role": "user", "content": "first"})
         before = await engine.pulse()
         assert before.data_version == (await engine.pulse()).data_version  # no commit, no move
@@ -80,23 +81,23 @@ async def test_pulse_moves_when_another_process_commits(db_path: Path) -> None:
                   f"    async with Engine.open(sys.argv[1], config={DETERMINISTIC!r}) as e:\n"
                   "        await e.append('s2', {'role': 'user', 'content': 'from the agent'})\n"
                   "asyncio.run(main())\n")
-        subprocess.run([sys.executable, "-c", script, str(db_path)], check=True, timeout=60)
+        subprocess.run([sys.executable, "-c", script, str(memory)], check=True, timeout=60)
         after = await engine.pulse()
         assert after.data_version != before.data_version
         assert {s.session_id for s in await engine.list_sessions()} == {"s1", "s2"}
 
 
-async def test_pulse_counts_the_backlog_without_the_worker(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC, start_worker=False) as engine:
+async def test_pulse_counts_the_backlog_without_the_worker(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC, start_worker=False) as engine:
         await engine.append("s1", {"role": "user", "content": "one chunk waits"})
         pulse = await engine.pulse()
         assert pulse.backlog == 1 and pulse.failed == 0
 
 
-async def test_a_frozen_clock_stamps_what_the_engine_writes(db_path: Path) -> None:
+async def test_a_frozen_clock_stamps_what_the_engine_writes(memory: str) -> None:
     moment = datetime(2026, 3, 14, 9, 26, 53, 589000, tzinfo=UTC)
     with clock.frozen(moment):
-        async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        async with Engine.open(memory, config=DETERMINISTIC) as engine:
             await engine.append("s1", {"role": "user", "content": "pi day"})
             (record,) = await engine.recall("s1")
     assert record.created_at == "2026-03-14T09:26:53.589Z"

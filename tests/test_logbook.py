@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from core import Engine
@@ -11,8 +9,8 @@ from core.errors import InvalidInput, NotFound
 from tests.conftest import DETERMINISTIC
 
 
-async def test_every_query_is_logged_and_replays_exactly(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_every_query_is_logged_and_replays_exactly(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for seq, text in enumerate(["the red kite", "a blue whale", "red shoes on sale"], 1):
             await engine.store("s", seq, {"role": "user", "content": text})
         await engine.drain()
@@ -35,27 +33,27 @@ async def test_every_query_is_logged_and_replays_exactly(db_path: Path) -> None:
             await engine.replay(99999)
 
 
-async def test_queries_waiting_for_the_log_are_written_at_close(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_queries_waiting_for_the_log_are_written_at_close(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 1, {"role": "user", "content": "a kite"})
         for n in range(5):
             await engine.hybrid_query(session_id="s", query=f"kite {n}")
     # Closed at once, before the batching delay ran out: nothing is lost.
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         assert [e["query"] for e in await engine.retrieval_log()] == [
             f"kite {n}" for n in reversed(range(5))]
 
 
-async def test_the_log_can_be_switched_off(db_path: Path) -> None:
+async def test_the_log_can_be_switched_off(memory: str) -> None:
     config = {**DETERMINISTIC, "retrieval": {"log_enabled": False}}
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(memory, config=config) as engine:
         await engine.store("s", 1, {"role": "user", "content": "quiet"})
         await engine.hybrid_query(session_id="s", query="quiet")
         assert await engine.retrieval_log() == []
 
 
-async def test_judgments_are_stored_and_changed(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_judgments_are_stored_and_changed(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 1, {"role": "user", "content": "find me"})
         (hit,) = await engine.hybrid_query(session_id="s", query="find")
         await engine.judge("find", hit.chunk_id, 3, session_id="s")
@@ -68,10 +66,10 @@ async def test_judgments_are_stored_and_changed(db_path: Path) -> None:
             await engine.judge("find", hit.chunk_id, 7, session_id="s")
 
 
-async def test_get_context_combines_recency_salience_and_relevance(db_path: Path) -> None:
+async def test_get_context_combines_recency_salience_and_relevance(memory: str) -> None:
     config = {**DETERMINISTIC, "retrieval": {"recency_limit": 3, "relevance_limit": 2,
                                              "relevance_threshold": 0.3}}
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(memory, config=config) as engine:
         await engine.store("s", 1, {"role": "user", "content": "my passport number is X123",
                                     "importance": 0.9})
         await engine.store("s", 2, {"role": "user", "content": "the violin recital is friday"})

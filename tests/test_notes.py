@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
 from core.storage import note_listing
 from core.storage.connection import open_connection
 from core.storage.events import scope_token_for
-from tests.conftest import DETERMINISTIC, rows
+from core.storage.locations import parse_location
+from tests.conftest import DETERMINISTIC, execute, rows
 
 NOTE_ID = re.compile(r"note-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
@@ -31,17 +33,26 @@ def index_rows(path: Path, note_id: str) -> dict[str, int]:
         "chunks": len(chunk_ids),
         "vectors": rows(path, f"SELECT count(*) FROM chunks_vec WHERE chunk_id IN ({marks})",
                         *chunk_ids)[0][0],
-        "fts": rows(path, "SELECT count(*) FROM chunks_fts WHERE rowid IN"
+        "fts": rows(path, f"SELECT count(*) FROM {fts_table(path)} WHERE {fts_key(path)} IN"
                           f" ({','.join('?' * len(fts_rowids)) or 'NULL'})", *fts_rowids)[0][0],
-        "events": rows(path, "SELECT count(*) FROM conversation_events"
-                             " WHERE json_extract(payload_json, '$.metadata.note_id') = ?",
-                       note_id)[0][0],
+        "events": sum(json.loads(payload).get("metadata", {}).get("note_id") == note_id
+                      for (payload,) in rows(path, "SELECT payload_json FROM conversation_events")),
     }
 
 
+def fts_table(where: Path | str) -> str:
+    """Where full-text rows live: SQLite's FTS5 table, or PostgreSQL's chunks themselves
+    (their ``fts`` column is generated from the text, so a chunk's row is its FTS row)."""
+    return "chunks" if parse_location(where).is_postgres else "chunks_fts"
+
+
+def fts_key(where: Path | str) -> str:
+    return "fts_rowid" if parse_location(where).is_postgres else "rowid"
+
+
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=DETERMINISTIC) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=DETERMINISTIC) as opened:
         yield opened
 
 
@@ -76,9 +87,9 @@ async def test_defaults_are_core_note_half_importance(engine: Engine) -> None:
         "Note", "core", 0.5, "", [])
 
 
-async def test_the_configured_default_category_applies(db_path: Path) -> None:
+async def test_the_configured_default_category_applies(memory: str) -> None:
     config = {**DETERMINISTIC, "notes": {"default_category": "daily"}}
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(memory, config=config) as engine:
         assert (await engine.add_note("n", "text")).category == "daily"
 
 
@@ -134,9 +145,9 @@ async def test_a_name_or_alias_already_bound_is_refused(engine: Engine) -> None:
     assert [n.note_id for n in (await engine.list_notes()).notes] == [first.note_id]
 
 
-async def test_two_writers_racing_for_a_name_get_one_note(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as first, \
-            Engine.open(db_path, config=DETERMINISTIC) as second:
+async def test_two_writers_racing_for_a_name_get_one_note(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as first, \
+            Engine.open(memory, config=DETERMINISTIC) as second:
         outcomes = await asyncio.gather(
             *[engine.add_note("contested", f"from writer {n}")
               for n, engine in enumerate([first, second] * 3)], return_exceptions=True)
@@ -172,11 +183,11 @@ async def test_get_by_id_name_or_alias(engine: Engine) -> None:
 
 # --- write -------------------------------------------------------------------------------------
 
-async def test_write_replaces_content_and_keeps_identity(engine: Engine, db_path: Path) -> None:
+async def test_write_replaces_content_and_keeps_identity(engine: Engine, memory: str) -> None:
     note = await engine.add_note("plan", "pack the zebra costume", aliases=["p"],
                                  tags=["trip"])
     await engine.drain()
-    before = index_rows(db_path, note.note_id)
+    before = index_rows(memory, note.note_id)
     written = await engine.write_note("p", "book the giraffe hotel")
     assert (written.note_id, written.name, written.aliases, written.created_at, written.tags) == (
         note.note_id, "plan", ["p"], note.created_at, ["trip"])
@@ -184,7 +195,7 @@ async def test_write_replaces_content_and_keeps_identity(engine: Engine, db_path
     assert not await hits(engine, "zebra")
     assert [h.text for h in await hits(engine, "giraffe")] == ["book the giraffe hotel"]
     await engine.drain()
-    after = index_rows(db_path, note.note_id)
+    after = index_rows(memory, note.note_id)
     assert before == after == {"chunks": 1, "vectors": 1, "fts": 1, "events": 1}
     events = await engine.recall(engine.note_session())
     assert [e.payload["content"] for e in events] == ["book the giraffe hotel"]
@@ -280,22 +291,22 @@ async def test_alias_and_unalias_refusals(engine: Engine) -> None:
 
 # --- remove ------------------------------------------------------------------------------------
 
-async def test_remove_takes_every_row_with_it(engine: Engine, db_path: Path) -> None:
+async def test_remove_takes_every_row_with_it(engine: Engine, memory: str) -> None:
     note = await engine.add_note("long", " ".join(f"word{i}" for i in range(400)),
                                  aliases=["l"], tags=["t"])
     kept = await engine.add_note("kept", "a survivor")
     await engine.drain()
-    assert all(count > 0 for count in index_rows(db_path, note.note_id).values())
-    assert index_rows(db_path, note.note_id)["chunks"] > 3
+    assert all(count > 0 for count in index_rows(memory, note.note_id).values())
+    assert index_rows(memory, note.note_id)["chunks"] > 3
     assert await engine.remove_note("l") is True
-    assert index_rows(db_path, note.note_id) == {"chunks": 0, "vectors": 0, "fts": 0,
+    assert index_rows(memory, note.note_id) == {"chunks": 0, "vectors": 0, "fts": 0,
                                                  "events": 0}
     for table in ("notes", "note_names", "note_tags"):
-        assert rows(db_path, f"SELECT count(*) FROM {table} WHERE note_id = ?",
+        assert rows(memory, f"SELECT count(*) FROM {table} WHERE note_id = ?",
                     note.note_id) == [(0,)]
     assert await engine.remove_note(note.note_id) is False
     assert await engine.remove_note("long") is False
-    assert index_rows(db_path, kept.note_id) == {"chunks": 1, "vectors": 1, "fts": 1,
+    assert index_rows(memory, kept.note_id) == {"chunks": 1, "vectors": 1, "fts": 1,
                                                  "events": 1}
     assert await engine.backend.integrity_check() == ["ok"]
 
@@ -320,6 +331,10 @@ async def test_a_removed_notes_sequence_is_never_reused(engine: Engine) -> None:
 
 @pytest.fixture
 async def shelf(engine: Engine) -> Engine:
+    return await fill_shelf(engine)
+
+
+async def fill_shelf(engine: Engine) -> Engine:
     specs = [
         ("apple pie", "bake at 180 degrees with cinnamon", "core", "Note", ["food", "dessert"]),
         ("banana bread", "overripe bananas and walnuts", "daily", "Note", ["food"]),
@@ -394,11 +409,14 @@ async def test_list_refuses_bad_arguments(engine: Engine, kwargs, words: str) ->
         await engine.list_notes(**kwargs)
 
 
-async def test_every_listing_query_reaches_notes_through_an_index(shelf: Engine) -> None:
-    """No filter combination scans the notes or chunks tables (what keeps 100k notes fast)."""
+async def test_every_listing_query_reaches_notes_through_an_index(db_path: Path) -> None:
+    """No filter combination scans the notes or chunks tables (what keeps 100k notes fast).
+    About SQLite's query plans, read from the file."""
     storage = note_listing
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await fill_shelf(engine)
 
-    conn = open_connection(shelf.path, read_only=True, busy_timeout_ms=5000)
+    conn = open_connection(db_path, read_only=True, busy_timeout_ms=5000)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     queries = [storage.NoteQuery("default"), storage.NoteQuery("default", category="core"),
@@ -486,30 +504,28 @@ async def test_a_notes_session_holds_notes_only(engine: Engine) -> None:
 
 
 async def test_a_memory_session_another_agent_owns_is_refused(engine: Engine,
-                                                              db_path: Path) -> None:
-    conn = open_connection(db_path, read_only=False, busy_timeout_ms=5000)
-    conn.execute("INSERT INTO sessions(session_id, agent_identity) VALUES ('memory:ns', 'x')")
-    conn.close()
+                                                              memory: str) -> None:
+    execute(memory, "INSERT INTO sessions(session_id, agent_identity) VALUES ('memory:ns', 'x')")
     with pytest.raises(InvalidInput, match="belongs to agent 'x'"):
         await engine.add_note("n", "text", namespace="ns")
     assert (await engine.list_notes(namespace="ns")).total == 0
 
 
 async def test_forgetting_the_memory_session_forgets_the_notes(engine: Engine,
-                                                               db_path: Path) -> None:
+                                                               memory: str) -> None:
     await engine.add_note("n", "x", aliases=["m"], tags=["t"])
     await engine.upsert_fact("user", "name", "Ann")
     assert await engine.forget(engine.note_session()) is True
     assert (await engine.list_notes()).total == 0
     for table in ("notes", "note_names", "note_tags", "chunks"):
-        assert rows(db_path, f"SELECT count(*) FROM {table}") == [(0,)]
+        assert rows(memory, f"SELECT count(*) FROM {table}") == [(0,)]
     assert (await engine.get_fact("user", "name")).value == "Ann"  # facts are not notes
 
 
-async def test_a_note_is_indexed_like_a_message(engine: Engine, db_path: Path) -> None:
+async def test_a_note_is_indexed_like_a_message(engine: Engine, memory: str) -> None:
     note = await engine.add_note("name words", "content words")
     (scope_token, context, status, metadata) = rows(
-        db_path, "SELECT scope_token, context_text, embedding_status, metadata_json"
+        memory, "SELECT scope_token, context_text, embedding_status, metadata_json"
                  " FROM chunks WHERE note_id = ?", note.note_id)[0]
     assert scope_token.split()[0] == scope_token_for(note.session_id)
     assert (context, status) == ("name words", "pending")
@@ -522,10 +538,10 @@ async def test_a_note_is_indexed_like_a_message(engine: Engine, db_path: Path) -
     assert session[0].metadata["note_id"] == note.note_id
 
 
-async def test_a_read_only_engine_reads_notes_and_refuses_writes(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_a_read_only_engine_reads_notes_and_refuses_writes(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.add_note("n", "x")
-    async with Engine.open(db_path, config=DETERMINISTIC, read_only=True) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC, read_only=True) as engine:
         assert (await engine.get_note("n")).content == "x"
         with pytest.raises(ReadOnlyDatabase):
             await engine.add_note("m", "y")
@@ -534,7 +550,13 @@ async def test_a_read_only_engine_reads_notes_and_refuses_writes(db_path: Path) 
 
 
 async def test_a_text_filter_matching_very_many_notes_walks_in_page_order(
-        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # About the SQLite listing's limits (note_listing's word-set and count-ahead caps).
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await _walk_in_page_order(engine, monkeypatch)
+
+
+async def _walk_in_page_order(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(12):
         await engine.add_note(f"n{n:02d}", f"weekly meeting number {n}" if n % 3 else "lunch",
                               category="daily" if n % 2 else "core", tags=[f"t{n % 4}"])

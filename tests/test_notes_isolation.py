@@ -28,8 +28,8 @@ async def snapshot(engine: Engine, namespace: str) -> list:
 
 
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=DETERMINISTIC) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=DETERMINISTIC) as opened:
         yield opened
 
 

@@ -73,8 +73,8 @@ def test_tag_limits_hold_for_any_configuration(items, max_tags: int, max_chars: 
 
 
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=DETERMINISTIC, start_worker=False) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=DETERMINISTIC, start_worker=False) as opened:
         yield opened
 
 

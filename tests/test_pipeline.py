@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,41 +12,41 @@ from core.errors import InvalidInput, InvalidMessage, SequenceError
 from tests.conftest import DETERMINISTIC, rows
 
 
-async def test_a_store_writes_session_event_state_and_chunks(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_a_store_writes_session_event_state_and_chunks(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         result = await engine.store("s", 7, {"role": "user", "content": "hello   world\n\n\n\nbye"})
         assert (result.sequence, result.chunks_inserted) == (7, 1)
         state = await engine.session_state("s")
         assert state["last_sequence"] == 7
         await engine.drain()
     (chunk_text, start, end, status) = rows(
-        db_path, "SELECT chunk_text, sequence_start, sequence_end, embedding_status FROM chunks")[0]
+        memory, "SELECT chunk_text, sequence_start, sequence_end, embedding_status FROM chunks")[0]
     assert chunk_text == "hello world\n\nbye"  # normalised before chunking
     assert (start, end) == (7, 7)
     assert status == "done"
-    (role, importance) = rows(db_path, "SELECT role, importance FROM conversation_events")[0]
+    (role, importance) = rows(memory, "SELECT role, importance FROM conversation_events")[0]
     assert (role, importance) == ("user", 0.5)
 
 
-async def test_importance_defaults_by_role_and_a_payload_may_set_its_own(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_importance_defaults_by_role_and_a_payload_may_set_its_own(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for seq, role in enumerate(["user", "assistant", "tool", "system"], 1):
             await engine.store("s", seq, {"role": role, "content": role})
         await engine.store("s", 5, {"role": "tool", "content": "vital", "importance": 0.95})
-    found = rows(db_path, "SELECT role, importance FROM conversation_events ORDER BY sequence")
+    found = rows(memory, "SELECT role, importance FROM conversation_events ORDER BY sequence")
     assert found == [("user", 0.5), ("assistant", 0.5), ("tool", 0.3), ("system", 0.1),
                      ("tool", 0.95)]
 
 
 @pytest.mark.parametrize("sequence", [3, 2, 1])
-async def test_a_non_monotonic_sequence_is_refused_and_writes_nothing(db_path: Path,
+async def test_a_non_monotonic_sequence_is_refused_and_writes_nothing(memory: str,
                                                                       sequence: int) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 3, {"role": "user", "content": "three"})
         with pytest.raises(SequenceError, match=f"sequence {sequence} .* last sequence 3"):
             await engine.store("s", sequence, {"role": "user", "content": "late arrival"})
         assert [r.sequence for r in await engine.recall("s")] == [3]
-    assert rows(db_path, "SELECT count(*) FROM chunks WHERE chunk_text LIKE 'late%'") == [(0,)]
+    assert rows(memory, "SELECT count(*) FROM chunks WHERE chunk_text LIKE 'late%'") == [(0,)]
 
 
 @pytest.mark.parametrize("payload, words", [
@@ -60,9 +59,9 @@ async def test_a_non_monotonic_sequence_is_refused_and_writes_nothing(db_path: P
     ({"role": "user", "content": "bad \ud800 surrogate"}, "content"),
     ({"role": "user", "content": "x", "metadata": {"n": float("nan")}}, "metadata"),
 ])
-async def test_a_payload_that_is_not_a_message_is_refused_clearly(db_path: Path, payload,
+async def test_a_payload_that_is_not_a_message_is_refused_clearly(memory: str, payload,
                                                                    words: str) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         with pytest.raises(InvalidMessage, match=words):
             await engine.store("s", 1, payload)
         assert await engine.list_sessions() == []
@@ -70,17 +69,17 @@ async def test_a_payload_that_is_not_a_message_is_refused_clearly(db_path: Path,
 
 @pytest.mark.parametrize("session_id, sequence", [("", 1), (None, 1), ("s", "1"), ("s", 1.0),
                                                   ("s", True)])
-async def test_wrong_types_are_refused(db_path: Path, session_id, sequence) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_wrong_types_are_refused(memory: str, session_id, sequence) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         with pytest.raises(InvalidInput):
             await engine.store(session_id, sequence, {"role": "user", "content": "x"})
 
 
-async def test_long_text_is_chunked_640_with_96_overlap(db_path: Path) -> None:
+async def test_long_text_is_chunked_640_with_96_overlap(memory: str) -> None:
     text = " ".join(f"word{i:04d}" for i in range(400))  # ~3,600 characters
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         result = await engine.store("s", 1, {"role": "user", "content": text})
-    chunks = [r[0] for r in rows(db_path, "SELECT chunk_text FROM chunks ORDER BY fts_rowid")]
+    chunks = [r[0] for r in rows(memory, "SELECT chunk_text FROM chunks ORDER BY fts_rowid")]
     assert result.chunks_inserted == len(chunks) >= 6
     assert all(len(c) <= 640 for c in chunks)
     for left, right in zip(chunks, chunks[1:], strict=False):
@@ -89,40 +88,40 @@ async def test_long_text_is_chunked_640_with_96_overlap(db_path: Path) -> None:
     assert {w for c in chunks for w in c.split()} == set(text.split())
 
 
-async def test_identical_content_is_deduplicated_into_the_existing_chunk(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_identical_content_is_deduplicated_into_the_existing_chunk(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 1, {"role": "user", "content": "same words"})
         again = await engine.store("s", 4, {"role": "user", "content": "same words"})
         assert (again.chunks_inserted, again.chunks_deduplicated) == (0, 1)
         await engine.store("other", 1, {"role": "user", "content": "same words"})
-    found = rows(db_path, "SELECT session_id, sequence_start, sequence_end FROM chunks"
+    found = rows(memory, "SELECT session_id, sequence_start, sequence_end FROM chunks"
                  " ORDER BY session_id")
     assert found == [("other", 1, 1), ("s", 1, 4)]
-    assert rows(db_path, "SELECT count(*) FROM conversation_events") == [(3,)]
+    assert rows(memory, "SELECT count(*) FROM conversation_events") == [(3,)]
 
 
-async def test_tool_call_arguments_are_indexed(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_tool_call_arguments_are_indexed(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 1, {"role": "assistant", "content": "checking", "tool_calls": [
             {"id": "1", "type": "function",
              "function": {"name": "lookup_flight", "arguments": json.dumps({"code": "TP1234"})}}]})
-    (text,) = rows(db_path, "SELECT chunk_text FROM chunks")[0]
+    (text,) = rows(memory, "SELECT chunk_text FROM chunks")[0]
     assert "checking" in text and "TP1234" in text and "lookup_flight" in text
 
 
-async def test_append_allocates_the_next_sequence(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_append_allocates_the_next_sequence(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         assert (await engine.append("s", {"role": "user", "content": "a"})).sequence == 1
         await engine.store("s", 10, {"role": "user", "content": "b"})
         assert (await engine.append("s", {"role": "user", "content": "c"})).sequence == 11
 
 
-async def test_bulk_path_stores_many_and_reports_every_refusal(db_path: Path) -> None:
+async def test_bulk_path_stores_many_and_reports_every_refusal(memory: str) -> None:
     items = [("s", i, {"role": "user", "content": f"bulk message {i}"}) for i in range(1, 2501)]
     items.insert(10, ("s", 5, {"role": "user", "content": "out of order"}))
     items.insert(20, ("s", 9999, {"role": "wizard", "content": "bad role"}))
     items.append(("t", None, {"role": "user", "content": "allocated"}))
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         result = await engine.store_many(items, batch_size=500)
         assert result.stored == 2501
         assert sorted(r.index for r in result.rejected) == [10, 20]
@@ -134,21 +133,21 @@ async def test_bulk_path_stores_many_and_reports_every_refusal(db_path: Path) ->
         assert [r.sequence for r in await engine.recall("t")] == [1]
 
 
-async def test_the_backlog_is_visible_and_resumes_after_reopen(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC, start_worker=False) as engine:
+async def test_the_backlog_is_visible_and_resumes_after_reopen(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC, start_worker=False) as engine:
         await engine.store_many([("s", i, {"role": "user", "content": f"m{i}"})
                                  for i in range(1, 301)])
         assert (await engine.embedding_status()).backlog == 300
         hits = await engine.hybrid_query(session_id="s", query="m42", top_k=1)
         assert hits and hits[0].text == "m42"  # FTS sees a message before its vector exists
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.drain()
         status = await engine.embedding_status()
         assert (status.backlog, status.embedded) == (0, 300)
 
 
-async def test_embedding_failures_are_recorded_per_chunk_and_retried(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_embedding_failures_are_recorded_per_chunk_and_retried(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         real_embed = engine.embedder.embed
         calls = {"n": 0}
 
@@ -165,13 +164,13 @@ async def test_embedding_failures_are_recorded_per_chunk_and_retried(db_path: Pa
         await engine.drain(timeout=30)
         status = await engine.embedding_status()
         assert (status.embedded, status.failed, status.backlog) == (1, 1, 0)
-    (error, attempts) = rows(db_path, "SELECT embedding_error, embedding_attempts FROM chunks"
+    (error, attempts) = rows(memory, "SELECT embedding_error, embedding_attempts FROM chunks"
                              " WHERE embedding_status = 'failed'")[0]
     assert "backend hiccup" in error and attempts == 5
 
 
-async def test_restore_keeps_the_newest_messages_that_fit(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_restore_keeps_the_newest_messages_that_fit(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for seq in range(1, 11):
             await engine.store("s", seq, {"role": "user", "content": "x" * 40})  # 10 + 4 tokens
         whole = await engine.restore("s", 10_000)
@@ -182,8 +181,8 @@ async def test_restore_keeps_the_newest_messages_that_fit(db_path: Path) -> None
         assert "characters / 4" in part.token_counting  # no tokenizer: the estimate
 
 
-async def test_sessions_are_listed_newest_activity_first_with_counts(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_sessions_are_listed_newest_activity_first_with_counts(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("old", 1, {"role": "user", "content": "first"})
         await engine.store("new", 1, {"role": "user", "content": "second"})
         await engine.store("new", 2, {"role": "user", "content": "third"})
@@ -194,9 +193,9 @@ async def test_sessions_are_listed_newest_activity_first_with_counts(db_path: Pa
         assert [s.session_id for s in await engine.list_sessions()] == ["old", "new"]
 
 
-async def test_recall_never_serves_stale_working_memory(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as first, \
-            Engine.open(db_path, config=DETERMINISTIC) as second:
+async def test_recall_never_serves_stale_working_memory(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as first, \
+            Engine.open(memory, config=DETERMINISTIC) as second:
         for seq in range(1, 4):
             await first.store("s", seq, {"role": "user", "content": f"m{seq}"})
         assert len(await first.recall("s")) == 3  # loads working memory
@@ -204,11 +203,11 @@ async def test_recall_never_serves_stale_working_memory(db_path: Path) -> None:
         assert [r.sequence for r in await first.recall("s", limit=2)] == [3, 4]
 
 
-async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(db_path: Path) -> None:
+async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(memory: str) -> None:
     # The worker's read of the backlog starts before a store commits and comes back empty;
     # the store and a drain() happen while it is in flight. drain() must not return until
     # the stored chunk has its vector: the vectors are counted the moment drain() returns.
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.store("s", 1, {"role": "user", "content": "first words"})
         await engine.drain()
         read = engine.backend.pending_chunks
@@ -223,7 +222,7 @@ async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(db_path
                 await engine.store("s", 2, {"role": "user", "content": "late words"})
                 draining.append(asyncio.create_task(engine.drain()))
                 draining[0].add_done_callback(lambda _: vectors_when_drained.append(
-                    rows(db_path, "SELECT count(*) FROM chunks_vec")[0][0]))
+                    rows(memory, "SELECT count(*) FROM chunks_vec")[0][0]))
                 await asyncio.sleep(0)  # drain() wakes the worker before this read returns
             return found
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -109,8 +108,8 @@ def test_a_bad_zone_and_a_bad_value_are_both_reported(value: str) -> None:
     assert set(check.problems) == {"value", "timezone"} and check.next_times == []
 
 
-async def test_what_the_draft_passes_the_store_accepts(db_path: Path) -> None:
-    async with Engine.open(db_path, config=CONFIG) as engine:
+async def test_what_the_draft_passes_the_store_accepts(memory: str) -> None:
+    async with Engine.open(memory, config=CONFIG) as engine:
         for fields in ({}, {"kind": "interval", "value": "5m", "timezone": "UTC"},
                        {"kind": "once", "value": "2030-01-01T09:00"}):
             typed = draft(**fields)
@@ -125,9 +124,9 @@ async def test_what_the_draft_passes_the_store_accepts(db_path: Path) -> None:
 
 
 async def test_an_unchanged_cadence_is_not_checked_again_and_previews_the_schedule(
-        db_path: Path) -> None:
+        memory: str) -> None:
     with clock.frozen(NOW):
-        async with Engine.open(db_path, config=CONFIG) as engine:
+        async with Engine.open(memory, config=CONFIG) as engine:
             once = await engine.schedules.create_schedule(
                 "planner", "Remind me", {"kind": "once", "value": "2026-05-04T15:00",
                                          "timezone": "Europe/Rome"})
@@ -159,8 +158,8 @@ def test_upcoming_follows_the_status() -> None:
 # --- run counts -------------------------------------------------------------------------------
 
 
-async def test_count_runs_counts_a_schedules_history(db_path: Path) -> None:
-    async with Engine.open(db_path, config=CONFIG) as engine:
+async def test_count_runs_counts_a_schedules_history(memory: str) -> None:
+    async with Engine.open(memory, config=CONFIG) as engine:
         store = engine.schedules
         created = await store.create_schedule("u", "g", {"kind": "interval", "value": "1h"})
         assert await store.count_runs(created.schedule_id) == 0

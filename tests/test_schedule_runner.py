@@ -78,8 +78,8 @@ class Fixed:
 # -- the command action --------------------------------------------------------------------
 
 
-async def test_a_command_runs_with_the_schedule_in_its_environment(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config(command=python(PRINT_ENV))) as engine:
+async def test_a_command_runs_with_the_schedule_in_its_environment(memory: str) -> None:
+    async with Engine.open(memory, config=config(command=python(PRINT_ENV))) as engine:
         schedule = await due_schedule(engine, name="plants", channel_id="slack")
         runs = await Runner(engine).run_once()
         assert [r.status for r in runs] == ["ok"]
@@ -99,12 +99,12 @@ async def test_a_command_runs_with_the_schedule_in_its_environment(db_path: Path
         assert (after.last_run_status, after.consecutive_failures) == ("ok", 0)
         assert parse_when(after.next_run_at) > datetime.now(UTC)
         assert await engine.schedules.get_run_history(schedule.schedule_id) == runs
-        assert rows(db_path, "SELECT claimed_by FROM schedules") == [(None,)]
+        assert rows(memory, "SELECT claimed_by FROM schedules") == [(None,)]
 
 
-async def test_a_nonzero_exit_is_a_failed_run_that_says_the_code(db_path: Path) -> None:
+async def test_a_nonzero_exit_is_a_failed_run_that_says_the_code(memory: str) -> None:
     script = "import sys; print('disk full', flush=True); sys.exit(3)"
-    async with Engine.open(db_path, config=config(command=python(script))) as engine:
+    async with Engine.open(memory, config=config(command=python(script))) as engine:
         schedule = await due_schedule(engine)
         [run] = await Runner(engine).run_once()
         assert run.status == "failed"
@@ -113,16 +113,16 @@ async def test_a_nonzero_exit_is_a_failed_run_that_says_the_code(db_path: Path) 
         assert (after.status, after.consecutive_failures) == ("active", 1)
 
 
-async def test_a_missing_program_is_a_failed_run(db_path: Path, tmp_path: Path) -> None:
+async def test_a_missing_program_is_a_failed_run(memory: str, tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-program")
-    async with Engine.open(db_path, config=config(command=missing)) as engine:
+    async with Engine.open(memory, config=config(command=missing)) as engine:
         await due_schedule(engine)
         [run] = await Runner(engine).run_once()
         assert run.status == "failed" and "cannot start" in run.output
 
 
 async def test_a_command_past_its_timeout_is_killed_with_what_it_started(
-        db_path: Path, tmp_path: Path) -> None:
+        memory: str, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     script = ("import subprocess, sys, time\n"
               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
@@ -130,7 +130,7 @@ async def test_a_command_past_its_timeout_is_killed_with_what_it_started(
               "print('started', flush=True)\n"
               "time.sleep(60)\n")
     settings = config(command=python(script, str(pids)), action_timeout_secs=0.5)
-    async with Engine.open(db_path, config=settings) as engine:
+    async with Engine.open(memory, config=settings) as engine:
         await due_schedule(engine)
         [run] = await Runner(engine).run_once()
     assert run.status == "timeout"
@@ -152,9 +152,9 @@ def assert_gone(pid: int) -> None:
     raise AssertionError(f"process {pid} is still running")
 
 
-async def test_output_is_kept_whole_up_to_a_megabyte(db_path: Path) -> None:
+async def test_output_is_kept_whole_up_to_a_megabyte(memory: str) -> None:
     script = "import sys; sys.stdout.write('x' * 1_500_000)"
-    async with Engine.open(db_path, config=config(command=python(script))) as engine:
+    async with Engine.open(memory, config=config(command=python(script))) as engine:
         await due_schedule(engine)
         [run] = await Runner(engine).run_once()
         assert run.status == "ok"
@@ -169,9 +169,9 @@ async def test_output_is_kept_whole_up_to_a_megabyte(db_path: Path) -> None:
 # -- failures, policies, cadences ------------------------------------------------------------
 
 
-async def test_consecutive_failures_pause_the_schedule_saying_why(db_path: Path) -> None:
+async def test_consecutive_failures_pause_the_schedule_saying_why(memory: str) -> None:
     script = "import sys; print('no route to host'); sys.exit(1)"
-    async with Engine.open(db_path, config=config(command=python(script))) as engine:
+    async with Engine.open(memory, config=config(command=python(script))) as engine:
         schedule = await due_schedule(engine)
         runner = Runner(engine)
         for attempt in range(1, 4):
@@ -196,10 +196,10 @@ async def test_consecutive_failures_pause_the_schedule_saying_why(db_path: Path)
     ("on_failure", "timeout", True),
     ("never", "ok", False), ("never", "failed", False), ("never", "timeout", False),
 ])
-async def test_the_notification_policy_decides_notified(db_path: Path, policy: str,
+async def test_the_notification_policy_decides_notified(memory: str, policy: str,
                                                        status: str, notified: bool) -> None:
     assert should_notify(policy, status) is notified
-    async with Engine.open(db_path, config=config()) as engine:
+    async with Engine.open(memory, config=config()) as engine:
         schedule = await due_schedule(engine, notification_policy=policy)
         [run] = await Runner(engine, action=Fixed(status)).run_once()
         assert run.notified is notified
@@ -207,10 +207,10 @@ async def test_the_notification_policy_decides_notified(db_path: Path, policy: s
         assert stored.notified is notified
 
 
-async def test_a_once_schedule_completes_after_its_run(db_path: Path) -> None:
+async def test_a_once_schedule_completes_after_its_run(memory: str) -> None:
     when = datetime.now(UTC) + timedelta(days=1)
     once = {"kind": "once", "value": when.strftime("%Y-%m-%dT%H:%M:%S"), "timezone": "UTC"}
-    async with Engine.open(db_path, config=config()) as engine:
+    async with Engine.open(memory, config=config()) as engine:
         schedule = await engine.schedules.create_schedule("alice", "renew passport", once)
         action = Fixed("failed", "office closed")
         runner = Runner(engine, action=action)
@@ -223,8 +223,8 @@ async def test_a_once_schedule_completes_after_its_run(db_path: Path) -> None:
         assert await runner.run_once(now=when + timedelta(days=30)) == []
 
 
-async def test_a_runner_that_was_down_fires_a_missed_schedule_once(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_a_runner_that_was_down_fires_a_missed_schedule_once(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         down_since = datetime.now(UTC) - timedelta(hours=5, minutes=30)
         schedule = await due_schedule(engine, when=format_utc(down_since))
         runner = Runner(engine, action=Fixed())
@@ -237,8 +237,8 @@ async def test_a_runner_that_was_down_fires_a_missed_schedule_once(db_path: Path
         assert next_run == parse_when(format_utc(down_since)) + timedelta(hours=6)
 
 
-async def test_the_next_run_follows_the_due_time_not_the_end_of_the_run(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_the_next_run_follows_the_due_time_not_the_end_of_the_run(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         due = (datetime.now(UTC) - timedelta(minutes=10)).replace(microsecond=0)
         schedule = await due_schedule(engine, when=format_utc(due))
         await Runner(engine, action=Fixed()).run_once()
@@ -270,26 +270,26 @@ def test_next_fire_skips_what_already_passed() -> None:
 
 
 async def test_a_runner_that_crashes_mid_action_leaves_its_claim_to_expire(
-        db_path: Path) -> None:
+        memory: str) -> None:
     class Crashing(Fixed):
         async def run(self, *args: Any) -> ActionResult:
             raise RuntimeError("the runner's own bug")
 
-    async with Engine.open(db_path, config=config(action_timeout_secs=10)) as engine:
+    async with Engine.open(memory, config=config(action_timeout_secs=10)) as engine:
         schedule = await due_schedule(engine)
         first = Runner(engine, runner_id="first", action=Crashing())
         with pytest.raises(RuntimeError):
             await first.run_once()
-        assert rows(db_path, "SELECT claimed_by FROM schedules") == [("first",)]
+        assert rows(memory, "SELECT claimed_by FROM schedules") == [("first",)]
         second = Runner(engine, runner_id="second", action=Fixed())
         assert await second.run_once() == []  # still held
         later = datetime.now(UTC) + timedelta(seconds=71)  # past the 10 + 60 s claim
         [run] = await second.run_once(now=later)
         assert run.schedule_id == schedule.schedule_id
-        assert rows(db_path, "SELECT claimed_by FROM schedules") == [(None,)]
+        assert rows(memory, "SELECT claimed_by FROM schedules") == [(None,)]
 
 
-async def test_a_runner_stopped_mid_action_hands_the_schedule_back(db_path: Path) -> None:
+async def test_a_runner_stopped_mid_action_hands_the_schedule_back(memory: str) -> None:
     started = asyncio.Event()
 
     class Hanging(Fixed):
@@ -298,19 +298,19 @@ async def test_a_runner_stopped_mid_action_hands_the_schedule_back(db_path: Path
             await asyncio.Event().wait()
             raise AssertionError("unreachable")
 
-    async with Engine.open(db_path, config=config()) as engine:
+    async with Engine.open(memory, config=config()) as engine:
         await due_schedule(engine)
         task = asyncio.create_task(Runner(engine, action=Hanging()).run_once())
         await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert rows(db_path, "SELECT claimed_by, next_run_at FROM schedules") == [
+        assert rows(memory, "SELECT claimed_by, next_run_at FROM schedules") == [
             (None, LONG_AGO)]
 
 
-async def test_run_forever_polls_until_stopped(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_run_forever_polls_until_stopped(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         first = await due_schedule(engine)
         second = await due_schedule(engine, goal="feed the cat")
         stop = asyncio.Event()
@@ -326,14 +326,14 @@ async def test_run_forever_polls_until_stopped(db_path: Path) -> None:
         assert sorted(seen) == sorted([first.schedule_id, second.schedule_id])
 
 
-async def test_the_runner_refuses_without_exactly_one_action(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_the_runner_refuses_without_exactly_one_action(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         with pytest.raises(ConfigError, match="set scheduler.command .* or scheduler.webhook_url"):
             Runner(engine)
     with pytest.raises(ConfigError, match="only one"):
         action_from_config(_scheduler(command="true", webhook_url="http://127.0.0.1:9/"))
     with pytest.raises(ConfigError, match="claim_secs"):
-        async with Engine.open(db_path, config=config(command="true", claim_secs=5)) as engine:
+        async with Engine.open(memory, config=config(command="true", claim_secs=5)) as engine:
             Runner(engine)
     with pytest.raises(ConfigError, match="cannot split"):
         action_from_config(_scheduler(command="echo 'unbalanced"))
@@ -381,12 +381,12 @@ TOKEN = "tok-very-secret-1234"
 
 
 async def test_a_webhook_gets_the_schedule_and_its_answer_decides_the_status(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        memory: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_TOKEN", TOKEN)
     hook = Hook()
     with hook.serve(monkeypatch) as url:
         settings = config(webhook_url=url, webhook_token="${HOOK_TOKEN}", action_timeout_secs=1)
-        async with Engine.open(db_path, config=settings) as engine:
+        async with Engine.open(memory, config=settings) as engine:
             assert TOKEN not in repr(engine.config.scheduler)
             schedule = await due_schedule(engine, name="digest")
             runner = Runner(engine)
@@ -408,9 +408,9 @@ async def test_a_webhook_gets_the_schedule_and_its_answer_decides_the_status(
                 assert TOKEN not in run.output and TOKEN not in run.output_summary
 
 
-async def test_an_unreachable_webhook_is_a_failed_run(db_path: Path, unused_port: int) -> None:
+async def test_an_unreachable_webhook_is_a_failed_run(memory: str, unused_port: int) -> None:
     settings = config(webhook_url=f"http://127.0.0.1:{unused_port}/", action_timeout_secs=1)
-    async with Engine.open(db_path, config=settings) as engine:
+    async with Engine.open(memory, config=settings) as engine:
         await due_schedule(engine)
         [run] = await Runner(engine).run_once()
         assert run.status == "failed" and f"127.0.0.1:{unused_port}" in run.output

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from core import Engine
@@ -12,8 +10,8 @@ from tests.conftest import DETERMINISTIC
 
 
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=DETERMINISTIC) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=DETERMINISTIC) as opened:
         yield opened
 
 
@@ -55,9 +53,9 @@ async def test_a_write_over_the_limits_is_refused_whole(engine: Engine, items,
     assert await engine.read_scratchpad("s") == kept
 
 
-async def test_configured_limits_apply(db_path: Path) -> None:
+async def test_configured_limits_apply(memory: str) -> None:
     config = {**DETERMINISTIC, "scratchpad": {"max_items": 2, "max_item_chars": 5}}
-    async with Engine.open(db_path, config=config) as engine:
+    async with Engine.open(memory, config=config) as engine:
         await engine.write_scratchpad("s", ["12345", "abcde"])
         with pytest.raises(InvalidInput, match="at most 2 items"):
             await engine.write_scratchpad("s", ["a", "b", "c"])
@@ -97,10 +95,10 @@ async def test_refused_sessions(engine: Engine) -> None:
 
 
 async def test_it_persists_and_a_read_only_engine_reads_but_cannot_write(
-        db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await engine.write_scratchpad("s", ["survives a restart"])
-    async with Engine.open(db_path, config=DETERMINISTIC, read_only=True) as engine:
+    async with Engine.open(memory, config=DETERMINISTIC, read_only=True) as engine:
         assert (await engine.read_scratchpad("s")).items == ["survives a restart"]
         with pytest.raises(ReadOnlyDatabase):
             await engine.write_scratchpad("s", [])

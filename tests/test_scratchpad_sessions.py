@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,8 @@ from core.errors import InvalidInput
 from tests.conftest import DETERMINISTIC
 
 
-async def test_sessions_with_a_scratchpad_newest_first(db_path: Path) -> None:
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+async def test_sessions_with_a_scratchpad_newest_first(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
         assert await engine.scratchpad_sessions() == []
         await engine.append("no-pad", {"role": "user", "content": "hello"})
         for day, session in ((1, "a"), (3, "b"), (2, "c")):

@@ -17,8 +17,8 @@ CONFIG = {**DETERMINISTIC, "summary": {"auto": False}, "consolidation": {"enable
 
 
 @pytest.fixture
-async def engine(db_path: Path):
-    async with Engine.open(db_path, config=CONFIG) as opened:
+async def engine(memory: str):
+    async with Engine.open(memory, config=CONFIG) as opened:
         yield opened
 
 
@@ -97,10 +97,10 @@ async def test_a_failed_write_keeps_the_old_file_whole(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".trip.json")] == []
 
 
-async def test_it_reads_a_file_another_engine_writes(engine: Engine, db_path: Path,
+async def test_it_reads_a_file_another_engine_writes(engine: Engine, memory: str,
                                                       tmp_path: Path) -> None:
     await fill(engine)
-    async with Engine.open(db_path, config=CONFIG) as other:
+    async with Engine.open(memory, config=CONFIG) as other:
         await other.append("trip", {"role": "user", "content": "and in July?"})
     result = await engine.export_session("trip", tmp_path / "trip.json")
     assert result.events == 4

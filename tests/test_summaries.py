@@ -38,8 +38,8 @@ async def fill(engine: Engine, session: str, count: int, start: int = 1) -> None
         await engine.store(session, i, message(i, "user" if i % 2 else "assistant"))
 
 
-async def test_under_the_trigger_nothing_is_written(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_under_the_trigger_nothing_is_written(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 7)  # 7 × 103 = 721 tokens: not above 800
         outcome = await engine.summarize("s")
         assert (outcome.triggered, outcome.applied, outcome.tokens_before) == (False, False, 721)
@@ -48,8 +48,8 @@ async def test_under_the_trigger_nothing_is_written(db_path: Path) -> None:
         assert (state.text, state.upper_sequence, state.epoch) == ("", 0, 0)
 
 
-async def test_a_summary_condenses_the_oldest_and_restore_injects_it(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_a_summary_condenses_the_oldest_and_restore_injects_it(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 9)  # 927 tokens > 800
         outcome = await engine.summarize("s")
         assert outcome.triggered and outcome.applied, outcome.reason
@@ -67,8 +67,8 @@ async def test_a_summary_condenses_the_oldest_and_restore_injects_it(db_path: Pa
         assert restored.tokens_used == outcome.tokens_after and restored.dropped == 0
 
 
-async def test_summaries_append_and_the_next_one_starts_after_the_last(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_summaries_append_and_the_next_one_starts_after_the_last(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 9)
         first = await engine.summarize("s")
         await fill(engine, "s", 6, start=10)
@@ -80,8 +80,8 @@ async def test_summaries_append_and_the_next_one_starts_after_the_last(db_path: 
         assert (await engine.restore("s", 1000)).tokens_used <= 500
 
 
-async def test_write_summary_state_is_compare_and_swap(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_write_summary_state_is_compare_and_swap(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 3)
         assert await engine.write_summary_state("s", "one", 2, expected_epoch=0)
         assert not await engine.write_summary_state("s", "stale", 3, expected_epoch=0)
@@ -116,12 +116,12 @@ RACER = textwrap.dedent("""
 """)
 
 
-async def test_two_processes_race_one_epoch_and_exactly_one_wins(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_two_processes_race_one_epoch_and_exactly_one_wins(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 3)
     for _ in range(3):  # several rounds: each starts from the epoch the last one left
         racers = [await asyncio.create_subprocess_exec(
-            sys.executable, "-c", RACER, str(db_path), name, json.dumps(config()),
+            sys.executable, "-c", RACER, str(memory), name, json.dumps(config()),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=str(ROOT)) for name in ("a", "b")]
         epochs = {(await racer.stdout.readline()).split()[1] for racer in racers}
@@ -136,14 +136,14 @@ async def test_two_processes_race_one_epoch_and_exactly_one_wins(db_path: Path) 
             answers.append(out.decode().strip())
         assert sorted(answers) == ["lost", "won"]
         winner = "ab"[answers.index("won")]
-        async with Engine.open(db_path, config=config()) as engine:
+        async with Engine.open(memory, config=config()) as engine:
             state = await engine.summary_state("s")
             assert state.text == f"written by {winner}"
             assert state.epoch == int(epochs.pop()) + 1
 
 
-async def test_a_slow_summary_loses_to_a_newer_one_and_is_discarded(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_a_slow_summary_loses_to_a_newer_one_and_is_discarded(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 9)
         summarize = engine.summaries.summarizer.summarize
 
@@ -161,8 +161,8 @@ async def test_a_slow_summary_loses_to_a_newer_one_and_is_discarded(db_path: Pat
         assert (state.text, state.epoch) == ("newer", 1)
 
 
-async def test_stores_trigger_a_background_check(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config(auto=True)) as engine:
+async def test_stores_trigger_a_background_check(memory: str) -> None:
+    async with Engine.open(memory, config=config(auto=True)) as engine:
         await fill(engine, "s", 7)
         await engine.drain()
         assert (await engine.summary_state("s")).epoch == 0
@@ -173,8 +173,8 @@ async def test_stores_trigger_a_background_check(db_path: Path) -> None:
         assert (await engine.restore("s", 1000)).tokens_used <= 800
 
 
-async def test_restore_keeps_marker_and_summary_first_and_fits_the_budget(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_restore_keeps_marker_and_summary_first_and_fits_the_budget(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 9)
         await engine.summarize("s")
         state = await engine.summary_state("s")
@@ -192,43 +192,43 @@ async def test_restore_keeps_marker_and_summary_first_and_fits_the_budget(db_pat
         assert (await engine.restore("unknown", 100)).messages == []
 
 
-async def test_bad_budgets_and_read_only_files_are_refused(db_path: Path) -> None:
-    async with Engine.open(db_path, config=config()) as engine:
+async def test_bad_budgets_and_read_only_files_are_refused(memory: str) -> None:
+    async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 2)
         for budget in (0, -5, True, 2.5):
             with pytest.raises(InvalidInput):
                 await engine.summarize("s", budget)
         with pytest.raises(NotFound):
             await engine.summarize("nobody")
-    async with Engine.open(db_path, config=config(), read_only=True) as engine:
+    async with Engine.open(memory, config=config(), read_only=True) as engine:
         with pytest.raises(ReadOnlyDatabase):
             await engine.summarize("s")
 
 
 async def test_a_failing_endpoint_leaves_history_untouched_and_records_why(
-        db_path: Path, unused_port: int) -> None:
+        memory: str, unused_port: int) -> None:
     http = config(backend="http", base_url=f"http://127.0.0.1:{unused_port}/v1", model="m",
                   timeout_secs=2)
-    async with Engine.open(db_path, config=http) as engine:
+    async with Engine.open(memory, config=http) as engine:
         await fill(engine, "s", 9)
-        before = rows(db_path, "SELECT sequence, payload_json FROM conversation_events")
+        before = rows(memory, "SELECT sequence, payload_json FROM conversation_events")
         outcome = await engine.summarize("s")
         assert outcome.triggered and not outcome.applied and outcome.error
         assert "127.0.0.1" in outcome.error
         state = await engine.summary_state("s")
         assert (state.text, state.epoch) == ("", 0)
         assert state.last_error == outcome.error
-        assert rows(db_path, "SELECT sequence, payload_json FROM conversation_events") == before
+        assert rows(memory, "SELECT sequence, payload_json FROM conversation_events") == before
         restored = await engine.restore("s", 2000)
         assert restored.sequences == list(range(1, 10))
 
 
 async def test_a_real_tokenizer_counts_and_the_summary_still_lands_under_target(
-        db_path: Path, tiny_model_dir: Path) -> None:
+        memory: str, tiny_model_dir: Path) -> None:
     model = {"embedding": {"backend": "model2vec", "model": str(tiny_model_dir)},
              "summary": {"token_budget": 600, "auto": False},
              "consolidation": {"enabled": False}}
-    async with Engine.open(db_path, config=model) as engine:
+    async with Engine.open(memory, config=model) as engine:
         assert engine.tokens.exact
         await fill(engine, "s", 12)
         outcome = await engine.summarize("s")

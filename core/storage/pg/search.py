@@ -201,6 +201,10 @@ async def like_search(conn: Conn, scope: Scope, text: str, k: int,
                       tags: Sequence[str] = ()) -> list[tuple[str, float]]:
     """Pynchy's fallback: chunks containing ``text`` as a substring, most recent first.
     ILIKE under the "C" collation folds ASCII case only, as SQLite's LIKE does."""
+    if "\x00" in text:
+        # No stored chunk holds a NUL (PostgreSQL text cannot), so nothing contains this
+        # text; the query is answered, not refused, as SQLite answers it.
+        return []
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
     cursor = await conn.execute(
