@@ -79,11 +79,7 @@ KILLED_WRITER = textwrap.dedent("""
 """)
 
 
-async def test_a_killed_writer_loses_no_acknowledged_message(db_path: Path) -> None:
-    # SQLite only for now: on PostgreSQL a killed worker's claimed chunks wait for their
-    # lease (CLAIM_SECONDS in core/storage/pg/vectors.py) before a new worker embeds them,
-    # so the drain below can leave a backlog there.
-    memory = str(db_path)
+async def test_a_killed_writer_loses_no_acknowledged_message(memory: str) -> None:
     config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64,
                             "batch_size": 8}}
     child = await asyncio.create_subprocess_exec(
