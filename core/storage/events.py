@@ -156,6 +156,34 @@ def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
                           chunk_ids))
 
 
+def allocate_sequences(messages: Sequence[PreparedMessage],
+                       last_by_session: dict[str, int | None], all_or_nothing: bool,
+                       ) -> tuple[list[WriteOutcome], list[tuple[PreparedMessage, int]]]:
+    """Each message's sequence (the next one when it has none) checked against its
+    session's last, which ``last_by_session`` holds and is moved on as messages are taken;
+    the outcomes in order and the accepted messages. A sequence not above the last is a
+    ``SequenceError`` with ``all_or_nothing``, else that message's outcome says why."""
+    outcomes: list[WriteOutcome] = []
+    accepted: list[tuple[PreparedMessage, int]] = []
+    for message in messages:
+        sid = message.session_id
+        last = last_by_session[sid]
+        sequence = message.sequence
+        if sequence is None:
+            sequence = 1 if last is None else last + 1
+        elif last is not None and sequence <= last:
+            error = (f"sequence {sequence} for session {shown(sid)} is not greater than "
+                     f"its last sequence {last}")
+            if all_or_nothing:
+                raise SequenceError(error)
+            outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
+            continue
+        last_by_session[sid] = sequence
+        accepted.append((message, sequence))
+        outcomes.append(WriteOutcome(sequence, 0, 0))
+    return outcomes, accepted
+
+
 def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothing: bool,
                    vectors: np.ndarray | None = None,
                    vector_model: str | None = None, *, context_messages: int = 0,
@@ -174,28 +202,10 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
     each of the ``context_messages`` messages before it in its session (a message's own
     ``context`` when the caller computed it, as the bulk path does).
     """
-    outcomes: list[WriteOutcome] = []
     with transaction(conn):
-        last_by_session: dict[str, int | None] = {}
-        accepted: list[tuple[PreparedMessage, int]] = []
-        for message in messages:
-            sid = message.session_id
-            if sid not in last_by_session:
-                last_by_session[sid] = last_sequence(conn, sid)
-            last = last_by_session[sid]
-            sequence = message.sequence
-            if sequence is None:
-                sequence = 1 if last is None else last + 1
-            elif last is not None and sequence <= last:
-                error = (f"sequence {sequence} for session {shown(sid)} is not greater than "
-                         f"its last sequence {last}")
-                if all_or_nothing:
-                    raise SequenceError(error)
-                outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
-                continue
-            last_by_session[sid] = sequence
-            accepted.append((message, sequence))
-            outcomes.append(WriteOutcome(sequence, 0, 0))
+        last_by_session = {sid: last_sequence(conn, sid)
+                           for sid in dict.fromkeys(m.session_id for m in messages)}
+        outcomes, accepted = allocate_sequences(messages, last_by_session, all_or_nothing)
         if not accepted:
             return outcomes
 

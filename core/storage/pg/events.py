@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import OutOfNamespace, SequenceError
-from core.inputs import shown
+from core.errors import OutOfNamespace
 from core.storage.events import (
     PreparedMessage,
     WriteOutcome,
+    allocate_sequences,
     chunk_id_for,
     chunk_scope_token,
     out_of_namespace,
@@ -126,24 +126,7 @@ async def write_messages(
         return []
     created = await _lock_sessions(conn, messages)
     last_by_session = await _last_sequences(conn, sorted({m.session_id for m in messages}))
-    outcomes: list[WriteOutcome] = []
-    accepted: list[tuple[PreparedMessage, int]] = []
-    for message in messages:
-        sid = message.session_id
-        last = last_by_session[sid]
-        sequence = message.sequence
-        if sequence is None:
-            sequence = 1 if last is None else last + 1
-        elif last is not None and sequence <= last:
-            error = (f"sequence {sequence} for session {shown(sid)} is not greater than "
-                     f"its last sequence {last}")
-            if all_or_nothing:
-                raise SequenceError(error)
-            outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
-            continue
-        last_by_session[sid] = sequence
-        accepted.append((message, sequence))
-        outcomes.append(WriteOutcome(sequence, 0, 0))
+    outcomes, accepted = allocate_sequences(messages, last_by_session, all_or_nothing)
     if not accepted:
         return outcomes
 
