@@ -50,6 +50,32 @@ def _next_sequence(conn: Any, session_id: str) -> int:
     return int(row[0]) + 1
 
 
+def note_rows(note: dict[str, Any], chunks: Iterable[PreparedChunk], sequence: int,
+              now: str) -> tuple[tuple[Any, ...], str, str, list[tuple[str, PreparedChunk]]]:
+    """What indexing one note writes, whatever the backend: its event row (session_id,
+    sequence, payload_json, created_at, importance, role), its chunks' metadata JSON and
+    scope token, and each distinct chunk with its id (a paragraph repeated inside one note
+    is indexed once)."""
+    note_id, session_id, name = note["note_id"], note["session_id"], note["name"]
+    payload = {"role": "system", "content": note["content"],
+               "metadata": {"note_id": note_id, "name": name, "kind": note["kind"],
+                            "category": note["category"], "tags": note["tags"]}}
+    event = (session_id, sequence, json.dumps(payload, ensure_ascii=False), now,
+             note["importance"], note_id)
+    metadata = json.dumps({
+        "note_id": note_id, "name": name, "kind": note["kind"],
+        "category": note["category"], "tags": note["tags"], "source": note["source"],
+        "importance": note["importance"], "created_at": note["created_at"],
+        "updated_at": note["updated_at"], "schema_version": note["schema_version"],
+        "sequence": sequence,
+    }, ensure_ascii=False)
+    distinct: dict[str, PreparedChunk] = {}
+    for chunk in chunks:
+        distinct.setdefault(chunk.content_hash, chunk)
+    return (event, metadata, chunk_scope_token(session_id, note["namespace"]),
+            [(note_chunk_id(note_id, name, h), chunk) for h, chunk in distinct.items()])
+
+
 def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedChunk]]],
            now: str) -> None:
     """Store each note's event and chunks (seed 001 ``store_note`` steps 2, 3 and 6).
@@ -64,32 +90,17 @@ def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[Prep
     chunk_rows: list[tuple[Any, ...]] = []
     fts_rowid = next_fts_rowid(conn)
     for note, chunks in entries:
-        note_id, session_id, name = note["note_id"], note["session_id"], note["name"]
+        session_id = note["session_id"]
         if session_id not in sequences:
             sequences[session_id] = _next_sequence(conn, session_id) - 1
         sequences[session_id] += 1
         sequence = sequences[session_id]
-        payload = {"role": "system", "content": note["content"],
-                   "metadata": {"note_id": note_id, "name": name, "kind": note["kind"],
-                                "category": note["category"], "tags": note["tags"]}}
-        events.append((session_id, sequence, json.dumps(payload, ensure_ascii=False), now,
-                       note["importance"], note_id))
-        metadata = json.dumps({
-            "note_id": note_id, "name": name, "kind": note["kind"],
-            "category": note["category"], "tags": note["tags"], "source": note["source"],
-            "importance": note["importance"], "created_at": note["created_at"],
-            "updated_at": note["updated_at"], "schema_version": note["schema_version"],
-            "sequence": sequence,
-        }, ensure_ascii=False)
-        scope_token = chunk_scope_token(session_id, note["namespace"])
-        seen: set[str] = set()
-        for chunk in chunks:
-            if chunk.content_hash in seen:  # a paragraph repeated inside one note: once
-                continue
-            seen.add(chunk.content_hash)
-            chunk_rows.append((note_chunk_id(note_id, name, chunk.content_hash), session_id,
-                               chunk.text, chunk.content_hash, sequence, sequence, metadata,
-                               fts_rowid, scope_token, now, "pending", name, note_id))
+        event, metadata, scope_token, distinct = note_rows(note, chunks, sequence, now)
+        events.append(event)
+        for chunk_id, chunk in distinct:
+            chunk_rows.append((chunk_id, session_id, chunk.text, chunk.content_hash, sequence,
+                               sequence, metadata, fts_rowid, scope_token, now, "pending",
+                               note["name"], note["note_id"]))
             fts_rowid += 1
     insert_rows(conn, "conversation_events",
                 ["session_id", "sequence", "payload_json", "created_at", "importance", "role"],

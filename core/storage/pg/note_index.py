@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.storage.events import PreparedChunk, chunk_scope_token
-from core.storage.note_index import note_chunk_id
+from core.storage.events import PreparedChunk
+from core.storage.note_index import note_rows
 from core.storage.pg.connection import Conn
 
 
@@ -41,32 +41,17 @@ async def index_notes(conn: Conn,
     events: list[tuple[Any, ...]] = []
     chunk_rows: list[tuple[Any, ...]] = []
     for note, chunks in entries:
-        note_id, session_id, name = note["note_id"], note["session_id"], note["name"]
+        session_id = note["session_id"]
         if session_id not in sequences:
             sequences[session_id] = await _next_sequence(conn, session_id) - 1
         sequences[session_id] += 1
         sequence = sequences[session_id]
-        payload = {"role": "system", "content": note["content"],
-                   "metadata": {"note_id": note_id, "name": name, "kind": note["kind"],
-                                "category": note["category"], "tags": note["tags"]}}
-        events.append((session_id, sequence, json.dumps(payload, ensure_ascii=False), now,
-                       note["importance"], note_id))
-        metadata = json.dumps({
-            "note_id": note_id, "name": name, "kind": note["kind"],
-            "category": note["category"], "tags": note["tags"], "source": note["source"],
-            "importance": note["importance"], "created_at": note["created_at"],
-            "updated_at": note["updated_at"], "schema_version": note["schema_version"],
-            "sequence": sequence,
-        }, ensure_ascii=False)
-        scope_token = chunk_scope_token(session_id, note["namespace"])
-        seen: set[str] = set()
-        for chunk in chunks:
-            if chunk.content_hash in seen:  # a paragraph repeated inside one note: once
-                continue
-            seen.add(chunk.content_hash)
-            chunk_rows.append((note_chunk_id(note_id, name, chunk.content_hash), session_id,
-                               chunk.text, chunk.content_hash, sequence, sequence, metadata,
-                               scope_token, now, "pending", name, note_id))
+        event, metadata, scope_token, distinct = note_rows(note, chunks, sequence, now)
+        events.append(event)
+        for chunk_id, chunk in distinct:
+            chunk_rows.append((chunk_id, session_id, chunk.text, chunk.content_hash, sequence,
+                               sequence, metadata, scope_token, now, "pending", note["name"],
+                               note["note_id"]))
     async with conn.cursor() as cursor:
         await cursor.executemany(
             "INSERT INTO conversation_events(session_id, sequence, payload_json, created_at,"
