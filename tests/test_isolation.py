@@ -127,3 +127,13 @@ async def test_a_replay_runs_only_in_its_logged_scope(db_path: Path) -> None:
         replayed = await engine.replay(in_session, namespace="victim")
         assert [r.chunk_id for r in replayed.results] == [r.chunk_id for r in asked]
         assert "mallory" not in (await engine.replay(in_namespace)).legs.scope
+
+
+def test_row_level_security_needs_a_postgres_memory(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    for extra in ([], ["--db", str(tmp_path / "memory.db")]):
+        result = CliRunner().invoke(main, ["bench", "isolation", "--rls", *extra])
+        assert result.exit_code == 2
+        assert "--rls needs --db postgresql://" in result.output
+    assert not (tmp_path / "memory.db").exists()  # refused before anything was planted

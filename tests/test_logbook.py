@@ -44,6 +44,17 @@ async def test_queries_waiting_for_the_log_are_written_at_close(memory: str) -> 
             f"kite {n}" for n in reversed(range(5))]
 
 
+async def test_an_entry_the_database_cannot_store_loses_only_itself(memory: str) -> None:
+    # PostgreSQL text cannot hold NUL: a query with one is answered, and its log entry alone
+    # is dropped, not the burst of entries written in the same transaction.
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "a kite"})
+        for query in ("kite one", "kite\x00two", "kite three"):
+            await engine.hybrid_query(session_id="s", query=query)
+        logged = {entry["query"] for entry in await engine.retrieval_log()}
+    assert {"kite one", "kite three"} <= logged
+
+
 async def test_the_log_can_be_switched_off(memory: str) -> None:
     config = {**DETERMINISTIC, "retrieval": {"log_enabled": False}}
     async with Engine.open(memory, config=config) as engine:

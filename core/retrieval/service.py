@@ -205,9 +205,10 @@ class Retrieval:
             return
         try:
             await self._backend.append_logs(entries)
-        except OutOfNamespace:
+        except (OutOfNamespace, InvalidInput):
             # A database that enforces namespaces (row-level security) refused an entry
-            # scoped outside this role's namespace: keep the others, drop only that one.
+            # scoped outside this role's namespace, or one holds what the database cannot
+            # store (NUL in PostgreSQL text): keep the others, drop only that one.
             for entry in entries:
                 try:
                     await self._backend.append_logs([entry])

@@ -62,7 +62,7 @@ def _cli_text(text: str) -> bool:
 class Commands:
     """Runs ``workbench`` commands as cases: output and written files checked for markers."""
 
-    def __init__(self, root: click.Command, db_path: Path, config_path: Path, probe: Probe,
+    def __init__(self, root: click.Command, db_path: str | Path, config_path: Path, probe: Probe,
                  out: Path) -> None:
         from click.testing import CliRunner
 
@@ -108,7 +108,7 @@ def _with_db(args: list[str], db: str) -> list[str]:
     return [*args, "--db", db]
 
 
-def attack_cli(root: click.Command, db_path: Path, config_path: Path, planted: Planted,
+def attack_cli(root: click.Command, db_path: str | Path, config_path: Path, planted: Planted,
                probe: Probe, workdir: Path, *, thorough: bool = False) -> None:
     """Every command-line attack, on the ``workbench`` command ``root``."""
     out = workdir / "cli-out"

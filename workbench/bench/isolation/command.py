@@ -10,9 +10,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from workbench.cli.support import MEMORY
+
+if TYPE_CHECKING:
+    from core.storage.locations import Location
 
 
 def report_lines(result: Any) -> list[str]:
@@ -48,18 +53,31 @@ def report_lines(result: Any) -> list[str]:
               help="Give the command line every crafted input too (slower).")
 @click.option("--no-mcp", is_flag=True, help="Leave the MCP server out.")
 @click.option("--keep", "keep_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Build the memory file in this folder and keep it.")
-def isolation_command(thorough: bool, no_mcp: bool, keep_dir: Path | None) -> None:
+              default=None, help="Build the memory file (or, with --db, the config and"
+              " archives) in this folder and keep it.")
+@click.option("--db", "db", type=MEMORY, default=None,
+              help="Plant into this memory instead of a new file: a postgresql:// URL of an"
+                   " empty database (the victim's rows stay in it).")
+@click.option("--rls", is_flag=True,
+              help="With a postgresql:// --db: the attacker's engine, CLI and MCP server connect"
+                   " as roles bound to their namespaces (row-level security), made for the run"
+                   " and dropped after it.")
+def isolation_command(thorough: bool, no_mcp: bool, keep_dir: Path | None,
+                      db: Location | None, rls: bool) -> None:
     """Attack one namespace's memory from another through the engine, the CLI and the MCP
     server, and print the cases tried and the leaks found (there must be none)."""
     import sys
 
     from workbench.bench.isolation import run_suite
 
+    if rls and (db is None or not db.is_postgres):
+        raise click.UsageError("--rls needs --db postgresql://…")
+    memory = None if db is None else db.target if db.is_postgres else str(db.path)
+
     def run(folder: Path) -> Any:
         root = click.get_current_context().find_root().command
-        return run_suite(folder, root, mcp=not no_mcp, thorough=thorough,
-                         say=lambda line: click.echo(line, err=True))
+        return run_suite(folder, root, memory=memory, rls=rls, mcp=not no_mcp,
+                         thorough=thorough, say=lambda line: click.echo(line, err=True))
 
     if keep_dir is not None:
         result = run(keep_dir)

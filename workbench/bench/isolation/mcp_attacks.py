@@ -74,7 +74,7 @@ class Agent:
         return text
 
 
-async def attack_mcp(db_path: Path, config_path: Path, planted: Planted, probe: Probe,
+async def attack_mcp(db_path: str | Path, config_path: Path, planted: Planted, probe: Probe,
                      workdir: Path) -> None:
     """Start one server and run every MCP attack through it; its stderr is checked last."""
     from mcp.client.session import ClientSession

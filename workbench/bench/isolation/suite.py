@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import click
 
@@ -52,16 +54,29 @@ class SuiteResult:
         return sum(self.cases.values())
 
 
-def attack_config() -> dict[str, Any]:
+def attack_config(archive_dir: Path | None = None) -> dict[str, Any]:
     """The engine config of every part: deterministic vectors, no background consolidation,
     and the victim as the configured agent, so any path that falls back to the configured
-    agent when a namespace is missing or empty lands on the victim and shows up."""
-    return {**CONFIG, "agent": VICTIM}
+    agent when a namespace is missing or empty lands on the victim and shows up.
+    ``archive_dir``: where compaction archives go (a PostgreSQL memory has no folder beside
+    it; the suite points them into its work folder, where the snapshot reads them)."""
+    config: dict[str, Any] = {**CONFIG, "agent": VICTIM}
+    if archive_dir is not None:
+        config["summary"] = {"archive_dir": str(archive_dir)}
+    return config
 
 
-def run_suite(workdir: Path, cli: click.Command, *, mcp: bool = True, thorough: bool = False,
+def run_suite(workdir: Path, cli: click.Command, *, memory: str | None = None,
+              rls: bool = False, mcp: bool = True, thorough: bool = False,
               say: Callable[[str], None] = lambda line: None) -> SuiteResult:
-    """Plant a victim in a new memory file under ``workdir`` and attack it; the tally.
+    """Plant a victim in a memory and attack it; the tally.
+
+    ``memory`` is a new memory file's path, or a PostgreSQL URL of an empty database whose
+    owner plants into it (default: ``memory.db`` under ``workdir``, which holds the config,
+    archives and outputs either way). On PostgreSQL, ``rls`` has the attacker's engine, CLI
+    and MCP server connect as roles bound to the namespaces they attack from (row-level
+    security, ``workbench pg grant``), made for the run and dropped after it; without it
+    every entry point connects as the owner and the engine's own checks are what isolates.
 
     ``cli`` is the ``workbench`` command whose subcommands are attacked (given, not
     imported: the command line itself runs this suite as ``workbench bench isolation``).
@@ -69,14 +84,86 @@ def run_suite(workdir: Path, cli: click.Command, *, mcp: bool = True, thorough: 
     ``thorough`` gives the command line every input (the engine and MCP parts always get
     them all); ``mcp=False`` leaves the MCP server out.
     """
+    from core.storage.locations import parse_location
+
     workdir.mkdir(parents=True, exist_ok=True)
-    db_path = workdir / "memory.db"
+    db_path = memory if memory is not None else str(workdir / "memory.db")
+    postgres = parse_location(db_path).is_postgres
+    if rls and not postgres:
+        raise click.UsageError("row-level security needs a postgresql:// memory")
+    # A file's archives go beside it (the default); a PostgreSQL memory has no folder, so
+    # its archives are pointed into the work folder, where the snapshot reads them too.
+    archive_dir = (workdir if postgres else Path(db_path).resolve().parent) / "conversations"
     config_path = workdir / "workbench.toml"
-    config_path.write_text(f'agent = "{VICTIM}"\n' + CONFIG_TOML, encoding="utf-8")
+    config_path.write_text(f'agent = "{VICTIM}"\n' + CONFIG_TOML + (
+        f"[summary]\narchive_dir = {json.dumps(str(archive_dir))}\n" if postgres else ""),
+        encoding="utf-8")
+    config = attack_config(archive_dir if postgres else None)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    planted = asyncio.run(_plant(db_path))
-    snapshot = Snapshot(planted, workdir / "conversations")
+    planted = asyncio.run(_plant(db_path, config))
+    roles = Roles(db_path, rls)
+    try:
+        return _attack(workdir, cli, planted, roles, config, config_path, archive_dir,
+                       mcp=mcp, thorough=thorough, say=say, seconds=seconds, started=started)
+    finally:
+        roles.drop()
+
+
+class Roles:
+    """Where each attacking part connects: the owner's location, or (row-level security) a
+    URL of a role made for this run and bound to the namespace the part attacks from."""
+
+    def __init__(self, owner: str, rls: bool) -> None:
+        self.owner = owner
+        self.made: list[str] = []
+        self.attacker = self.mcp = owner
+        if rls:
+            from workbench.bench.isolation.mcp_attacks import MCP_NAMESPACE
+
+            tag = secrets.token_hex(4)
+            self.attacker = self._grant(ATTACKER, f"isolation_{tag}_attacker")
+            self.mcp = self._grant(MCP_NAMESPACE, f"isolation_{tag}_mcp")
+
+    def _grant(self, namespace: str, role: str) -> str:
+        from core.storage.locations import parse_location
+        from core.storage.pg import roles
+
+        password = secrets.token_urlsafe(18)
+        self.made.append(role)
+        asyncio.run(roles.grant(parse_location(self.owner), namespace, role, password))
+        parts = urlsplit(self.owner)
+        host = parts.netloc.rpartition("@")[2]
+        # The owner's credentials, wherever the URL held them, are not the role's.
+        query = urlencode([(key, value) for key, value in parse_qsl(parts.query)
+                           if key not in ("user", "password")])
+        return urlunsplit((parts.scheme, f"{quote(role, safe='')}:{quote(password, safe='')}"
+                           f"@{host}", parts.path, query, ""))
+
+    def drop(self) -> None:
+        """Unbind and drop the roles made for this run: roles belong to the whole server."""
+        if not self.made:
+            return
+        import psycopg
+        from psycopg import sql
+
+        from core.storage.locations import parse_location
+        from core.storage.pg import roles
+
+        for role in self.made:
+            asyncio.run(roles.revoke(parse_location(self.owner), role))
+        with psycopg.connect(self.owner, autocommit=True) as conn:
+            for role in self.made:
+                conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+                conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def _attack(workdir: Path, cli: click.Command, planted: Planted, roles: Roles,
+            config: dict[str, Any], config_path: Path, archive_dir: Path, *, mcp: bool,
+            thorough: bool, say: Callable[[str], None], seconds: dict[str, float],
+            started: float) -> SuiteResult:
+    db_path = roles.owner
+    snapshot = Snapshot(planted, archive_dir)
     probe = Probe(planted.words, planted.ids, snapshot)
     probe.arm()
     seconds["plant"] = time.perf_counter() - started
@@ -84,22 +171,23 @@ def run_suite(workdir: Path, cli: click.Command, *, mcp: bool = True, thorough: 
         f"{len(planted.log_ids)} logged queries in namespace {VICTIM!r}")
 
     def engine_part() -> None:
-        asyncio.run(_engine_part(db_path, planted, probe, workdir))
+        asyncio.run(_engine_part(roles.attacker, config, planted, probe, workdir))
 
     def cli_part() -> None:
         from workbench.bench.isolation.cli_attacks import attack_cli
 
-        attack_cli(cli, db_path, config_path, planted, probe, workdir, thorough=thorough)
+        attack_cli(cli, roles.attacker, config_path, planted, probe, workdir,
+                   thorough=thorough)
 
     def mcp_part() -> None:
         from workbench.bench.isolation.mcp_attacks import attack_mcp
 
         if mcp:
-            asyncio.run(attack_mcp(db_path, config_path, planted, probe, workdir))
+            asyncio.run(attack_mcp(roles.mcp, config_path, planted, probe, workdir))
 
     def victim_view() -> None:
         _victim_cli_view(cli, db_path, config_path, planted, probe, workdir)
-        asyncio.run(_victim_view(db_path, planted, probe))
+        asyncio.run(_victim_view(db_path, config, planted, probe))
 
     parts = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, victim_view), strict=True))
     try:
@@ -118,20 +206,21 @@ def run_suite(workdir: Path, cli: click.Command, *, mcp: bool = True, thorough: 
                             planted.words) + len(planted.ids)})
 
 
-async def _plant(db_path: Path) -> Planted:
+async def _plant(db_path: str, config: dict[str, Any]) -> Planted:
     from core import Engine
 
-    async with Engine.open(db_path, config=attack_config()) as engine:
+    async with Engine.open(db_path, config=config) as engine:
         planted = await plant_victim(engine, db_path)
         await plant_attacker(engine)
     return planted
 
 
-async def _engine_part(db_path: Path, planted: Planted, probe: Probe, workdir: Path) -> None:
+async def _engine_part(db_path: str, config: dict[str, Any], planted: Planted, probe: Probe,
+                       workdir: Path) -> None:
     from core import Engine
     from workbench.bench.isolation.engine_attacks import attack_engine
 
-    async with Engine.open(db_path, config=attack_config()) as engine:
+    async with Engine.open(db_path, config=config) as engine:
         await attack_engine(engine, planted, probe, workdir)
 
 
@@ -150,7 +239,7 @@ def _in_scope(reverse: Probe, operation: str, chunk_ids: list[str], planted: Pla
                                      f"replay left its logged scope: {strays[:3]}"))
 
 
-def _victim_cli_view(root: click.Command, db_path: Path, config_path: Path, planted: Planted,
+def _victim_cli_view(root: click.Command, db_path: str, config_path: Path, planted: Planted,
                      probe: Probe, workdir: Path) -> None:
     """``workbench log --replay ID`` (the developer's view: no namespace) on the victim's
     entries runs in their logged scope and shows nothing of the attacker's."""
@@ -169,14 +258,15 @@ def _victim_cli_view(root: click.Command, db_path: Path, config_path: Path, plan
     _merge(probe, cli.probe)
 
 
-async def _victim_view(db_path: Path, planted: Planted, probe: Probe) -> None:
+async def _victim_view(db_path: str, config: dict[str, Any], planted: Planted,
+                       probe: Probe) -> None:
     """The other way round: after every attack, the victim's own reads hold nothing the
     attacker wrote (its mark), and replaying the victim's logged queries, bound to the
     victim's namespace or not, stays in the victim's scope."""
     from core import Engine
 
     reverse = _reverse_probe(probe)
-    async with Engine.open(db_path, config=attack_config()) as engine:
+    async with Engine.open(db_path, config=config) as engine:
         bound = {"namespace": VICTIM}
         views = {
             "list_notes": lambda: engine.list_notes(**bound),

@@ -39,7 +39,7 @@ CONFIG_TOML = ('[embedding]\nbackend = "deterministic"\nfallback_dimensions = 32
 class Planted:
     """What was planted: the ids an attacker is assumed to know, and the markers."""
 
-    db_path: Path
+    db_path: str  # the memory file's path or the PostgreSQL URL the owner connects with
     note_ids: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
     schedule_id: str = ""
@@ -59,7 +59,7 @@ def _message(role: str, content: str, **extra: Any) -> dict[str, Any]:
     return {"role": role, "content": content, **extra}
 
 
-async def plant_victim(engine: Any, db_path: Path) -> Planted:
+async def plant_victim(engine: Any, db_path: str) -> Planted:
     """Write the victim's memory through the engine, bound to the victim's namespace."""
     planted = Planted(db_path)
     bound = {"namespace": VICTIM}
@@ -108,9 +108,7 @@ async def plant_victim(engine: Any, db_path: Path) -> Planted:
                         *[n.note_id for n in (await engine.list_notes(**bound)).notes
                           if n.kind == "Archive"]]
     planted.schedule_id = schedule.schedule_id
-    from core.storage.connection import open_connection
-
-    conn = open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    conn = _Reader(db_path)
     try:
         planted.chunk_ids = [row[0] for row in conn.execute(
             f"SELECT chunk_id FROM chunks WHERE session_id IN ({_marks(planted.sessions)})",
@@ -160,18 +158,51 @@ def _marks(values: list[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
+class _Reader:
+    """A read connection of its own to the memory, file or PostgreSQL, taking SQLite's ``?``
+    placeholders on both (no query here holds a literal ``?``)."""
+
+    def __init__(self, memory: str) -> None:
+        from core.storage.locations import parse_location
+
+        location = parse_location(memory)
+        self.postgres = location.is_postgres
+        if self.postgres:
+            import psycopg
+
+            self._pg = psycopg.connect(memory, autocommit=True)
+        else:
+            from core.storage.connection import open_connection
+
+            self._lite = open_connection(location.path, read_only=True, busy_timeout_ms=5000)
+
+    def execute(self, query: str, params: Any = ()) -> list[Any]:
+        if self.postgres:
+            return self._pg.execute(query.replace("?", "%s"), list(params)).fetchall()
+        return self._lite.execute(query, params).fetchall()
+
+    def data_version(self) -> int | None:
+        """SQLite's count of commits by other connections; None on PostgreSQL (no such
+        counter: every reading reads)."""
+        if self.postgres:
+            return None
+        return int(self._lite.execute("PRAGMA data_version").fetchone()[0])
+
+    def close(self) -> None:
+        (self._pg if self.postgres else self._lite).close()
+
+
 class Snapshot:
     """Everything the victim owns, read through a connection of its own: the rows of every
     table that holds the victim's data, the FTS and vector rows of its chunks, and its
     archive files. Two snapshots are equal exactly when nothing of the victim's changed."""
 
     def __init__(self, planted: Planted, archive_root: Path) -> None:
-        from core.storage.connection import open_connection
         from core.storage.events import scope_token_for
         from core.summary.archive_files import safe_name
 
         self._planted = planted
-        self._conn = open_connection(planted.db_path, read_only=True, busy_timeout_ms=5000)
+        self._conn = _Reader(planted.db_path)
         self._folder = archive_root / safe_name(VICTIM_OLD)
         self._tokens = [scope_token_for(session) for session in planted.sessions]
         self._last: tuple[Any, dict[str, Any]] | None = None
@@ -182,10 +213,10 @@ class Snapshot:
     def __call__(self) -> dict[str, Any]:
         # A refusal commits nothing: while no connection has committed (``data_version``)
         # and no archive file changed, the last reading still holds.
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        version = self._conn.data_version()
         files = sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size)
                        for p in self._folder.iterdir()) if self._folder.is_dir() else []
-        if self._last is not None and self._last[0] == (version, files):
+        if version is not None and self._last is not None and self._last[0] == (version, files):
             return self._last[1]
         found = self._read()
         self._last = ((version, files), found)
@@ -226,11 +257,16 @@ class Snapshot:
             "retrieval log": (f"SELECT * FROM retrieval_log WHERE {in_scopes} ORDER BY log_id",
                               scopes),
         }
-        found: dict[str, Any] = {name: self._conn.execute(sql, params).fetchall()
+        found: dict[str, Any] = {name: self._conn.execute(sql, params)
                                  for name, (sql, params) in queries.items()}
-        found["full-text rows"] = [sorted(row[0] for row in self._conn.execute(
-            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?",
-            (f'scope_token : "{token}"',))) for token in self._tokens]
+        if self._conn.postgres:  # the full text is the chunks' own generated tsvector
+            found["full-text rows"] = [self._conn.execute(
+                "SELECT chunk_id, fts::text FROM chunks WHERE scope_token = ? ORDER BY chunk_id",
+                [token]) for token in self._tokens]
+        else:
+            found["full-text rows"] = [sorted(row[0] for row in self._conn.execute(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?",
+                (f'scope_token : "{token}"',))) for token in self._tokens]
         found["archive files"] = sorted(
             (path.name, path.read_bytes()) for path in self._folder.iterdir()) \
             if self._folder.is_dir() else []
