@@ -28,10 +28,11 @@ class Migration:
     sql: str
 
 
-def available_migrations() -> list[Migration]:
-    """Every migration shipped with this code, in version order."""
+def available_migrations(package: str = "core.storage") -> list[Migration]:
+    """Every migration shipped with this code in ``package``'s ``migrations/`` folder (the
+    SQLite schema's by default), in version order."""
     found = []
-    for entry in resources.files("core.storage").joinpath("migrations").iterdir():
+    for entry in resources.files(package).joinpath("migrations").iterdir():
         match = _NAME.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), match.group(2), entry.read_text("utf-8")))

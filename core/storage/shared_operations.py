@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from core.errors import ReadOnlyDatabase
+
 if TYPE_CHECKING:
     from core.storage import copying, events, note_listing, notes, search, summaries
+    from core.storage.locations import Location
 
 
 class SharedOperations:
@@ -30,9 +33,18 @@ class SharedOperations:
     _ops: ClassVar[Any]
     """The backend's operation modules, by the SQLite modules' names."""
 
+    location: Location
+    read_only: bool
+    read_only_reason: str | None
+    warnings: list[str]
+
     def require_writable(self) -> None:
-        """Raise ReadOnlyDatabase when the memory is open read-only (each backend's own)."""
-        raise NotImplementedError
+        """Raise ReadOnlyDatabase when the memory is open read-only, saying why."""
+        if self.read_only:
+            why = self.read_only_reason or (self.warnings[0] if self.warnings else None)
+            raise ReadOnlyDatabase(
+                f"{self.location} is open read-only" + (f" ({why})" if why else "")
+                + "; nothing was written")
 
     async def write_messages(self, messages: Sequence[events.PreparedMessage], *,
                              all_or_nothing: bool, vectors: np.ndarray | None = None,

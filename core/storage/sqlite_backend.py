@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from core.config import StorageConfig
-from core.errors import ReadOnlyDatabase, SchemaTooNew, StorageFull
+from core.errors import SchemaTooNew, StorageFull
 from core.storage import (
     copying,
     events,
@@ -156,14 +156,6 @@ class SqliteBackend(SharedOperations):
     async def close(self) -> None:
         """Close every connection."""
         self._db.close()
-
-    def require_writable(self) -> None:
-        """Raise ReadOnlyDatabase when the file is open read-only."""
-        if self.read_only:
-            why = self.read_only_reason or (self.warnings[0] if self.warnings else None)
-            raise ReadOnlyDatabase(
-                f"{self.path} is open read-only" + (f" ({why})" if why else "")
-                + "; nothing was written")
 
     async def pulse(self) -> tuple[int, int, int]:
         """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""

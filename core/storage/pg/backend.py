@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from core.config import StorageConfig
-from core.errors import InvalidInput, NotFound, ReadOnlyDatabase, SchemaTooNew
+from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.storage.backend import BackendFeatures
 from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
@@ -136,14 +136,6 @@ class PostgresBackend(SharedOperations):
             await self._liveness.close()
             self._liveness = None
         await self._db.close()
-
-    def require_writable(self) -> None:
-        """Raise ReadOnlyDatabase when the memory is open read-only."""
-        if self.read_only:
-            why = self.read_only_reason or (self.warnings[0] if self.warnings else None)
-            raise ReadOnlyDatabase(
-                f"{self.location} is open read-only" + (f" ({why})" if why else "")
-                + "; nothing was written")
 
     async def pulse(self) -> tuple[int, int, int]:
         """(change counter, backlog, failed), read on the connection that LISTENs for

@@ -16,18 +16,15 @@ open it read-only the same way.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 
 from psycopg import AsyncConnection, IsolationLevel
 from psycopg import errors as pg_errors
 
 from core.errors import ExtensionMissing, SchemaTooNew
+from core.storage import migrations as sqlite_migrations
 from core.storage.migrations import Migration, schema_too_new_message
-
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 # The advisory lock every migrating process takes: "memwb-m" in ASCII, an arbitrary
 # constant that no other application on a shared server is likely to use.
@@ -40,15 +37,7 @@ _CREATE_LEDGER = ("CREATE TABLE memory_migrations (version INTEGER PRIMARY KEY,"
 
 def available_migrations() -> list[Migration]:
     """Every PostgreSQL migration shipped with this code, in version order."""
-    found = []
-    for entry in resources.files("core.storage.pg").joinpath("migrations").iterdir():
-        match = _NAME.match(entry.name)
-        if match:
-            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text("utf-8")))
-    found.sort(key=lambda m: m.version)
-    versions = [m.version for m in found]
-    assert versions == list(range(1, len(found) + 1)), f"migration numbering has gaps: {versions}"
-    return found
+    return sqlite_migrations.available_migrations("core.storage.pg")
 
 
 def latest_version() -> int:
