@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidInput
 from core.evaluation.dataset import Dataset
-from core.evaluation.metrics import QueryScore, Summary, expand_turns, score_query, summarize
+from core.evaluation.metrics import (
+    METRICS,
+    QueryScore,
+    Summary,
+    expand_turns,
+    score_query,
+    summarize,
+)
+from core.evaluation.stats import LEVEL, RESAMPLES, Interval, intervals_dict, metric_intervals
 from core.retrieval.fusion import FUSIONS
 
 if TYPE_CHECKING:
@@ -132,13 +141,27 @@ class EvalReport:
     overall: Summary
     categories: dict[str, Summary] = field(default_factory=dict)
 
+    @cached_property
+    def intervals(self) -> dict[str, dict[str, Interval]]:
+        """Each metric's 95% bootstrap interval over queries: ``"all"`` (the overall
+        figures' queries) and each category, resampled within it."""
+        groups: dict[str, list[QueryScore]] = {
+            "all": [s for s in self.scores if s.category not in self.excluded]}
+        for category in self.categories:
+            groups[category] = [s for s in self.scores if s.category == category]
+        return {name: metric_intervals([s.metrics for s in members], METRICS)
+                for name, members in groups.items()}
+
     def to_dict(self, with_queries: bool = True) -> dict[str, Any]:
         """The report as a JSON-ready dict (per-query scores unless told otherwise)."""
         report: dict[str, Any] = {
             "model": self.model, "fusion": self.fusion, "vector_weight": self.vector_weight,
             "fts_weight": self.fts_weight, "top_k_chunks": self.top_k_chunks,
             "excluded_categories": list(self.excluded), "overall": self.overall.to_dict(),
-            "categories": {c: s.to_dict() for c, s in self.categories.items()}}
+            "categories": {c: s.to_dict() for c, s in self.categories.items()},
+            "intervals": {name: intervals_dict(group)
+                          for name, group in self.intervals.items()},
+            "interval_level": LEVEL, "resamples": RESAMPLES}
         if with_queries:
             report["queries"] = [s.to_dict() for s in self.scores]
         return report

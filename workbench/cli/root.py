@@ -37,7 +37,7 @@ def _register_commands() -> None:
     from workbench.bench.commands import bench
     from workbench.cli.app_commands import demo_command, open_command
     from workbench.cli.doctor import doctor
-    from workbench.cli.evaluate import eval_command
+    from workbench.cli.evaluate import eval_command, tune_command
     from workbench.cli.facts import facts_group
     from workbench.cli.migrate import migrate_command
     from workbench.cli.notes import notes_group
@@ -51,7 +51,7 @@ def _register_commands() -> None:
     from workbench.cli.transfer import export_group, import_group
     from workbench.mcp.server import mcp_command
 
-    for command in (doctor, reindex, bench, import_group, eval_command,
+    for command in (doctor, reindex, bench, import_group, eval_command, tune_command,
                     open_command, demo_command, search_command, log_command,
                     summarize_command, compact_command, consolidate_command, schedules_group,
                     scheduler_group, sessions_group, notes_group, scratchpad_group,
