@@ -358,6 +358,10 @@ class Engine(NoteOperations):
         """chunk_id -> grade recorded for a query in a scope."""
         return await self.retrieval.judgments(query, **scope)
 
+    async def judged_queries(self, **scope: Any) -> dict[str, dict[str, int]]:
+        """query -> {chunk_id: grade} for every query judged in a scope."""
+        return await self.retrieval.judged_queries(**scope)
+
     @needs_model
     async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,
                           caller: str = "get_context") -> ContextResult:

@@ -12,7 +12,8 @@ from textual.widgets import Input, Select, Static
 
 from core.evaluation.judged import score_ranking
 from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
-from workbench.app.panes.playground import NO_JUDGMENTS_SWEEP, PlaygroundPane
+from workbench.app.panes.playground import PlaygroundPane
+from workbench.app.panes.playground_sweep import NO_JUDGMENTS_SWEEP
 from workbench.app.screens.explain import ExplainScreen
 from workbench.app.widgets.playground_controls import WeightSlider
 from workbench.app.widgets.playground_log import LogList
@@ -204,6 +205,30 @@ async def test_the_sweep_draws_eleven_weights_against_the_judgments(
         assert plot.best is not None
         drawn = str(plot.render())
         assert "★" in drawn and "▲ now 0.30" in drawn
+
+
+async def test_the_judged_set_shows_intervals_a_b_and_a_warning(fixture_db: Path) -> None:
+    async with running_app(fixture_db, build=False) as (app, pilot):
+        pane = await open_playground(pilot)
+        judged = pane.query_one("#pg-judged", Static)
+        for text in ("rain in june", "peanut allergy huts"):
+            await ask(pilot, pane, text)
+            await pilot.press("space")
+            await settle(pilot)
+        assert pane.judged_set is not None and pane.judged_set.queries == [
+            "rain in june", "peanut allergy huts"]
+        shown = plain(judged)
+        assert "all 2 judged queries here, 95%" in shown and "recall@10 " in shown
+        assert "only 2 judged queries: too few to tell settings apart" in shown
+        await pilot.press("p")
+        await settle(pilot)
+        for _ in range(6):
+            await pilot.press("]")
+        await settle(pilot)
+        assert "B − A recall@10 " in plain(judged) and "noise" in plain(judged)
+        await ask(pilot, pane, "rain in june")  # asked again: the set is not searched again
+        assert [e["query"] for e in pane.log_entries if e["caller"] == "judged"] == [
+            "peanut allergy huts", "rain in june"]
 
 
 async def test_a_b_shows_both_rankings_and_what_moved(fixture_db: Path) -> None:

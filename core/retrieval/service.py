@@ -275,6 +275,12 @@ class Retrieval:
         scope = _scope(session_id, namespace)
         return await self._backend.read_judgments(scope.kind, scope.value, query)
 
+    async def judged_queries(self, *, session_id: str | None = None,
+                             namespace: str | None = None) -> dict[str, dict[str, int]]:
+        """query -> {chunk_id: grade} for every query judged in a scope."""
+        scope = _scope(session_id, namespace)
+        return await self._backend.read_scope_judgments(scope.kind, scope.value)
+
     async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,
                           caller: str = "get_context") -> ContextResult:
         """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.

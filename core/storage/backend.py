@@ -420,6 +420,10 @@ class Backend(Protocol):
                              query: str) -> dict[str, int]:
         """chunk_id -> grade for one query in one scope."""
 
+    async def read_scope_judgments(self, scope_kind: str,
+                                   scope_value: str) -> dict[str, dict[str, int]]:
+        """query -> {chunk_id: grade} for every judged query of one scope."""
+
     # -- meta and maintenance ----------------------------------------------------------------
 
     async def read_meta(self, key: str) -> str | None:

@@ -55,6 +55,18 @@ def set_judgment(conn: Any, scope_kind: str, scope_value: str, query: str, chunk
             (scope_kind, scope_value, query, chunk_id, grade, now, now))
 
 
+def read_scope_judgments(conn: Any, scope_kind: str, scope_value: str,
+                         ) -> dict[str, dict[str, int]]:
+    """query -> {chunk_id: grade} for every judged query of one scope, queries in the
+    order they were first judged."""
+    judged: dict[str, dict[str, int]] = {}
+    for query, chunk_id, grade in conn.execute(
+            "SELECT query, chunk_id, grade FROM relevance_judgments WHERE scope_kind = ? AND"
+            " scope_value = ? ORDER BY judgment_id", (scope_kind, scope_value)).fetchall():
+        judged.setdefault(query, {})[chunk_id] = grade
+    return judged
+
+
 def read_judgments(conn: Any, scope_kind: str, scope_value: str, query: str) -> dict[str, int]:
     """chunk_id -> grade for one query in one scope."""
     return dict(conn.execute(

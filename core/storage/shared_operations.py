@@ -300,6 +300,12 @@ class SharedOperations:
         """chunk_id -> grade for a query."""
         return await self._db.read(self._ops.logbook.read_judgments, scope_kind, scope_value, query)
 
+    async def read_scope_judgments(self, scope_kind: str,
+                                   scope_value: str) -> dict[str, dict[str, int]]:
+        """query -> {chunk_id: grade} for a scope's judged queries."""
+        return await self._db.read(self._ops.logbook.read_scope_judgments, scope_kind,
+                                   scope_value)
+
     async def salient_events(self, session_id: str, threshold: float) -> list[dict[str, Any]]:
         """A session's events at or above an importance."""
         return await self._db.read(self._ops.events.salient_events, session_id, threshold)

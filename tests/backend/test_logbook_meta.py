@@ -43,6 +43,17 @@ async def test_judgments_are_stored_and_changed_per_scope_and_query(backend: Bac
     assert await backend.read_judgments("session", "s", "other") == {}
 
 
+async def test_a_scopes_judged_queries_are_read_together(backend: Backend) -> None:
+    await backend.set_judgment("session", "s", "second", "chk-9", 1, NOW)
+    await backend.set_judgment("session", "s", "first", "chk-1", 3, NOW)
+    await backend.set_judgment("session", "s", "second", "chk-2", 0, NOW)
+    await backend.set_judgment("session", "t", "first", "chk-1", 2, NOW)
+    judged = await backend.read_scope_judgments("session", "s")
+    assert judged == {"second": {"chk-9": 1, "chk-2": 0}, "first": {"chk-1": 3}}
+    assert list(judged) == ["second", "first"]  # in the order first judged
+    assert await backend.read_scope_judgments("namespace", "s") == {}
+
+
 async def test_meta_values_are_set_and_replaced(backend: Backend) -> None:
     assert await backend.read_meta("last_consolidation") is None
     await backend.write_meta("last_consolidation", NOW)

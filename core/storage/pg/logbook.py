@@ -65,6 +65,20 @@ async def set_judgment(
         (scope_kind, scope_value, query, chunk_id, grade, now, now))
 
 
+async def read_scope_judgments(
+    conn: Conn, scope_kind: str, scope_value: str
+) -> dict[str, dict[str, int]]:
+    """query -> {chunk_id: grade} for every judged query of one scope, queries in the
+    order they were first judged."""
+    cursor = await conn.execute(
+        "SELECT query, chunk_id, grade FROM relevance_judgments WHERE scope_kind = %s AND"
+        " scope_value = %s ORDER BY judgment_id", (scope_kind, scope_value))
+    judged: dict[str, dict[str, int]] = {}
+    for query, chunk_id, grade in await cursor.fetchall():
+        judged.setdefault(query, {})[chunk_id] = grade
+    return judged
+
+
 async def read_judgments(
     conn: Conn, scope_kind: str, scope_value: str, query: str
 ) -> dict[str, int]:

@@ -4,7 +4,9 @@ A query runs its legs once, in a worker (``engine.search``); the result keeps th
 every control below the query box — the leg weights, the fusion, ``top_k``, ``min_score``
 — re-ranks at once with ``SearchResult.rerank``, no database involved, and each row says
 how it moved. Judgments (space, 0-3) score the ranking with recall@k and nDCG@k as the
-sliders move, and a sweep draws those scores over every vector weight. ``p`` pins the
+sliders move, over the query and over every query judged in the scope (with 95% intervals,
+and a warning when they are too few to tell); a sweep draws the judged set's scores over
+every vector weight with recall's band. ``p`` pins the
 settings as A to compare with what the controls say now (B); the retrieval log replays any
 past query, the agent's included. Tri-hybrid mode shows seed 000's ``get_context``: the
 recent, salient and relevant events and why each was chosen.
@@ -12,7 +14,6 @@ recent, salient and relevant events and why each was chosen.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,12 +26,18 @@ from textual.widget import Widget
 from textual.widgets import Input, Select
 
 from core.errors import WorkbenchError
-from core.evaluation.judged import SweepPoint, best_point, relevant_chunks, weight_sweep
-from core.evaluation.runner import SWEEP_WEIGHTS
+from core.evaluation.judged import (
+    JudgedSearches,
+    JudgedSet,
+    SweepPoint,
+    set_difference,
+    set_score,
+)
 from core.retrieval import query_terms
 from core.retrieval.search import Ranking, SearchResult, rank
 from core.types import ContextResult
 from workbench.app.panes.base import Pane
+from workbench.app.panes.playground_sweep import SweepActions
 from workbench.app.screens.explain import ExplainScreen
 from workbench.app.widgets.playground_ask import TRI_HYBRID, AskBar, Asked
 from workbench.app.widgets.playground_controls import RankingControls
@@ -47,10 +54,9 @@ EMPTY = ("Type a query and press enter; the session selected in Sessions is the 
          "The retrieval log on the right replays any past query, the agent's included.")
 NO_SESSIONS = ("No sessions yet, so nothing to search. An agent writes them with "
                "engine.store(); or run `workbench demo`.")
-NO_JUDGMENTS_SWEEP = "mark relevant results to see the sweep"
 
 
-class PlaygroundPane(Pane):
+class PlaygroundPane(SweepActions, Pane):
     """The Search pane: query, re-rank, explain, judge, sweep, compare, replay."""
 
     pane_title = "Search"
@@ -98,6 +104,9 @@ class PlaygroundPane(Pane):
         self.sweep: tuple[tuple[Any, ...], list[SweepPoint]] | None = None
         """The last sweep and the settings it was made under."""
         self.log_entries: list[dict[str, Any]] = []
+        self.judged_searches = JudgedSearches()
+        self.judged_set: JudgedSet | None = None
+        """Every judged query of the shown query's scope, searched once, kept."""
         self._controls_ready = False
 
     # -- layout ------------------------------------------------------------------------------
@@ -230,13 +239,30 @@ class PlaygroundPane(Pane):
             self.judgments, self.previous, self.sweep = {}, None, None
         else:
             self._show_found(asked, found, judgments)
+            self._load_judged(asked)
         self._draw(focus=True)
         self._show_log(await engine.retrieval_log(limit=LOG_LIMIT))
 
     def _show_found(self, asked: Asked, found: SearchResult, judgments: dict[str, int]) -> None:
         """A new answer: nothing moved yet, and a sweep of other legs no longer applies."""
+        if self.asked is None or self.asked.scope != asked.scope:
+            self.judged_set = None
         self.asked, self.found, self.context = asked, found, None
         self.judgments, self.previous, self.sweep = judgments, None, None
+
+    @work(exclusive=True, group="playground-judged", exit_on_error=False)
+    async def _load_judged(self, asked: Asked) -> None:
+        """The scope's judged queries, for the judged set's intervals and sweep; each query
+        is searched once (logged as "judged"), the grades read afresh."""
+        top_k = self.found.ranking.top_k if self.found is not None else 10
+        try:
+            judged = await self.judged_searches.load(self.engine, asked.scope, top_k=top_k)
+        except WorkbenchError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if self.asked is not None and self.asked.scope == asked.scope:
+            self.judged_set = judged
+            self._draw()
 
     # -- re-ranking from the kept legs (no database) -----------------------------------------
 
@@ -284,36 +310,16 @@ class PlaygroundPane(Pane):
             view.show_context(self.context, query_terms(self.asked.text))
         elif self.found is not None:
             view.show_found(self.found, pinned, self.previous, self.judgments)
-        self.query_one(JudgedBox).show(self.found, self.judgments, pinned,
-                                       tri_hybrid=self.context is not None)
+        judged, found = self.judged_set, self.found
+        scored = None if not judged or found is None else set_score(judged, found.ranking)
+        difference = None if not judged or found is None or pinned is None \
+            else set_difference(judged, pinned.ranking, found.ranking)
+        self.query_one(JudgedBox).show(found, self.judgments, pinned,
+                                       tri_hybrid=self.context is not None,
+                                       judged_set=scored, difference=difference)
         self._draw_sweep()
         if focus:
             view.focus_results()
-
-    def _sweep_key(self) -> tuple[Any, ...] | None:
-        """What a sweep depends on: the legs, the settings it keeps, the judgments."""
-        found = self.found
-        if found is None or self.context is not None:
-            return None
-        ranking = found.ranking
-        return (id(found.legs), ranking.fusion, ranking.top_k, ranking.min_score,
-                tuple(sorted(self.judgments.items())))
-
-    def _draw_sweep(self) -> None:
-        plot, current = self.query_one(SweepPlot), self.controls.vector_weight
-        key = self._sweep_key()
-        if self.context is not None:
-            plot.show_sweep(None, current, message="tri-hybrid has no weights to sweep")
-        elif key is None:
-            plot.show_sweep(None, current, message="run a query to sweep its weights")
-        elif not relevant_chunks(self.judgments):
-            plot.show_sweep(None, current, message=NO_JUDGMENTS_SWEEP)
-        elif self.sweep is None:
-            plot.show_sweep(None, current, message="press w to sweep the vector weight from "
-                                                   "0 to 1 (fts = 1 − v)")
-        else:
-            swept_key, points = self.sweep
-            plot.show_sweep(points, current, stale=swept_key != key)
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -393,35 +399,8 @@ class PlaygroundPane(Pane):
         if self.asked == asked:
             self.judgments[chunk_id] = grade
             self._draw()
+            self._load_judged(asked)
         self.workbench.memory_written()
-
-    # -- the weight sweep --------------------------------------------------------------------
-
-    def action_sweep(self) -> None:
-        found, key = self.found, self._sweep_key()
-        if found is None or key is None:
-            self.notify("Run a keyword, vector or hybrid query first.")
-            return
-        judgments = dict(self.judgments)
-        if not relevant_chunks(judgments):
-            self.notify("Mark relevant results first (space or 0-3): the sweep scores "
-                        "each weight against them.", severity="warning")
-            return
-
-        async def job(report: Callable[[int, int | None, str | None], None]) -> str:
-            points: list[SweepPoint] = []
-            for point in weight_sweep(found, judgments):  # one per weight: something is relevant
-                points.append(point)
-                report(len(points), len(SWEEP_WEIGHTS), None)
-                await asyncio.sleep(0)  # a cancel lands between points
-            self.sweep = (key, points)
-            self._draw_sweep()
-            best = points[best_point(points) or 0]
-            return (f"Best vector weight {best.vector_weight:.1f} (fts "
-                    f"{best.fts_weight:.1f}): recall@{best.score.k} {best.score.recall:.2f}, "
-                    f"nDCG@{best.score.k} {best.score.ndcg:.2f}")
-
-        self.workbench.run_long("Weight sweep", job)
 
     # -- A | B -------------------------------------------------------------------------------
 

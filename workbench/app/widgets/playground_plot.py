@@ -2,7 +2,8 @@
 
 Each of the eleven weights (0.0 … 1.0, full text ``1 - v``) gets a pair of bars drawn in
 eighth blocks; a star marks the best weight and a triangle the current one, so the person
-sees where the slider sits against what the judgments prefer.
+sees where the slider sits against what the judgments prefer. Swept over a judged set, each
+weight also gets its band: a thin line beside the bars over recall's 95% interval.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from core.evaluation.judged import SweepPoint, best_point
 
 RECALL = "$success"
 NDCG = "$secondary"
+BAND = "$text-muted"
 BARS_HEIGHT = 6
 AXIS = 4  # the y axis labels' width ("1.0┤")
 STRIDE = 3  # cells per weight: a recall bar, an nDCG bar, a gap
@@ -54,8 +56,12 @@ class SweepPlot(Widget):
             return Content.styled(self.message, "$text-muted")
         points = self.points
         k = points[0].score.k
-        lines = [Content.assemble(("▆", RECALL), (f" recall@{k}   ", "$text-muted"),
-                                  ("▆", NDCG), (f" nDCG@{k}", "$text-muted"))]
+        legend: list[tuple[str, str] | str] = [
+            ("▆", RECALL), (f" recall@{k}   ", "$text-muted"), ("▆", NDCG),
+            (f" nDCG@{k}", "$text-muted")]
+        if points[0].band is not None:
+            legend += [("   │", BAND), (" recall 95%", "$text-muted")]
+        lines = [Content.assemble(*legend)]
         lines.append(self._marker_row("★", self.best, "bold $warning"))
         for row in range(BARS_HEIGHT):
             lines.append(self._bar_row(row))
@@ -74,7 +80,7 @@ class SweepPlot(Widget):
             for value, style in ((point.score.recall, RECALL), (point.score.ndcg, NDCG)):
                 eighths = round(value * BARS_HEIGHT * 8) - level_floor
                 parts.append((_LEVELS[min(8, max(0, eighths))], style))
-            parts.append(" ")
+            parts.append((_band_cell(point, row), BAND))
         return Content.assemble(*parts)
 
     def _marker_row(self, mark: str, index: int | None, style: str) -> Content:
@@ -100,7 +106,21 @@ class SweepPlot(Widget):
         if self.best is None:
             return Content("")
         best = self.points[self.best]
-        return Content.assemble(
-            ("★", "bold $warning"), f" best {best.vector_weight:.1f}/{best.fts_weight:.1f}: ",
-            (f"recall {best.score.recall:.2f}", RECALL), " · ",
-            (f"nDCG {best.score.ndcg:.2f}", NDCG))
+        head = Content.assemble(
+            ("★", "bold $warning"), f" best {best.vector_weight:.1f}/{best.fts_weight:.1f}: ")
+        if best.band is not None:  # the interval takes nDCG's room
+            return head + Content.styled(
+                f"recall {best.score.recall:.2f} [{best.band.low:.2f},{best.band.high:.2f}]",
+                RECALL)
+        return head + Content.assemble((f"recall {best.score.recall:.2f}", RECALL), " · ",
+                                       (f"nDCG {best.score.ndcg:.2f}", NDCG))
+
+
+def _band_cell(point: SweepPoint, row: int) -> str:
+    """The band's character in text row ``row`` (0 at the top): a line where recall's
+    interval reaches into the row's span of values, else a gap."""
+    if point.band is None:
+        return " "
+    top = (BARS_HEIGHT - row) / BARS_HEIGHT
+    bottom = (BARS_HEIGHT - 1 - row) / BARS_HEIGHT
+    return "│" if point.band.low <= top and point.band.high >= bottom else " "
