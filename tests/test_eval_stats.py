@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tomllib
 from math import comb
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from core import Engine
 from core.config import Config
 from core.errors import ConfigError, InvalidInput
 from core.evaluation.dataset import Dataset, DatasetQuery
@@ -26,7 +28,12 @@ from core.evaluation.settings import (
     write_settings,
 )
 from core.evaluation.stats import mean_interval, paired_difference, resample_counts
-from core.evaluation.tuning import RERANK_FIELDS, assign_folds, compare, cross_validate
+from core.evaluation.tuning import (
+    RERANK_FIELDS,
+    assign_folds,
+    compare,
+    cross_validate_reports,
+)
 from workbench.cli.root import main
 
 # -- the bootstrap ------------------------------------------------------------------------------
@@ -172,14 +179,14 @@ def _report(hits: np.ndarray) -> EvalReport:
 
 
 def test_folds_keep_a_conversation_together_when_there_are_enough() -> None:
-    folds, grouping = assign_folds(_dataset(4, 5), 2)
+    folds, grouping = assign_folds([q.session_id for q in _dataset(4, 5).queries], 2)
     assert grouping == "conversation" and sorted(set(folds)) == [0, 1]
     for start in range(0, 20, 5):
         assert len(set(folds[start:start + 5])) == 1
-    folds, grouping = assign_folds(_dataset(1, 9), 3)
+    folds, grouping = assign_folds(["s0"] * 9, 3)
     assert grouping == "query" and sorted(folds) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     with pytest.raises(InvalidInput, match="folds"):
-        assign_folds(_dataset(1, 3), 4)
+        assign_folds(["s0"] * 3, 4)
 
 
 def test_cross_validation_marks_a_point_only_when_it_wins_held_out() -> None:
@@ -190,12 +197,12 @@ def test_cross_validation_marks_a_point_only_when_it_wins_held_out() -> None:
     noise = current.copy()
     noise[:2] = 1 - noise[:2]  # the same but for two queries
     points = [{}, {"retrieval.vector_weight": 0.1}, {"retrieval.vector_weight": 0.9}]
-    cv = cross_validate(points, [_report(current), _report(noise), _report(better)], dataset,
-                        folds=4)
+    reports = [_report(current), _report(noise), _report(better)]
+    cv = cross_validate_reports(points, reports, dataset, folds=4)
     assert cv.grouping == "conversation" and len(cv.folds) == 4
     assert cv.best == 2 and cv.beats_current and cv.gain.low > 0.1
     assert all(fold.chosen == 2 for fold in cv.folds)
-    cv = cross_validate(points[:2], [_report(current), _report(noise)], dataset, folds=4)
+    cv = cross_validate_reports(points[:2], reports[:2], dataset, folds=4)
     assert not cv.beats_current and cv.gain.low <= 0.0 <= cv.gain.high
     comparison = compare(_report(current), _report(better))
     assert comparison.differences["recall@10"].low > 0.1
@@ -272,3 +279,47 @@ def test_tune_recommends_and_writes_only_when_asked(runner: CliRunner,
     refused = runner.invoke(main, ["tune", "--db", str(db), "--dataset", str(dataset),
                                    "--grid", "retrieval.rrf_k"])
     assert refused.exit_code == 2 and "give its values" in refused.output
+
+
+def test_tune_on_the_playgrounds_judgments_writes_a_setting_that_wins(
+        runner: CliRunner, tmp_path: Path) -> None:
+    config = tmp_path / "mine.toml"
+    config.write_text('# my settings\n[embedding]\nbackend = "deterministic"\n'
+                      "fallback_dimensions = 32\n\n[retrieval]\nvector_weight = 1.0\n"
+                      "fts_weight = 0.0\ntop_k = 1\n")
+    db = tmp_path / "judged.db"
+    texts = ["the violin recital is on friday", "my passport number is X123",
+             "we booked the alpine hut", "peanut allergy noted for meals",
+             "the train leaves at nine", "rain expected in june", "cortina weather forecast",
+             "hiking boots are in the car"]
+    asked = [("violin recital", "violin"), ("passport number", "passport"),
+             ("alpine hut", "hut"), ("train nine", "train"), ("boots car", "boots"),
+             ("peanut allergy", "peanut"), ("rain june", "rain")]
+
+    async def judge_misses() -> int:
+        """Judge, as the playground would, queries the vector leg alone ranks wrong first."""
+        missed = 0
+        async with Engine.open(db, config=config) as engine:
+            for sequence, text in enumerate(texts, 1):
+                await engine.store("s", sequence, {"role": "user", "content": text})
+            await engine.drain()
+            for query, word in asked:
+                found = await engine.search(query=query, session_id="s", top_k=8)
+                relevant = next(r for r in found.results if word in r.text)
+                if found.results[0].chunk_id != relevant.chunk_id:
+                    await engine.judge(query, relevant.chunk_id, 2, session_id="s")
+                    missed += 1
+        return missed
+
+    assert asyncio.run(judge_misses()) >= 3
+    tuned = runner.invoke(main, ["--config", str(config), "tune", "--db", str(db),
+                                 "--session", "s", "--grid", "retrieval.vector_weight=0.0",
+                                 "--folds", "3", "--write", str(config)])
+    assert tuned.exit_code == 0, tuned.output
+    assert "recommended: vector_weight=0" in tuned.output and "written to" in tuned.output
+    text = config.read_text()
+    assert text.startswith('# my settings\n[embedding]\nbackend = "deterministic"\n')
+    assert tomllib.loads(text)["retrieval"] == {"vector_weight": 0.0, "fts_weight": 1.0,
+                                                "top_k": 1}
+    neither = runner.invoke(main, ["tune", "--db", str(db)])
+    assert neither.exit_code == 2 and "--dataset FILE, --session ID" in neither.output

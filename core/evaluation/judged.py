@@ -178,7 +178,7 @@ class SetScore:
         return None
 
 
-def _set_values(judged: JudgedSet, ranking: Ranking) -> tuple[FloatArray, FloatArray]:
+def set_values(judged: JudgedSet, ranking: Ranking) -> tuple[FloatArray, FloatArray]:
     """Each query's recall@k and nDCG@k under ``ranking``."""
     recall, ndcg = [], []
     for result, grades in zip(judged.results, judged.judgments, strict=True):
@@ -193,7 +193,7 @@ def set_score(judged: JudgedSet, ranking: Ranking) -> SetScore | None:
     """The set under ``ranking`` (weights, fusion, top_k…); None when it is empty."""
     if not len(judged):
         return None
-    recall, ndcg = _set_values(judged, ranking)
+    recall, ndcg = set_values(judged, ranking)
     recall_interval, ndcg_interval = mean_intervals(np.stack([recall, ndcg], axis=1))
     return SetScore(ranking.top_k, len(judged), recall_interval, ndcg_interval)
 
@@ -202,7 +202,7 @@ def set_difference(judged: JudgedSet, first: Ranking, second: Ranking) -> Interv
     """recall@k of ``second`` minus ``first`` over the set, with its paired interval."""
     if not len(judged):
         return None
-    return paired_difference(_set_values(judged, first)[0], _set_values(judged, second)[0])
+    return paired_difference(set_values(judged, first)[0], set_values(judged, second)[0])
 
 
 def set_sweep(judged: JudgedSet, ranking: Ranking,
@@ -214,7 +214,7 @@ def set_sweep(judged: JudgedSet, ranking: Ranking,
     counts = resample_counts(len(judged))
     for weight in weights:
         fts_weight = round(1.0 - weight, 6)
-        recall, ndcg = _set_values(judged, dataclasses.replace(
+        recall, ndcg = set_values(judged, dataclasses.replace(
             ranking, vector_weight=weight, fts_weight=fts_weight))
         band = mean_interval(recall, counts)
         score = JudgedScore(k=ranking.top_k, recall=band.estimate, ndcg=float(ndcg.mean()),

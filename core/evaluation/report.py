@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.evaluation.metrics import KS, METRICS
-from core.evaluation.runner import EvalReport, SweepResult
+from core.evaluation.runner import EvalReport
 from core.evaluation.settings import describe
 from core.evaluation.stats import RESAMPLES, Interval
 from core.evaluation.tuning import Comparison, CrossValidation
@@ -63,24 +63,6 @@ def report_lines(report: EvalReport, category_names: Mapping[str, str] | None = 
     return lines
 
 
-def sweep_lines(result: SweepResult) -> list[str]:
-    """One line per (fusion, vector weight) with recall@5/10/25 and MRR; the best marked *."""
-    shown = ("recall@5", "recall@10", "recall@25", "mrr")
-    lines = [f"model  {result.model}", "",
-             f"{'fusion':<8}{'vector':>7}{'fts':>6}"
-             + "".join(f"{_label(m):>11}" for m in shown)]
-    for index, run in enumerate(result.runs):
-        mark = "  *" if index == result.best else ""
-        lines.append(f"{run.fusion:<8}{run.vector_weight:>7.1f}{run.fts_weight:>6.1f}"
-                     + "".join(f"{run.overall.metrics[m]:>11.3f}" for m in shown) + mark)
-    if result.runs:
-        best = result.runs[result.best]
-        lines.append("")
-        lines.append(f"* best by recall@10: {best.fusion}, vector weight "
-                     f"{best.vector_weight:g}, fts weight {best.fts_weight:g}")
-    return lines
-
-
 def comparison_lines(comparison: Comparison, labels: tuple[str, str],
                      category_names: Mapping[str, str] | None = None) -> list[str]:
     """A and B per metric, and B - A with its paired interval; per category for recall@10."""
@@ -110,9 +92,8 @@ def comparison_lines(comparison: Comparison, labels: tuple[str, str],
 def cross_validation_lines(cv: CrossValidation) -> list[str]:
     """The folds (chosen on the others, scored held out), pooled, and the verdict."""
     metric = _label(cv.metric)
-    by = "conversation" if cv.grouping == "conversation" else "query (few conversations)"
-    lines = [f"cross-validation: {len(cv.folds)} folds by {by}; each fold's setting chosen "
-             f"by {metric} on the other folds", "",
+    lines = [f"cross-validation: {len(cv.folds)} folds by {cv.grouping}; each fold's setting "
+             f"chosen by {metric} on the other folds", "",
              f"{'fold':<6}{'queries':>8}{'current':>9}{'chosen':>9}   chosen setting"]
     for fold in cv.folds:
         lines.append(f"{fold.fold:<6}{fold.queries:>8}{fold.current:>9.3f}{fold.tuned:>9.3f}   "
@@ -135,14 +116,14 @@ def cross_validation_lines(cv: CrossValidation) -> list[str]:
 def grid_lines(cv: CrossValidation) -> list[str]:
     """One line per grid point: its metric with the interval, recall@5/25 and MRR; the best
     marked * only when it beats the current setting on held-out folds."""
-    shown = ("recall@5", "recall@25", "mrr")
+    shown = list(cv.shown[0])
     labels = [describe(p) for p in cv.points]
     width = max(12, *(len(label) + 2 for label in labels))
     lines = [f"{'setting':<{width}}{_label(cv.metric) + ' [95%]':>18}"
              + "".join(f"{_label(m):>10}" for m in shown)]
-    for index, (label, report, interval) in enumerate(
-            zip(labels, cv.reports, cv.point_intervals, strict=True)):
+    for index, (label, means, interval) in enumerate(
+            zip(labels, cv.shown, cv.point_intervals, strict=True)):
         mark = "  *" if cv.beats_current and index == cv.best else ""
         lines.append(f"{label:<{width}}{_cell(interval):>18}"
-                     + "".join(f"{report.overall.metrics[m]:>10.3f}" for m in shown) + mark)
+                     + "".join(f"{means[m]:>10.3f}" for m in shown) + mark)
     return lines

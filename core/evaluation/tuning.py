@@ -13,7 +13,7 @@ anything beyond noise; a sweep marks its best point only when it does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -134,23 +134,43 @@ def compare(first: EvalReport, second: EvalReport) -> Comparison:
                        for category in first.categories})
 
 
-def assign_folds(dataset: Dataset, folds: int, seed: int = SEED) -> tuple[list[int], str]:
-    """Each query's fold, and how they were split: "conversation" when the dataset has at
-    least ``folds`` sessions with queries (a session's queries stay together), else "query"."""
-    queries = dataset.queries
-    if folds < 2 or folds > len(queries):
-        raise InvalidInput(f"--folds must be from 2 to the {len(queries)} queries scored, "
+def assign_folds(groups: Sequence[str], folds: int, seed: int = SEED,
+                 ) -> tuple[list[int], str]:
+    """Each query's fold, given each query's group (its conversation), and how they were
+    split: "conversation" when there are at least ``folds`` groups (a group's queries stay
+    together), else "query"."""
+    if folds < 2 or folds > len(groups):
+        raise InvalidInput(f"--folds must be from 2 to the {len(groups)} queries scored, "
                            f"got {folds}")
     rng = np.random.default_rng(seed)
-    sessions = list(dict.fromkeys(q.session_id for q in queries))
-    if len(sessions) >= folds:
-        order = rng.permutation(len(sessions))
-        fold_of = {sessions[j]: position % folds for position, j in enumerate(order)}
-        return [fold_of[q.session_id] for q in queries], "conversation"
-    assigned = [0] * len(queries)
-    for position, j in enumerate(rng.permutation(len(queries))):
+    distinct = list(dict.fromkeys(groups))
+    if len(distinct) >= folds:
+        order = rng.permutation(len(distinct))
+        fold_of = {distinct[j]: position % folds for position, j in enumerate(order)}
+        return [fold_of[group] for group in groups], "conversation"
+    assigned = [0] * len(groups)
+    for position, j in enumerate(rng.permutation(len(groups))):
         assigned[int(j)] = position % folds
     return assigned, "query"
+
+
+@dataclass(frozen=True)
+class PointScores:
+    """One grid point on every query: the tuned metric, the tie-breaker, and the means the
+    grid table shows beside them."""
+
+    values: FloatArray
+    ties: FloatArray
+    shown: dict[str, float]
+
+
+SHOWN_METRICS = ("recall@5", "recall@25", "mrr")
+
+
+def report_scores(report: EvalReport) -> PointScores:
+    """A dataset evaluation as grid scores: recall@10, then MRR, over the overall queries."""
+    return PointScores(overall_values(report, TUNED_METRIC), overall_values(report, TIE_METRIC),
+                       {m: report.overall.metrics[m] for m in SHOWN_METRICS})
 
 
 @dataclass(frozen=True)
@@ -171,8 +191,9 @@ class CrossValidation:
     ``points[0]`` is the current setting. ``best`` is chosen on every query; ``gain`` is the
     pooled held-out score of the per-fold choices minus the current one's, paired."""
 
+    model: str
     points: list[Overrides]
-    reports: list[EvalReport]
+    shown: list[dict[str, float]]
     metric: str
     grouping: str
     folds: list[FoldOutcome]
@@ -181,7 +202,7 @@ class CrossValidation:
     gain: Interval
     best: int
     point_intervals: list[Interval]
-    """Each point's overall ``metric`` over every query, with its interval (the band)."""
+    """Each point's ``metric`` over every query, with its interval (the band)."""
 
     @property
     def beats_current(self) -> bool:
@@ -192,17 +213,16 @@ class CrossValidation:
     def to_dict(self) -> dict[str, Any]:
         """The cross-validation as a JSON-ready dict."""
         return {
-            "metric": self.metric, "grouping": self.grouping,
+            "model": self.model, "metric": self.metric, "grouping": self.grouping,
             "folds": [dataclasses.asdict(f) | {"chosen": describe(self.points[f.chosen])}
                       for f in self.folds],
             "held_out_current": self.current.to_dict(), "held_out_tuned": self.tuned.to_dict(),
             "held_out_gain": self.gain.to_dict(), "beats_current": self.beats_current,
             "best": describe(self.points[self.best]),
             "best_overrides": with_implied(self.points[self.best]),
-            "points": [{"setting": describe(p), self.metric: i.to_dict(),
-                        **{m: r.overall.metrics[m] for m in METRICS}}
-                       for p, r, i in zip(self.points, self.reports, self.point_intervals,
-                                          strict=True)]}
+            "points": [{"setting": describe(p), self.metric: i.to_dict(), **shown}
+                       for p, shown, i in zip(self.points, self.shown, self.point_intervals,
+                                              strict=True)]}
 
 
 def _choose(matrix: FloatArray, ties: FloatArray, rows: np.ndarray) -> int:
@@ -213,17 +233,17 @@ def _choose(matrix: FloatArray, ties: FloatArray, rows: np.ndarray) -> int:
     return max(range(len(means)), key=lambda i: (means[i], tie_means[i], i == 0, -i))
 
 
-def cross_validate(points: Sequence[Overrides], reports: Sequence[EvalReport], dataset: Dataset,
-                   folds: int = DEFAULT_FOLDS, metric: str = TUNED_METRIC) -> CrossValidation:
-    """Choose on k-1 folds, score on the held-out one, pool; ``points[0]`` is the current."""
-    included = [i for i, s in enumerate(reports[0].scores)
-                if s.category not in reports[0].excluded]
-    subset = Dataset(dataset.messages, [dataset.queries[i] for i in included])
-    assigned, grouping = assign_folds(subset, min(folds, len(included)))
+def cross_validate(points: Sequence[Overrides], scores: Sequence[PointScores],
+                   groups: Sequence[str], *, folds: int = DEFAULT_FOLDS,
+                   metric: str = TUNED_METRIC, model: str = "") -> CrossValidation:
+    """Choose on k-1 folds, score on the held-out one, pool; ``points[0]`` is the current.
+    ``groups`` names each query's conversation, so folds can keep one whole."""
+    count = len(groups)
+    assigned, grouping = assign_folds(groups, min(folds, count))
     fold_of = np.array(assigned)
-    matrix = np.stack([overall_values(r, metric) for r in reports])
-    ties = np.stack([overall_values(r, TIE_METRIC) for r in reports])
-    tuned_values = np.empty(len(included))
+    matrix = np.stack([score.values for score in scores])
+    ties = np.stack([score.ties for score in scores])
+    tuned_values = np.empty(count)
     outcomes = []
     for fold in range(int(fold_of.max()) + 1):
         held = np.flatnonzero(fold_of == fold)
@@ -232,10 +252,61 @@ def cross_validate(points: Sequence[Overrides], reports: Sequence[EvalReport], d
         outcomes.append(FoldOutcome(fold + 1, len(held), chosen,
                                     float(matrix[0, held].mean()),
                                     float(matrix[chosen, held].mean())))
-    counts = resample_counts(len(included))
+    counts = resample_counts(count)
     current, tuned = mean_intervals(np.stack([matrix[0], tuned_values], axis=1), counts)
     return CrossValidation(
-        list(points), list(reports), metric, grouping, outcomes, current, tuned,
-        paired_difference(matrix[0], tuned_values, counts),
-        _choose(matrix, ties, np.arange(len(included))),
-        mean_intervals(matrix.T, counts))
+        model, list(points), [score.shown for score in scores], metric, grouping, outcomes,
+        current, tuned, paired_difference(matrix[0], tuned_values, counts),
+        _choose(matrix, ties, np.arange(count)), mean_intervals(matrix.T, counts))
+
+
+def cross_validate_reports(points: Sequence[Overrides], reports: Sequence[EvalReport],
+                           dataset: Dataset, folds: int = DEFAULT_FOLDS) -> CrossValidation:
+    """:func:`cross_validate` on a dataset's evaluations (the overall queries, by session)."""
+    groups = [query.session_id for query, score in zip(dataset.queries, reports[0].scores,
+                                                        strict=True)
+              if score.category not in reports[0].excluded]
+    return cross_validate(points, [report_scores(r) for r in reports], groups, folds=folds,
+                          model=reports[0].model)
+
+
+async def score_judged_points(open_engine: OpenEngine, base: Config, scope: Mapping[str, str],
+                              points: Sequence[Overrides],
+                              progress: Callable[[int, int], None] | None = None,
+                              ) -> tuple[list[PointScores], int, str]:
+    """Each point on the queries judged in ``scope`` (a person's own judgments): judged
+    recall@k per query, then nDCG@k, k the configured ``top_k``. Also returns how many
+    queries and the model."""
+    from core.evaluation.judged import JudgedSearches, set_values
+
+    configs = [apply_overrides(base, point) for point in points]
+    groups: dict[str, list[int]] = {}
+    for index, point in enumerate(points):
+        groups.setdefault(repr(sorted(_search_part(point).items())), []).append(index)
+    scores: list[PointScores | None] = [None] * len(points)
+    done, count, model = 0, 0, ""
+    for members in groups.values():
+        search_config = apply_overrides(base, _search_part(points[members[0]]))
+        async with open_engine(search_config) as engine:
+            judged = await JudgedSearches().load(engine, scope,
+                                                  top_k=search_config.retrieval.top_k)
+            model = engine.embedder.name
+        if not len(judged):
+            raise InvalidInput(f"nothing is judged relevant in {describe_scope(scope)}: judge "
+                               "queries in the playground first")
+        count = len(judged)
+        searched = judged.results[0].ranking
+        for index in members:
+            ranking = dataclasses.replace(searched, **{
+                name: getattr(configs[index].retrieval, name) for name in RERANK_FIELDS})
+            recall, ndcg = set_values(judged, ranking)
+            scores[index] = PointScores(recall, ndcg, {"nDCG": float(ndcg.mean())})
+            done += 1
+            if progress is not None:
+                progress(done, len(points))
+    return [score for score in scores if score is not None], count, model
+
+
+def describe_scope(scope: Mapping[str, str]) -> str:
+    """``session trip-dolomites`` or ``namespace ops``."""
+    return " ".join(f"{key.removesuffix('_id')} {value}" for key, value in scope.items())

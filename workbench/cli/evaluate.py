@@ -97,10 +97,9 @@ def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep
         axes = default_axes(fusions=(fusion,) if fusion else None)
         cv, _ = _run(_tune(db, dataset_path, config, axes, folds))
         if as_json:
-            click.echo(json.dumps({"dataset": str(dataset_path), "model": cv.reports[0].model,
-                                   **cv.to_dict()}, indent=2))
+            click.echo(json.dumps({"dataset": str(dataset_path), **cv.to_dict()}, indent=2))
             return
-        lines = [f"model  {cv.reports[0].model}", ""]
+        lines = [f"model  {cv.model}", ""]
         lines += text.grid_lines(cv) if run_sweep else []
         _echo_lines([*lines, *([""] if run_sweep else []), *text.cross_validation_lines(cv)])
         return
@@ -113,10 +112,15 @@ def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep
 
 @click.command("tune")
 @click.option("--db", "db", required=True, type=MEMORY,
-              help=f"{MEMORY_HELP} the dataset was imported into.")
-@click.option("--dataset", "dataset_path", required=True,
+              help=f"{MEMORY_HELP} holding the dataset or the judgments.")
+@click.option("--dataset", "dataset_path", default=None,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The dataset JSONL (as `workbench import locomo` writes it).")
+              help="Tune on this dataset JSONL (as `workbench import locomo` writes it).")
+@click.option("--session", "session_id", default=None,
+              help="Instead of a dataset, tune on the queries judged in this session (the"
+                   " playground's judgments; judged recall@k, k the configured top_k).")
+@click.option("--namespace", default=None,
+              help="Instead of a dataset, tune on the queries judged in this namespace.")
 @click.option("--grid", "grid", multiple=True, metavar="retrieval.KEY[=A,B,...]",
               help="An axis of the grid (repeatable): a retrieval option and its values; a"
                    " boolean or choice option without values tries them all. Default: every"
@@ -130,20 +134,27 @@ def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep
 @model_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def tune_command(ctx: click.Context, db: Location, dataset_path: Path, grid: tuple[str, ...],
+def tune_command(ctx: click.Context, db: Location, dataset_path: Path | None,
+                 session_id: str | None, namespace: str | None, grid: tuple[str, ...],
                  folds: int, write_path: Path | None, model: str | None, as_json: bool) -> None:
     """Choose retrieval settings by cross-validation and recommend one with its held-out gain."""
     from core.errors import WorkbenchError
     from core.evaluation import report as text
     from core.evaluation.settings import default_axes, parse_axis, write_settings
 
+    scope = {k: v for k, v in (("session_id", session_id), ("namespace", namespace)) if v}
+    if (dataset_path is None) == (not scope) or len(scope) > 1:
+        raise click.UsageError("tune on one of: --dataset FILE, --session ID, --namespace NAME")
     config = _measuring_config(ctx, model)
     _require_db(db)
     try:
         axes = [parse_axis(axis) for axis in grid] if grid else default_axes()
     except WorkbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--grid") from None
-    cv, _ = _run(_tune(db, dataset_path, config, axes, folds))
+    if dataset_path is not None:
+        cv, _ = _run(_tune(db, dataset_path, config, axes, folds))
+    else:
+        cv = _run(_tune_judged(db, scope, config, axes, folds))
     written = False
     if write_path is not None and cv.beats_current:
         try:
@@ -152,11 +163,11 @@ def tune_command(ctx: click.Context, db: Location, dataset_path: Path, grid: tup
             raise click.ClickException(str(exc)) from None
         written = True
     if as_json:
-        click.echo(json.dumps({"dataset": str(dataset_path), "model": cv.reports[0].model,
-                               **cv.to_dict(),
+        source = {"dataset": str(dataset_path)} if dataset_path else {"judged": scope}
+        click.echo(json.dumps({**source, **cv.to_dict(),
                                "written": str(write_path) if written else None}, indent=2))
         return
-    lines = [f"model  {cv.reports[0].model}", "", *text.grid_lines(cv), "",
+    lines = [f"model  {cv.model}", "", *text.grid_lines(cv), "",
              *text.cross_validation_lines(cv), ""]
     from core.evaluation.settings import describe
 
@@ -228,10 +239,27 @@ async def _tune(db: Location, dataset_path: Path, config: Any, axes: list[Any],
                 folds: int | None) -> tuple[Any, Any]:
     from core.evaluation import read_dataset
     from core.evaluation.settings import grid_points
-    from core.evaluation.tuning import DEFAULT_FOLDS, cross_validate
+    from core.evaluation.tuning import DEFAULT_FOLDS, cross_validate_reports
 
     dataset = read_dataset(dataset_path)
     points = [{}, *grid_points(axes)]  # the current setting first: ties go to it
     reports = await _scored(db, dataset, config, points, "grid")
-    return (cross_validate(points, reports, dataset, folds or DEFAULT_FOLDS),
+    return (cross_validate_reports(points, reports, dataset, folds or DEFAULT_FOLDS),
             _category_names(dataset))
+
+
+async def _tune_judged(db: Location, scope: dict[str, str], config: Any, axes: list[Any],
+                       folds: int) -> Any:
+    from core import Engine
+    from core.evaluation.settings import grid_points
+    from core.evaluation.tuning import cross_validate, score_judged_points
+
+    points = [{}, *grid_points(axes)]  # the current setting first: ties go to it
+    async with Engine.open(db, config=config) as engine:
+        _echo_warnings(engine)
+        await _drain_with_progress(engine)
+    scores, count, model = await score_judged_points(
+        lambda c: Engine.open(db, config=c), config, scope, points, _progress("grid"))
+    # One scope, one group: the folds split its queries.
+    return cross_validate(points, scores, ["judged"] * count, folds=folds,
+                          metric=f"judged recall@{config.retrieval.top_k}", model=model)
