@@ -155,3 +155,8 @@ async def test_judged_searches_search_each_query_once(tmp_path: Path) -> None:
         await searches.load(engine, {"session_id": "s"})
         logged = await engine.retrieval_log(caller="judged")
         assert [entry["query"] for entry in logged] == ["hut"]  # searched once, kept
+        searches.keep({"session_id": "s"}, "peanut", found)
+        await engine.judge("peanut", found.results[0].chunk_id, 3, session_id="s")
+        judged = await searches.load(engine, {"session_id": "s"})
+        assert judged.queries == ["hut", "peanut"] and judged.results[1] is found
+        assert len(await engine.retrieval_log(caller="judged")) == 1  # kept, not searched

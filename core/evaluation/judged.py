@@ -136,6 +136,11 @@ class JudgedSearches:
     def __init__(self) -> None:
         self._searched: dict[tuple[tuple[str, str], ...], dict[str, SearchResult]] = {}
 
+    def keep(self, scope: Mapping[str, str], query: str, found: SearchResult) -> None:
+        """Keep a search the caller ran already (in the configured mode), so the set does
+        not run it again."""
+        self._searched.setdefault(tuple(sorted(scope.items())), {})[query] = found
+
     async def load(self, engine: Engine, scope: Mapping[str, str], *,
                    top_k: int = 10) -> JudgedSet:
         """Every query judged in ``scope`` with something judged relevant, searched deep

@@ -247,6 +247,8 @@ class PlaygroundPane(SweepActions, Pane):
         """A new answer: nothing moved yet, and a sweep of other legs no longer applies."""
         if self.asked is None or self.asked.scope != asked.scope:
             self.judged_set = None
+        if asked.mode == self.engine.config.retrieval.default_recall_mode:
+            self.judged_searches.keep(asked.scope, asked.text, found)
         self.asked, self.found, self.context = asked, found, None
         self.judgments, self.previous, self.sweep = judgments, None, None
 
