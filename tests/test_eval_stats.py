@@ -254,6 +254,12 @@ def test_eval_prints_intervals_and_compares_two_settings(runner: CliRunner,
     mixed = runner.invoke(main, ["eval", "--db", str(db), "--dataset", str(dataset),
                                  "--compare", "current", "current", "--sweep"])
     assert mixed.exit_code == 2
+    folded = runner.invoke(main, ["eval", "--db", str(db), "--dataset", str(dataset),
+                                  "--folds", "3", "--fusion", "rrf"])
+    assert folded.exit_code == 0, folded.output
+    assert "cross-validation: 3 folds by query" in folded.output
+    assert "held-out recall@10: current" in folded.output
+    assert "recall@10 [95%]" not in folded.stdout  # the grid table is --sweep's
 
 
 def test_tune_recommends_and_writes_only_when_asked(runner: CliRunner,

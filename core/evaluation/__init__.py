@@ -16,7 +16,11 @@ string or null and ``answer`` is optional (for people reading misses; never scor
 The modules: :mod:`~core.evaluation.dataset` (reading and writing the format),
 :mod:`~core.evaluation.locomo` (LoCoMo conversations to datasets),
 :mod:`~core.evaluation.metrics` (recall@k, hit@k, MRR, nDCG@k; pure functions),
-:mod:`~core.evaluation.runner` (storing a dataset in an Engine, running queries, sweeps) and
+:mod:`~core.evaluation.runner` (storing a dataset in an Engine, running queries, sweeps),
+:mod:`~core.evaluation.stats` (bootstrap intervals, alone and paired),
+:mod:`~core.evaluation.settings` (dotted overrides, grids, writing one into a config file),
+:mod:`~core.evaluation.tuning` (grids scored per query, compared, cross-validated),
+:mod:`~core.evaluation.judged` (a person's judgments: one query, or a scope's judged set) and
 :mod:`~core.evaluation.report` (the text tables the CLI prints). Nothing here is imported
 by ``import core``.
 """
