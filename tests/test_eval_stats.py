@@ -7,6 +7,7 @@ import json
 import tomllib
 from math import comb
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -329,3 +330,34 @@ def test_tune_on_the_playgrounds_judgments_writes_a_setting_that_wins(
                                                 "top_k": 1}
     neither = runner.invoke(main, ["tune", "--db", str(db)])
     assert neither.exit_code == 2 and "--dataset FILE, --session ID" in neither.output
+
+
+async def test_points_share_a_search_unless_they_change_more_than_the_ranking(
+        tmp_path: Path) -> None:
+    from core.evaluation import convert_locomo_file, evaluate, store_dataset
+    from core.evaluation.tuning import score_points
+    from tests.conftest import DETERMINISTIC
+    from tests.test_evaluation import tiny_locomo
+
+    source = tmp_path / "77.json"
+    source.write_text(json.dumps(tiny_locomo()))
+    (conversion,) = convert_locomo_file(source)
+    db = tmp_path / "m.db"
+    base = apply_overrides(Config(), {"embedding.backend": "deterministic",
+                                      "embedding.fallback_dimensions": 64})
+    async with Engine.open(db, config=DETERMINISTIC) as engine:
+        await store_dataset(engine, conversion.dataset)
+        await engine.drain()
+    opened: list[Config] = []
+
+    def open_engine(config: Config) -> Any:
+        opened.append(config)
+        return Engine.open(db, config=config)
+
+    points = [{}, {"retrieval.vector_weight": 0.9}, {"retrieval.context_weight": 2.0}]
+    reports = await score_points(open_engine, base, conversion.dataset, points)
+    assert len(opened) == 2 and opened[1].retrieval.context_weight == 2.0
+    async with Engine.open(db, config=opened[1]) as engine:
+        direct = await evaluate(engine, conversion.dataset)
+    assert [s.ranked for s in reports[2].scores] == [s.ranked for s in direct.scores]
+    assert (reports[1].vector_weight, reports[1].fts_weight) == (0.9, 0.1)

@@ -62,6 +62,15 @@ def _search_part(overrides: Overrides) -> Overrides:
     return {k: v for k, v in with_implied(overrides).items() if k not in rerank_keys}
 
 
+def _search_groups(base: Config, points: Sequence[Overrides]) -> list[tuple[Config, list[int]]]:
+    """The points sharing each search config (the base with their search overrides)."""
+    groups: dict[str, list[int]] = {}
+    for index, point in enumerate(points):
+        groups.setdefault(repr(sorted(_search_part(point).items())), []).append(index)
+    return [(apply_overrides(base, _search_part(points[members[0]])), members)
+            for members in groups.values()]
+
+
 async def score_points(open_engine: OpenEngine, base: Config, dataset: Dataset,
                        points: Sequence[Overrides], *,
                        top_k_chunks: int = DEFAULT_TOP_K_CHUNKS,
@@ -69,13 +78,9 @@ async def score_points(open_engine: OpenEngine, base: Config, dataset: Dataset,
                        progress: Callable[[int, int], None] | None = None) -> list[EvalReport]:
     """Each point's evaluation, in order; one search per query per distinct search config."""
     configs = [apply_overrides(base, point) for point in points]  # refuses a bad one first
-    groups: dict[str, list[int]] = {}
-    for index, point in enumerate(points):
-        groups.setdefault(repr(sorted(_search_part(point).items())), []).append(index)
     reports: list[EvalReport | None] = [None] * len(points)
     done = 0
-    for members in groups.values():
-        search_config = apply_overrides(base, _search_part(points[members[0]]))
+    for search_config, members in _search_groups(base, points):
         async with open_engine(search_config) as engine:
             await check_engine_holds(engine, dataset)
             searched = await _search_all(engine, dataset, top_k_chunks)
@@ -279,14 +284,10 @@ async def score_judged_points(open_engine: OpenEngine, base: Config, scope: Mapp
     queries and the model."""
     from core.evaluation.judged import JudgedSearches, set_values
 
-    configs = [apply_overrides(base, point) for point in points]
-    groups: dict[str, list[int]] = {}
-    for index, point in enumerate(points):
-        groups.setdefault(repr(sorted(_search_part(point).items())), []).append(index)
+    configs = [apply_overrides(base, point) for point in points]  # refuses a bad one first
     scores: list[PointScores | None] = [None] * len(points)
     done, count, model = 0, 0, ""
-    for members in groups.values():
-        search_config = apply_overrides(base, _search_part(points[members[0]]))
+    for search_config, members in _search_groups(base, points):
         async with open_engine(search_config) as engine:
             judged = await JudgedSearches().load(engine, scope,
                                                   top_k=search_config.retrieval.top_k)
