@@ -110,8 +110,15 @@ def _require_db(db: Location) -> None:
         sys.exit(1)
 
 
+def unlogged_warnings(engine: Any) -> list[str]:
+    """The engine's warnings but the model's fallback, which the engine has logged already
+    (logger ``core``, shown on stderr): said once, not twice."""
+    logged = engine.model.fallback_warning
+    return [warning for warning in engine.warnings if warning != logged]
+
+
 def _echo_warnings(engine: Any) -> None:
-    for warning in engine.warnings:
+    for warning in unlogged_warnings(engine):
         click.echo(f"warning: {warning}", err=True)
 
 
