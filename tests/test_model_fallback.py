@@ -110,6 +110,7 @@ def test_mcp_prints_the_fallback_on_stderr_at_start(tmp_path: Path) -> None:
     serving = [i for i, line in enumerate(lines) if "serving" in line]
     assert len(said) == 1 and serving and said[0] < serving[0], result.stderr
     assert "no-such-org/no-such-model" in lines[said[0]]
+    assert f"created {tmp_path / 'm.db'}: a new memory file" in lines  # the rule of every CLI
 
 
 def test_mcp_refuses_to_start_when_told_to(tmp_path: Path) -> None:

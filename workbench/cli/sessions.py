@@ -297,7 +297,7 @@ def append_command(ctx: click.Context, session_id: str, db: Location | None, rol
         await engine.drain()  # so search and context find it by both legs straight after
         return stored, made
 
-    stored, made = on_engine(ctx, db, work)
+    stored, made = on_engine(ctx, db, work, adds=True)
     if as_json:
         echo_json({**stored.to_dict(), "new_session": made})
     else:

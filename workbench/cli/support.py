@@ -102,12 +102,34 @@ def memory_location(db: Location | None, config: Any) -> Location:
     return parse_location(config.storage.url or DEFAULT_DB)
 
 
+CREATING_COMMANDS = ("sessions append", "notes add", "notes import", "facts set",
+                     "scratchpad write", "schedules add", "import", "open", "mcp")
+"""The commands that create a missing memory file: those that add to memory, the app and
+the MCP server. Every other command reads or changes what is there, and refuses."""
+
+
+def missing_memory(db: Location) -> str:
+    """Why a command that reads or changes memory does nothing with a missing file."""
+    creators = ", ".join(f"`workbench {name}`" for name in CREATING_COMMANDS)
+    return f"{db} does not exist; only a command that adds to memory creates it ({creators})"
+
+
 def _require_db(db: Location) -> None:
     """Exit 1 with one line when the memory file a command reads does not exist (a server's
     database is not looked for: opening it says whether it is there)."""
-    if not db.is_postgres and not db.path.exists():
-        click.echo(f"error: {db} does not exist", err=True)
+    if is_missing(db):
+        click.echo(f"error: {missing_memory(db)}", err=True)
         sys.exit(1)
+
+
+def is_missing(db: Location) -> bool:
+    """True for a memory file that does not exist (never for a server's database)."""
+    return not db.is_postgres and not db.path.exists()
+
+
+def echo_created(db: Location) -> None:
+    """The line a command that created the memory file says on stderr."""
+    click.echo(f"created {db}: a new memory file", err=True)
 
 
 def unlogged_warnings(engine: Any) -> list[str]:
@@ -156,17 +178,22 @@ def quiet(config: Any) -> Any:
 
 def on_engine(ctx: click.Context, db: Location | None,
               work: Callable[[Any], Coroutine[Any, Any, T]], *, warn: bool = True,
-              **open_kwargs: Any) -> T:
-    """Run ``work(engine)`` on an existing memory for one command, without background
-    consolidation; its warnings go to stderr, its refusals become one line and exit 1."""
+              adds: bool = False, **open_kwargs: Any) -> T:
+    """Run ``work(engine)`` for one command, without background consolidation; its warnings
+    go to stderr, its refusals become one line and exit 1. A missing memory file is created
+    (and said so) when the command ``adds`` to memory, else refused (:func:`missing_memory`)."""
     config = quiet(_load_config(ctx))
     location = memory_location(db, config)
-    _require_db(location)
+    created = adds and is_missing(location)
+    if not adds:
+        _require_db(location)
 
     async def run() -> T:
         from core import Engine
 
         async with Engine.open(location, config=config, **open_kwargs) as engine:
+            if created:
+                echo_created(location)
             if warn:
                 _echo_warnings(engine)
             else:

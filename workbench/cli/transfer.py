@@ -25,7 +25,9 @@ from workbench.cli.support import (
     _run,
     _with_model,
     db_option,
+    echo_created,
     echo_json,
+    is_missing,
     json_option,
     model_option,
     on_engine,
@@ -69,7 +71,10 @@ async def _import(source_format: str, file: Path, db: Location, namespace: str |
     from core.importers import check_source, import_file
 
     check_source(source_format, file)  # before the memory file is opened (or created)
+    created = is_missing(db)
     async with Engine.open(db, config=config) as engine:
+        if created:
+            echo_created(db)
         _echo_warnings(engine)
         report = await import_file(source_format, engine, file, namespace=namespace,
                                    progress=_show_progress())
@@ -176,7 +181,10 @@ async def _import_locomo(files: tuple[Path, ...], db: Location, dataset_path: Pa
     dataset = Dataset()
     for conversion in conversions:
         dataset.extend(conversion.dataset)
+    created = is_missing(db)
     async with Engine.open(db, config=config) as engine:
+        if created:
+            echo_created(db)
         _echo_warnings(engine)
         stored = await store_dataset(engine, dataset)
         status = await _drain_with_progress(engine)

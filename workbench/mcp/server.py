@@ -25,6 +25,8 @@ from workbench.cli.support import (
     _load_config,
     _run,
     _with_model,
+    echo_created,
+    is_missing,
     model_option,
     unlogged_warnings,
 )
@@ -127,7 +129,10 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
     from workbench.mcp.tools import TOOLS, MemoryTools
 
     namespace = clean_namespace(namespace)
+    created = db is not None and is_missing(db)
     async with Engine.open(db, config=config) as engine:
+        if created:
+            echo_created(db)
         for warning in unlogged_warnings(engine):
             click.echo(f"warning: {warning}", err=True)
         server = build_server(MemoryTools(engine, namespace))
