@@ -101,3 +101,19 @@ async def test_the_app_notices_another_process_writing_the_file(fixture_db: Path
                 break
             await pilot.pause(0.05)
         assert seen, "the app never saw the other process's write"
+
+
+async def test_a_screenshot_keeps_the_space_between_the_title_and_the_file(
+        fixture_db: Path) -> None:
+    from xml.etree import ElementTree
+
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        svg = app.export_screenshot()
+    root = ElementTree.fromstring(svg)
+    # Each styled run is a <text> of its own; SVG renderers (librsvg, browsers) strip a
+    # run's leading spaces unless told to keep them, so the title ran into the file name.
+    assert root.get("{http://www.w3.org/XML/1998/namespace}space") == "preserve"
+    runs = [text.text or "" for text in root.iter("{http://www.w3.org/2000/svg}text")]
+    title = runs.index("Memory\xa0Workbench", 1)  # the first is the window's title bar
+    assert runs[title + 1].startswith("\xa0\xa0/") and runs[title + 1].endswith("fixture.db")

@@ -113,6 +113,13 @@ class WorkbenchApp(App[None]):
         if self.settings.still:
             self.animation_level = "none"
 
+    def export_screenshot(self, *, title: str | None = None, simplify: bool = False) -> str:
+        """Textual's SVG of the screen, its spaces kept: each styled run is a ``<text>`` of
+        its own, and SVG renderers strip a run's leading spaces unless ``xml:space`` says
+        to keep them (the title then ran into the file name)."""
+        svg = super().export_screenshot(title=title, simplify=simplify)
+        return svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+
     # -- layout ------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[None]:
