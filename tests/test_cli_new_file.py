@@ -47,7 +47,7 @@ NEEDS: dict[str, list[str]] = {
 # imports of other stores, tested with their formats), report on a missing file (doctor),
 # or are benchmarks and server administration with their own rules.
 NEITHER = {"open", "mcp", "doctor", "import locomo",
-           "import seed000", "import seed001", "import seed002", "import seed004",
+           "import aidaemon", "import oxydra", "import pynchy", "import crabtalk",
            "pg grant", "pg revoke", "pg roles"}
 
 

@@ -336,8 +336,8 @@ def _schedule(schedule: Any) -> dict[str, Any]:
 
 
 TOOLS: tuple[Tool, ...] = (
-    Tool("save_memory", "Save content under a key (seed 002). Saving again under the same key "
-         "replaces the content.", SaveMemoryArgs, MemoryTools.save_memory),
+    Tool("save_memory", "Save content under a key (as pynchy does). Saving again under the same "
+         "key replaces the content.", SaveMemoryArgs, MemoryTools.save_memory),
     Tool("recall_memories", "Search the saved memories by keyword: BM25 full-text ranking, "
          "and a substring match when no word matches.", RecallMemoriesArgs,
          MemoryTools.recall_memories),
@@ -345,7 +345,7 @@ TOOLS: tuple[Tool, ...] = (
          MemoryTools.forget_memory),
     Tool("list_memories", "List every saved memory key, optionally of one category.",
          ListMemoriesArgs, MemoryTools.list_memories),
-    Tool("memory_save", "Store a note (seed 001) with optional tags; returns its note_id.",
+    Tool("memory_save", "Store a note (as oxydra does) with optional tags; returns its note_id.",
          MemorySaveArgs, MemoryTools.memory_save),
     Tool("memory_search", "Search notes by meaning and words (hybrid vector + full-text), "
          "optionally only those carrying every given tag; one result per note, best first.",
