@@ -15,6 +15,8 @@ from typing import Any
 from core.errors import InvalidInput
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_SESSION_ID_CHARS = 1000
+"""A session id is an identifier, stored with every event and chunk of its session."""
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -36,9 +38,13 @@ def utf8_text(value: Any, what: str) -> str:
 
 
 def session_id(value: Any) -> str:
-    """A session id: a non-empty, non-blank string of valid UTF-8 text."""
+    """A session id: a non-empty, non-blank string of valid UTF-8 text, at most
+    :data:`MAX_SESSION_ID_CHARS` long."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"session_id must be a non-empty string, got {shown(value)}")
+    if len(value) > MAX_SESSION_ID_CHARS:
+        raise InvalidInput(f"session_id {shown(value)} is {len(value):,} characters; the limit "
+                           f"is {MAX_SESSION_ID_CHARS}")
     return utf8_text(value, "session_id")
 
 
@@ -61,7 +67,7 @@ def within_size(text: str, what: str, limit_kb: int) -> str:
     size = len(text) if len(text) > limit else len(text.encode("utf-8", "surrogatepass"))
     if size > limit:
         raise InvalidInput(f"{what} is {size:,} bytes, over the limit of {limit_kb:,} KB "
-                           f"({limit:,} bytes, storage.max_content_kb); nothing was written")
+                           f"({limit:,} bytes, storage.max_content_kb)")
     return text
 
 

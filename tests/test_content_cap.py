@@ -90,3 +90,26 @@ async def test_importers_skip_rows_over_the_limit_with_the_reason(
     (skip,) = report.skipped
     assert "storage.max_content_kb" in skip.reason and "line 2" in skip.where
     assert any("storage.max_content_kb" in line for line in report.lines())
+
+
+async def test_a_query_and_a_fact_value_have_the_same_limit(engine: Engine) -> None:
+    await engine.append("s", {"role": "user", "content": "small"})
+    with pytest.raises(InvalidInput) as refused:
+        await engine.hybrid_query(session_id="s", query="word " * 400)
+    assert_one_line_with_size_and_limit(refused.value, "2,000 bytes")
+    with pytest.raises(InvalidInput) as refused:
+        await engine.get_context("s", "word " * 400)
+    with pytest.raises(InvalidInput) as refused:
+        await engine.upsert_fact("user", "bio", "word " * 400)
+    assert_one_line_with_size_and_limit(refused.value, "2,000 bytes")
+    assert await engine.list_facts() == []
+
+
+async def test_a_session_id_is_an_identifier_of_bounded_length(engine: Engine) -> None:
+    from core.inputs import MAX_SESSION_ID_CHARS
+
+    with pytest.raises(InvalidInput, match=f"the limit is {MAX_SESSION_ID_CHARS}"):
+        await engine.append("s" * (MAX_SESSION_ID_CHARS + 1), {"role": "user", "content": "x"})
+    long_enough = "s" * MAX_SESSION_ID_CHARS
+    await engine.append(long_enough, {"role": "user", "content": "x"})
+    assert [s.session_id for s in await engine.list_sessions()] == [long_enough]

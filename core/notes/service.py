@@ -88,8 +88,11 @@ class Notes:
 
     def content(self, value: Any) -> str:
         """A note's content, checked: text, not blank, within ``storage.max_content_kb``."""
-        return inputs.within_size(clean_content(value), "note content",
-                                  self._config.storage.max_content_kb)
+        return self.within_size(clean_content(value), "note content")
+
+    def within_size(self, text: str, what: str) -> str:
+        """``text`` when it is within ``storage.max_content_kb``, else ``InvalidInput``."""
+        return inputs.within_size(text, what, self._config.storage.max_content_kb)
 
     def chunks(self, content: str) -> tuple[PreparedChunk, ...]:
         """The content's chunks, made as a message's are (seed 001 step 6)."""
