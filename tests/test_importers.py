@@ -596,3 +596,16 @@ async def test_seed001_into_a_session_of_another_namespace_lands_nothing_there(
     assert counts(report, "notes") == (2, 0, 0)  # notes go to team's own notes session
     assert [r.payload["content"] for r in await engine.recall("s1")] == ["ours"]
     assert (await engine.read_scratchpad("s1")).items == ["keep me"]
+
+
+async def test_oxydra_note_chunk_metadata_that_is_not_json_is_said(
+        engine: Engine, tmp_path: Path) -> None:
+    source = make_seed001(tmp_path / "libsql.db")
+    conn = _connect(source)
+    conn.execute("UPDATE chunks SET metadata_json = '{broken' WHERE session_id LIKE 'memory:%'")
+    conn.commit()
+    conn.close()
+    report = await import_file("oxydra", engine, source, namespace="team")
+    assert counts(report, "notes") == (2, 0, 0)
+    (remark,) = [r for r in report.remarks if "not a JSON object" in r]
+    assert remark.startswith("chunks: the metadata of 2 note chunks") and "event alone" in remark

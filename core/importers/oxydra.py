@@ -103,18 +103,26 @@ def plan_note(row: dict[str, Any], metadata: dict[str, Any]) -> PlannedNote:
                        note_id=note_id, created_at=created, updated_at=updated)
 
 
-def _chunk_metadata(source: SourceDatabase) -> dict[tuple[str, int], dict[str, Any]]:
-    """Each notes-session event's chunk metadata, by (session, sequence)."""
+def _chunk_metadata(source: SourceDatabase,
+                    report: ImportReport) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each notes-session event's chunk metadata, by (session, sequence); how many chunks'
+    metadata could not be read goes to the report (their notes come from the event)."""
     if "chunks" not in source.tables or "metadata_json" not in source.columns("chunks"):
         return {}
     found: dict[tuple[str, int], dict[str, Any]] = {}
+    unreadable = 0
     for row in source.rows("SELECT session_id, sequence_start, metadata_json FROM chunks "
                            "WHERE session_id LIKE 'memory:%' ORDER BY rowid"):
         try:
             metadata = _json_object(row["metadata_json"], "metadata_json")
         except InvalidInput:
+            unreadable += 1
             continue
         found.setdefault((row["session_id"], row["sequence_start"]), metadata)
+    if unreadable:
+        report.remark(f"chunks: the metadata of {unreadable:,} note chunks is not a JSON "
+                      "object; those notes were imported from their event alone (its tags, "
+                      "times and source, where it has them)")
     return found
 
 
@@ -132,7 +140,7 @@ def plan_events(source: SourceDatabase, report: ImportReport,
                           f"{report.namespace!r}")
     rows = source.rows("SELECT session_id, sequence, payload_json, created_at "
                        "FROM conversation_events ORDER BY session_id, sequence")
-    note_metadata = _chunk_metadata(source)
+    note_metadata = _chunk_metadata(source, report)
     messages: list[PlannedMessage] = []
     notes: list[PlannedNote] = []
     for row in rows:
