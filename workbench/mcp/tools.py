@@ -69,6 +69,9 @@ class KeyArgs(Args):
 
 class ListMemoriesArgs(Args):
     category: Annotated[Category | None, Field(description="Only this category.")] = None
+    limit: Annotated[int, Field(ge=1, le=1000, description="At most this many keys.")] = 200
+    offset: Annotated[int, Field(ge=0, description="Keys to pass over first (next_offset of "
+                                                   "the page before).")] = 0
 
 
 # -- seed 001 notes ------------------------------------------------------------------------
@@ -211,8 +214,11 @@ class MemoryTools:
                 "forgotten": await self.engine.forget_memory(a.key, namespace=self.namespace)}
 
     async def list_memories(self, a: ListMemoriesArgs) -> dict[str, Any]:
-        return {"keys": await self.engine.list_memories(namespace=self.namespace,
-                                                        category=a.category)}
+        # A page, so a namespace of many memories never floods the agent's context.
+        keys = await self.engine.list_memories(namespace=self.namespace, category=a.category)
+        end = a.offset + a.limit
+        return {"keys": keys[a.offset:end], "total": len(keys),
+                "next_offset": end if end < len(keys) else None}
 
     # seed 001 notes
 
@@ -343,7 +349,8 @@ TOOLS: tuple[Tool, ...] = (
          MemoryTools.recall_memories),
     Tool("forget_memory", "Remove the memory saved under a key.", KeyArgs,
          MemoryTools.forget_memory),
-    Tool("list_memories", "List every saved memory key, optionally of one category.",
+    Tool("list_memories", "List the saved memory keys, optionally of one category, a page "
+         "at a time (200 by default; total and next_offset say what is left).",
          ListMemoriesArgs, MemoryTools.list_memories),
     Tool("memory_save", "Store a note (as oxydra does) with optional tags; returns its note_id.",
          MemorySaveArgs, MemoryTools.memory_save),
