@@ -119,3 +119,17 @@ def test_mcp_refuses_to_start_when_told_to(tmp_path: Path) -> None:
     assert "serving" not in result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "could not be loaded" in line]
     assert line.startswith("error: ") and "not in the local cache" in line
+
+
+def test_the_cli_says_the_fallback_once_as_a_warning(tmp_path: Path) -> None:
+    config = tmp_path / "cli.toml"
+    config.write_text(MISSING_TOML)
+    env = {"WORKBENCH_CONFIG": str(config), "PYTHONPATH": str(ROOT),
+           "HF_HOME": str(tmp_path / "hf-home"), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "sessions", "append", "s1", "--db",
+         str(tmp_path / "m.db"), "--role", "user", "--content", "hello"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "could not be loaded" in line]
+    assert len(said) == 1 and said[0].startswith("warning: Embedding model"), result.stderr

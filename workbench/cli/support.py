@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -31,6 +32,35 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+
+
+class _LevelFirst(logging.Formatter):
+    """``warning: …``, as the commands' own lines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {super().format(record)}"
+
+
+class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record comes: the app swaps it for its
+    own while it runs, and a line on the real one would tear the screen."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """The stream is always the current ``sys.stderr``; nothing to keep."""
+
+
+def show_engine_log() -> None:
+    """Send the engine's warnings (logger ``core``: a fallback model, a failed background
+    task) to stderr in the commands' own words; a logging set up before is left alone."""
+    if not logging.getLogger().handlers:
+        handler = _CurrentStderr()
+        handler.setFormatter(_LevelFirst("%(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def _load_config(ctx: click.Context) -> Any:
