@@ -117,3 +117,15 @@ async def test_a_screenshot_keeps_the_space_between_the_title_and_the_file(
     runs = [text.text or "" for text in root.iter("{http://www.w3.org/2000/svg}text")]
     title = runs.index("Memory\xa0Workbench", 1)  # the first is the window's title bar
     assert runs[title + 1].startswith("\xa0\xa0/") and runs[title + 1].endswith("fixture.db")
+
+
+async def test_opening_a_missing_file_creates_it_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    said: list[str] = []
+    for _ in range(2):  # the second opening finds the file
+        app = make_app(tmp_path / "new.db")
+        monkeypatch.setattr(app, "notify", lambda message, **kw: said.append(message))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            assert app.engine is not None
+    assert said.count(f"created {tmp_path / 'new.db'}: a new memory file") == 1

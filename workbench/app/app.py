@@ -177,6 +177,8 @@ class WorkbenchApp(App[None]):
     @work(exclusive=True, group="engine", exit_on_error=False)
     async def open_engine(self) -> None:
         header = self.query_one(StatusHeader)
+        # The rule of every command that adds to memory: a missing file is made, and said.
+        created = not self.location.is_postgres and not self.location.path.exists()
         try:
             engine = await Engine.open(self.location, config=self.config,
                                        defer_model=self.settings.defer_model)
@@ -189,6 +191,8 @@ class WorkbenchApp(App[None]):
         header.file_name = engine.location.display
         header.schema = engine.backend.schema_version
         header.read_only = engine.read_only_reason
+        if created:
+            self.notify(f"created {engine.location.display}: a new memory file", timeout=10)
         for warning in engine.warnings:
             self.notify(warning, severity="warning", timeout=10)
         await self._poll_once()
