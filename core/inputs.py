@@ -59,12 +59,12 @@ def int64(value: Any, what: str) -> int:
 
 def within_size(text: str, what: str, limit_kb: int) -> str:
     """``text`` when its UTF-8 form is at most ``limit_kb`` KiB, else ``InvalidInput`` giving
-    the size and the limit in one line (``storage.max_content_kb``: what an agent stores is
-    indexed and embedded, so an unbounded one stalls every writer behind it)."""
+    the size and the limit in one line (``storage.max_content_kb``: what an agent gives is
+    indexed, embedded or matched, so an unbounded one stalls every writer behind it)."""
     limit = limit_kb * 1024
     if len(text) * 4 <= limit:  # no UTF-8 character is longer than 4 bytes
         return text
-    size = len(text) if len(text) > limit else len(text.encode("utf-8", "surrogatepass"))
+    size = len(text.encode("utf-8", "surrogatepass"))
     if size > limit:
         raise InvalidInput(f"{what} is {size:,} bytes, over the limit of {limit_kb:,} KB "
                            f"({limit:,} bytes, storage.max_content_kb)")

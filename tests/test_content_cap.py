@@ -43,7 +43,7 @@ async def test_a_message_over_the_limit_is_refused_and_nothing_is_written(
     assert_one_line_with_size_and_limit(refused.value, "bytes")
     assert "message" in str(refused.value)
     # Bytes of UTF-8, not characters: 600 two-byte characters are over 1 KB.
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput, match=r"message is 1,2\d\d bytes"):
         await engine.store("s", 5, {"role": "user", "content": "é" * 600})
     # Tool-call arguments and metadata count too: what is stored is bounded, not one field.
     with pytest.raises(InvalidInput):
