@@ -129,3 +129,21 @@ async def test_opening_a_missing_file_creates_it_and_says_so(
             await settle(pilot)
             assert app.engine is not None
     assert said.count(f"created {tmp_path / 'new.db'}: a new memory file") == 1
+
+
+async def test_a_refused_model_is_said_in_the_header_not_left_loading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.embedding_server import isolate_hub_cache
+    from workbench.app.app import AppSettings, WorkbenchApp
+    from workbench.app.themes import PROJECT_THEMES
+
+    isolate_hub_cache(tmp_path, monkeypatch)
+    config = {"embedding": {"model": "no-such-org/no-such-model", "allow_download": False,
+                            "on_missing_model": "refuse"}}
+    app = WorkbenchApp(tmp_path / "memory.db", config, AppSettings(
+        still=True, theme="workbench-dusk", theme_dirs=(PROJECT_THEMES,), defer_model=True))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        text = str(app.query_one(StatusHeader).render())
+    assert "(loading)" not in text
+    assert "model did not load: embedding model 'no-such-org/no-such-model'" in text
