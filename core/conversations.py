@@ -67,6 +67,9 @@ class Conversations:
         if sequence is not None:
             inputs.int64(sequence, "sequence")
         message = indexing.validate_message(payload)
+        payload_json = inputs.within_size(
+            json.dumps(message, ensure_ascii=False, allow_nan=False), "message",
+            self._config.storage.max_content_kb)
         role = message["role"]
         importance = message.get("importance")
         if importance is None:
@@ -87,7 +90,7 @@ class Conversations:
                 chunk_metadata[key] = message[key]
         return PreparedMessage(
             session_id=session_id, sequence=sequence,
-            payload_json=json.dumps(message, ensure_ascii=False, allow_nan=False),
+            payload_json=payload_json,
             role=role, importance=float(importance), chunks=chunks,
             chunk_metadata=chunk_metadata, agent_identity=agent or self._config.agent,
             created_at=created_at, bound=bound)

@@ -15,6 +15,8 @@ from typing import Any
 from core.errors import InvalidInput
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_SESSION_ID_CHARS = 1000
+"""A session id is an identifier, stored with every event and chunk of its session."""
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -36,9 +38,13 @@ def utf8_text(value: Any, what: str) -> str:
 
 
 def session_id(value: Any) -> str:
-    """A session id: a non-empty, non-blank string of valid UTF-8 text."""
+    """A session id: a non-empty, non-blank string of valid UTF-8 text, at most
+    :data:`MAX_SESSION_ID_CHARS` long."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"session_id must be a non-empty string, got {shown(value)}")
+    if len(value) > MAX_SESSION_ID_CHARS:
+        raise InvalidInput(f"session_id {shown(value)} is {len(value):,} characters; the limit "
+                           f"is {MAX_SESSION_ID_CHARS}")
     return utf8_text(value, "session_id")
 
 
@@ -49,6 +55,20 @@ def int64(value: Any, what: str) -> int:
     if not INT64_MIN <= value <= INT64_MAX:
         raise InvalidInput(f"{what} {shown(value, 30)} is outside the signed 64-bit range")
     return value
+
+
+def within_size(text: str, what: str, limit_kb: int) -> str:
+    """``text`` when its UTF-8 form is at most ``limit_kb`` KiB, else ``InvalidInput`` giving
+    the size and the limit in one line (``storage.max_content_kb``: what an agent gives is
+    indexed, embedded or matched, so an unbounded one stalls every writer behind it)."""
+    limit = limit_kb * 1024
+    if len(text) * 4 <= limit:  # no UTF-8 character is longer than 4 bytes
+        return text
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise InvalidInput(f"{what} is {size:,} bytes, over the limit of {limit_kb:,} KB "
+                           f"({limit:,} bytes, storage.max_content_kb)")
+    return text
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")

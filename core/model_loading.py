@@ -86,6 +86,14 @@ class ModelLoader:
             also_start()
 
     @property
+    def error(self) -> str | None:
+        """Why a background load failed (a refused model, a file that refuses it), else None."""
+        task = self._task
+        if task is None or not task.done() or task.cancelled() or task.exception() is None:
+            return None
+        return " ".join(str(task.exception()).split())
+
+    @property
     def loaded(self) -> bool:
         """False while a background load is still running (or failed)."""
         task = self._task
@@ -166,4 +174,5 @@ class ModelLoader:
         return Pulse(data_version=version, backlog=backlog, failed=failed,
                      model=model.embedder.name, model_loaded=self.loaded,
                      fell_back=model.fell_back, warning=model.warning,
-                     storage_error=None if refused is None else str(refused))
+                     storage_error=None if refused is None else str(refused),
+                     model_error=self.error)

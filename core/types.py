@@ -134,6 +134,7 @@ class Pulse(_AsDict):
     fell_back: bool
     warning: str | None
     storage_error: str | None = None  # why the embedding worker's last save was refused
+    model_error: str | None = None  # why a model loading in the background did not load
 
 
 @dataclass(frozen=True)

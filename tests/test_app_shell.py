@@ -101,3 +101,49 @@ async def test_the_app_notices_another_process_writing_the_file(fixture_db: Path
                 break
             await pilot.pause(0.05)
         assert seen, "the app never saw the other process's write"
+
+
+async def test_a_screenshot_keeps_the_space_between_the_title_and_the_file(
+        fixture_db: Path) -> None:
+    from xml.etree import ElementTree
+
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        svg = app.export_screenshot()
+    root = ElementTree.fromstring(svg)
+    # Each styled run is a <text> of its own; SVG renderers (librsvg, browsers) strip a
+    # run's leading spaces unless told to keep them, so the title ran into the file name.
+    assert root.get("{http://www.w3.org/XML/1998/namespace}space") == "preserve"
+    runs = [text.text or "" for text in root.iter("{http://www.w3.org/2000/svg}text")]
+    title = runs.index("Memory\xa0Workbench", 1)  # the first is the window's title bar
+    assert runs[title + 1].startswith("\xa0\xa0/") and runs[title + 1].endswith("fixture.db")
+
+
+async def test_opening_a_missing_file_creates_it_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    said: list[str] = []
+    for _ in range(2):  # the second opening finds the file
+        app = make_app(tmp_path / "new.db")
+        monkeypatch.setattr(app, "notify", lambda message, **kw: said.append(message))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            assert app.engine is not None
+    assert said.count(f"created {tmp_path / 'new.db'}: a new memory file") == 1
+
+
+async def test_a_refused_model_is_said_in_the_header_not_left_loading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.embedding_server import isolate_hub_cache
+    from workbench.app.app import AppSettings, WorkbenchApp
+    from workbench.app.themes import PROJECT_THEMES
+
+    isolate_hub_cache(tmp_path, monkeypatch)
+    config = {"embedding": {"model": "no-such-org/no-such-model", "allow_download": False,
+                            "on_missing_model": "refuse"}}
+    app = WorkbenchApp(tmp_path / "memory.db", config, AppSettings(
+        still=True, theme="workbench-dusk", theme_dirs=(PROJECT_THEMES,), defer_model=True))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        text = str(app.query_one(StatusHeader).render())
+    assert "(loading)" not in text
+    assert "model did not load: embedding model 'no-such-org/no-such-model'" in text

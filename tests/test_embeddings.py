@@ -344,3 +344,15 @@ def test_http_unreachable_server_falls_back() -> None:
 def test_http_without_base_url_falls_back() -> None:
     loaded = load_embedder(EmbeddingConfig(backend="http", model="m"))
     assert loaded.fell_back and "base_url" in loaded.warning
+
+
+def test_http_answer_larger_than_its_texts_can_need_is_refused(
+        server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.embeddings import http_backend
+
+    embedder = load_embedder(http_cfg(server, dimensions=8)).embedder
+    assert embedder.embed(["hello"]).shape == (1, 8)
+    monkeypatch.setattr(http_backend, "ANSWER_BYTES_BASE", 16)
+    monkeypatch.setattr(http_backend, "ANSWER_BYTES_PER_TEXT", 16)
+    with pytest.raises(EmbeddingError, match="answered more than 32 bytes for 1 text"):
+        embedder.embed(["hello"])

@@ -338,7 +338,7 @@ async def test_jsonl_that_grew_is_imported_from_where_it_stopped(
 async def test_seed000_messages_and_facts(engine: Engine, tmp_path: Path) -> None:
     source = make_seed000(tmp_path / "seed000.db", SEED000_MESSAGES, SEED000_FACTS)
     before = source.read_bytes()
-    report = await import_file("seed000", engine, source, namespace="house")
+    report = await import_file("aidaemon", engine, source, namespace="house")
     assert counts(report, "messages") == (5, 0, 2)
     assert counts(report, "facts") == (2, 0, 1)
     skipped = {s.where: s.reason for s in report.skipped}
@@ -367,7 +367,7 @@ async def test_seed000_messages_and_facts(engine: Engine, tmp_path: Path) -> Non
     assert "stored as 'agent'" in remarks
     assert source.read_bytes() == before  # the source is only read
 
-    again = await import_file("seed000", engine, source, namespace="house")
+    again = await import_file("aidaemon", engine, source, namespace="house")
     assert counts(again, "messages") == (0, 5, 2)
     assert counts(again, "facts") == (0, 2, 1)
 
@@ -382,7 +382,7 @@ async def test_seed000_times_are_normalised_and_an_unreadable_one_is_skipped(
         {"id": "c", "session_id": "log", "role": "user", "content": "garbled",
          "created_at": "2024-05-01Tnoon"},
     ])
-    report = await import_file("seed000", engine, source)
+    report = await import_file("aidaemon", engine, source)
     assert counts(report, "messages") == (2, 0, 1)
     assert "created_at '2024-05-01Tnoon' is not a timestamp" in reasons(report, "messages")[0]
     log = await engine.recall("log")  # seed 000 orders a session by its created_at text
@@ -398,13 +398,13 @@ async def test_seed000_fact_with_another_value_is_skipped_not_overwritten(
         engine: Engine, tmp_path: Path) -> None:
     await engine.upsert_fact("user", "name", "Grace", namespace="house")
     source = make_seed000(tmp_path / "s.db", [], [("user", "name", "Ada", "user")])
-    report = await import_file("seed000", engine, source, namespace="house")
+    report = await import_file("aidaemon", engine, source, namespace="house")
     assert counts(report, "facts") == (0, 0, 1)
     assert "another value" in reasons(report, "facts")[0]
     assert (await engine.get_fact("user", "name", namespace="house")).value == "Grace"
 
 
-@pytest.mark.parametrize("source_format", ["seed000", "seed001", "seed002"])
+@pytest.mark.parametrize("source_format", ["aidaemon", "oxydra", "pynchy"])
 async def test_a_file_that_is_not_the_seeds_store_is_refused(
         engine: Engine, tmp_path: Path, source_format: str) -> None:
     text = tmp_path / "notes.txt"
@@ -416,7 +416,7 @@ async def test_a_file_that_is_not_the_seeds_store_is_refused(
     conn.execute("CREATE TABLE unrelated (x)")
     conn.commit()
     conn.close()
-    with pytest.raises(InvalidInput, match=rf"{other} is not a seed-00\d"):
+    with pytest.raises(InvalidInput, match=rf"{other} is not (an aidaemon|an oxydra|a pynchy)"):
         await import_file(source_format, engine, other)
     with pytest.raises(InvalidInput, match="no such file"):
         await import_file(source_format, engine, tmp_path / "missing.db")
@@ -435,7 +435,7 @@ async def test_seed002_memories_land_as_memories_of_the_namespace(
         ("bad", "a category seed 002 does not have", "weird"),
         ("favorite color", "The user's favorite color is teal", "core"),
     ])
-    report = await import_file("seed002", engine, source, namespace="group-a")
+    report = await import_file("pynchy", engine, source, namespace="group-a")
     assert counts(report, "memories") == (3, 0, 2)
     skipped = {s.where: s.reason for s in report.skipped}
     assert "category must be one of" in skipped["memories row 4 (key 'bad')"]
@@ -448,7 +448,7 @@ async def test_seed002_memories_land_as_memories_of_the_namespace(
     note = await engine.get_note("standup", namespace="group-a")
     assert (note.category, note.created_at) == ("daily", "2024-03-01T09:30:00.000Z")
 
-    again = await import_file("seed002", engine, source, namespace="group-a")
+    again = await import_file("pynchy", engine, source, namespace="group-a")
     assert counts(again, "memories") == (0, 4, 1)  # the duplicate row is "already" now
 
 
@@ -456,7 +456,7 @@ async def test_seed002_key_with_other_content_is_skipped_not_overwritten(
         engine: Engine, tmp_path: Path) -> None:
     await engine.save_memory("favorite color", "green", namespace="group-a")
     source = make_seed002(tmp_path / "memories.db", [("favorite color", "teal", "core")])
-    report = await import_file("seed002", engine, source, namespace="group-a")
+    report = await import_file("pynchy", engine, source, namespace="group-a")
     assert counts(report, "memories") == (0, 0, 1)
     assert "already names note 'favorite color'" in reasons(report, "memories")[0]
     assert (await engine.get_note("favorite color", namespace="group-a")).content == "green"
@@ -478,7 +478,7 @@ async def test_seed004_entries_keep_names_aliases_kinds_and_times(
          "kind": "Note"},
         {"id": 4, "name": "odd", "content": "a kind seed 004 lacks", "kind": "Draft"},
     ])
-    report = await import_file("seed004", engine, source, namespace="agent-4")
+    report = await import_file("crabtalk", engine, source, namespace="agent-4")
     assert counts(report, "notes") == (2, 0, 2)
     skipped = " | ".join(reasons(report, "notes"))
     assert "alias 'taken' already names note 'taken'" in skipped and "kind must be" in skipped
@@ -495,7 +495,7 @@ async def test_seed004_entries_keep_names_aliases_kinds_and_times(
     assert found and found[0].metadata["note_id"] == deploy.note_id
     assert (await engine.list_notes(namespace="default")).total == 0
 
-    again = await import_file("seed004", engine, source, namespace="agent-4")
+    again = await import_file("crabtalk", engine, source, namespace="agent-4")
     assert counts(again, "notes") == (0, 2, 2)
 
 
@@ -512,7 +512,7 @@ async def test_a_malformed_seed004_file_is_refused_before_anything_is_written(
     source = tmp_path / "memory.json"
     source.write_text(document)
     with pytest.raises(InvalidInput, match=expected):
-        await import_file("seed004", engine, source)
+        await import_file("crabtalk", engine, source)
     assert (await engine.list_notes()).total == 0
 
 
@@ -522,7 +522,7 @@ async def test_a_malformed_seed004_file_is_refused_before_anything_is_written(
 async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_path: Path) -> None:
     source = make_seed001(tmp_path / "libsql.db")
     seen: list[tuple[int, int]] = []
-    report = await import_file("seed001", engine, source, namespace="team",
+    report = await import_file("oxydra", engine, source, namespace="team",
                                progress=lambda done, total: seen.append((done, total)))
     assert counts(report, "messages") == (3, 0, 1)
     assert counts(report, "notes") == (2, 0, 0)
@@ -535,7 +535,7 @@ async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_pat
     events = await engine.recall("s1")
     assert [r.sequence for r in events] == [1, 2, 3]
     assert events[1].payload["tool_calls"][0]["function"]["name"] == "lookup"
-    assert events[0].payload["metadata"]["imported"] == {"from": "seed001",
+    assert events[0].payload["metadata"]["imported"] == {"from": "oxydra",
                                                         "created_at": "2024-04-02 08:15:00"}
     assert {r.created_at for r in events} == {"2024-04-02T08:15:00.000Z"}  # UTC, normalised
     assert (await engine.read_scratchpad("s1")).items == ["check the runner"]
@@ -558,7 +558,7 @@ async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_pat
     assert "re-embedded with" in remarks and "('bot')" in remarks
     assert "schedule_runs: the source's 1 rows" in remarks
 
-    again = await import_file("seed001", engine, source, namespace="team")
+    again = await import_file("oxydra", engine, source, namespace="team")
     assert again.total_added == 0
     assert counts(again, "messages") == (0, 3, 1) and counts(again, "notes") == (0, 2, 0)
     assert counts(again, "scratchpads") == (0, 1, 0) and counts(again, "summaries") == (0, 1, 0)
@@ -575,7 +575,7 @@ async def test_seed001_event_times_missing_or_unreadable(
     conn.commit()
     conn.close()
     with frozen(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)):
-        report = await import_file("seed001", engine, source, namespace="team")
+        report = await import_file("oxydra", engine, source, namespace="team")
     assert counts(report, "messages") == (2, 0, 2)
     skipped = {s.where: s.reason for s in report.skipped if s.kind == "messages"}
     assert "created_at 'last spring' is not a timestamp" in skipped[
@@ -588,7 +588,7 @@ async def test_seed001_into_a_session_of_another_namespace_lands_nothing_there(
         engine: Engine, tmp_path: Path) -> None:
     await engine.store("s1", 1, {"role": "user", "content": "ours"}, agent="other")
     await engine.write_scratchpad("s1", ["keep me"], agent="other")
-    report = await import_file("seed001", engine, make_seed001(tmp_path / "l.db"),
+    report = await import_file("oxydra", engine, make_seed001(tmp_path / "l.db"),
                                namespace="team")
     assert counts(report, "messages") == (0, 0, 4)
     assert counts(report, "scratchpads") == (0, 0, 1)
@@ -596,3 +596,16 @@ async def test_seed001_into_a_session_of_another_namespace_lands_nothing_there(
     assert counts(report, "notes") == (2, 0, 0)  # notes go to team's own notes session
     assert [r.payload["content"] for r in await engine.recall("s1")] == ["ours"]
     assert (await engine.read_scratchpad("s1")).items == ["keep me"]
+
+
+async def test_oxydra_note_chunk_metadata_that_is_not_json_is_said(
+        engine: Engine, tmp_path: Path) -> None:
+    source = make_seed001(tmp_path / "libsql.db")
+    conn = _connect(source)
+    conn.execute("UPDATE chunks SET metadata_json = '{broken' WHERE session_id LIKE 'memory:%'")
+    conn.commit()
+    conn.close()
+    report = await import_file("oxydra", engine, source, namespace="team")
+    assert counts(report, "notes") == (2, 0, 0)
+    (remark,) = [r for r in report.remarks if "not a JSON object" in r]
+    assert remark.startswith("chunks: the metadata of 2 note chunks") and "event alone" in remark

@@ -103,3 +103,15 @@ def test_an_unsplittable_url_still_gives_up_its_password_for_scrubbing(url: str)
     location = parse_location(url)
     assert location.secrets == ("hunter2",)
     assert location.display == "postgresql://***"
+
+
+@pytest.mark.parametrize("url", ["mysql://root:hunter2@db/memory", "sqlite:///memory.db"])
+async def test_engine_open_refuses_another_scheme_and_makes_no_folder(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from core import Engine
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput, match="postgresql://"):
+        async with Engine.open(url):
+            pass
+    assert list(tmp_path.iterdir()) == []

@@ -76,14 +76,14 @@ def test_add_refuses_a_bad_cadence_saying_why_and_writes_nothing(
     assert ok_json(runner, "schedules", "list", "--db", db)["total"] == 0
 
 
-def test_add_needs_exactly_one_cadence_and_an_existing_file(runner: CliRunner, db: Path,
-                                                            tmp_path: Path) -> None:
+def test_add_needs_exactly_one_cadence_and_makes_a_missing_file(
+        runner: CliRunner, db: Path, tmp_path: Path) -> None:
     base = ["schedules", "add", "--db", db, "--user", "u", "--goal", "g"]
     assert invoke(runner, *base).exit_code == 2
     assert invoke(runner, *base, "--cron", "0 9 * * *", "--every", "1h").exit_code == 2
     missing = invoke(runner, "schedules", "add", "--db", tmp_path / "none.db", "--user", "u",
                      "--goal", "g", "--every", "1h")
-    assert missing.exit_code == 1 and "does not exist" in missing.output
+    assert missing.exit_code == 0 and f"created {tmp_path / 'none.db'}" in missing.stderr
 
 
 def test_list_filters_pages_and_shows_the_next_run_in_the_zone(runner: CliRunner,

@@ -409,3 +409,12 @@ def test_a_salient_turn_outlasts_raw_tool_output_when_turns_must_go() -> None:
     assert summary == f"- user #2: {fact}"
     unweighted = [Turn(1, "tool", tool_json), Turn(2, "user", fact)]
     assert "INV-2291" in ExtractiveSummarizer(counter).summarize(unweighted, one_line + 8)
+
+
+def test_http_an_answer_over_the_bound_is_refused(server: ChatServer,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.summary import summarizers
+
+    monkeypatch.setattr(summarizers, "MAX_ANSWER_BYTES", 64)
+    with pytest.raises(SummaryError, match="answered more than 64 bytes"):
+        http_summarizer(server).summarize(TURNS, 50)

@@ -1,4 +1,4 @@
-"""`workbench import jsonl|seed000|seed001|seed002|seed004` and `workbench export`: exit codes
+"""`workbench import jsonl|aidaemon|oxydra|pynchy|crabtalk` and `workbench export`: exit codes
 0/1/2, one line on stderr for a failure, counts per kind, --json."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_a_malformed_file_is_one_line_exit_1_and_no_memory_file(
 def test_usage_errors_exit_2(runner: CliRunner, tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "chats.jsonl", CHATS)
     assert invoke(runner, "import", "jsonl", source).exit_code == 2  # no --db
-    assert invoke(runner, "import", "seed000", tmp_path / "missing.db", "--db",
+    assert invoke(runner, "import", "aidaemon", tmp_path / "missing.db", "--db",
                   tmp_path / "m.db").exit_code == 2
     assert invoke(runner, "export", "session", "trip", "--db", tmp_path / "m.db",
                   "--format", "csv", "--out", tmp_path / "x").exit_code == 2
@@ -67,15 +67,15 @@ def test_usage_errors_exit_2(runner: CliRunner, tmp_path: Path) -> None:
 def test_every_seed_imports_into_its_namespace(runner: CliRunner, tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     sources = {
-        "seed000": make_seed000(tmp_path / "s0.db", SEED000_MESSAGES, SEED000_FACTS),
-        "seed001": make_seed001(tmp_path / "s1.db"),
-        "seed002": make_seed002(tmp_path / "memories.db", [("color", "teal", "core")]),
-        "seed004": make_seed004(tmp_path / "s4.json", [
+        "aidaemon": make_seed000(tmp_path / "s0.db", SEED000_MESSAGES, SEED000_FACTS),
+        "oxydra": make_seed001(tmp_path / "s1.db"),
+        "pynchy": make_seed002(tmp_path / "memories.db", [("color", "teal", "core")]),
+        "crabtalk": make_seed004(tmp_path / "s4.json", [
             {"id": 1, "name": "deploy", "aliases": ["ship"], "content": "Fridays",
              "kind": "Note"}]),
     }
-    added = {"seed000": {"messages": 5, "facts": 2}, "seed001": {"messages": 3, "notes": 2},
-             "seed002": {"memories": 1}, "seed004": {"notes": 1}}
+    added = {"aidaemon": {"messages": 5, "facts": 2}, "oxydra": {"messages": 3, "notes": 2},
+             "pynchy": {"memories": 1}, "crabtalk": {"notes": 1}}
     for source_format, source in sources.items():
         result = invoke(runner, "import", source_format, source, "--db", db,
                         "--namespace", "crew", "--json")
@@ -86,7 +86,7 @@ def test_every_seed_imports_into_its_namespace(runner: CliRunner, tmp_path: Path
             assert report["counts"][kind]["added"] == number, (source_format, kind)
         for skip in report["skipped"]:
             assert skip["reason"] and skip["where"]
-    human = invoke(runner, "import", "seed000", sources["seed000"], "--db", db,
+    human = invoke(runner, "import", "aidaemon", sources["aidaemon"], "--db", db,
                    "--namespace", "crew")
     assert human.exit_code == 0, human.output
     assert "messages  0 added, 5 already there, 2 skipped" in human.stdout
@@ -122,7 +122,8 @@ def test_export_failures_are_one_line_and_exit_1(runner: CliRunner, tmp_path: Pa
     missing = invoke(runner, "export", "session", "trip", "--db", tmp_path / "none.db",
                      "--format", "jsonl", "--out", tmp_path / "t.jsonl")
     assert missing.exit_code == 1
-    assert missing.stderr == f"error: {tmp_path / 'none.db'} does not exist\n"
+    assert missing.stderr.startswith(f"error: {tmp_path / 'none.db'} does not exist; ")
+    assert missing.stderr.count("\n") == 1
     db = tmp_path / "memory.db"
     assert invoke(runner, "import", "jsonl", write_jsonl(tmp_path / "c.jsonl", CHATS),
                   "--db", db).exit_code == 0

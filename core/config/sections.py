@@ -120,6 +120,10 @@ class StorageConfig(_Section):
     mmap_mb: Int64 = Field(
         default=1024, ge=0,
         description="MiB of the file each connection reads through memory mapping (0: off).")
+    max_content_kb: Int64 = Field(
+        default=256, ge=1,
+        description="Largest message (as stored: JSON) or note content accepted, in KiB of "
+        "UTF-8; a larger one is refused.")
 
     @field_validator("url")
     @classmethod
@@ -172,6 +176,10 @@ class EmbeddingConfig(_Section):
     fallback_dimensions: Int64 = Field(
         default=256,
         description="Vector size of the deterministic backend when the file has none yet.")
+    on_missing_model: Literal["fallback", "refuse"] = Field(
+        default="fallback",
+        description='A model that cannot load: "fallback" runs the deterministic backend '
+        '(logged as a warning), "refuse" stops start-up with the reason.')
 
 
 class ChunkingConfig(_Section):

@@ -7,6 +7,7 @@ model2vec and urllib come in with the backend that needs them.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from core.embeddings.base import (
@@ -25,12 +26,17 @@ if TYPE_CHECKING:
 __all__ = ["Embedder", "LoadedEmbedder", "LoadingEmbedder", "embed_checked", "l2_normalise",
            "load_embedder", "short_reason"]
 
+log = logging.getLogger(__name__)
+
 
 def load_embedder(cfg: EmbeddingConfig, *, file_dimension: int | None = None) -> LoadedEmbedder:
     """The configured embedder, or the deterministic one with a warning when it cannot load.
 
-    A model that loads but whose size differs from ``cfg.dimensions`` raises
-    ``DimensionMismatch`` instead of falling back: that is a configuration mistake (seed 003).
+    The fallback is logged as a warning (logger ``core.embeddings``), since an agent using
+    the engine reads no ``embedding_warning``; with ``on_missing_model = "refuse"`` it is
+    ``EmbeddingError`` instead, giving the reason the model did not load. A model that loads
+    but whose size differs from ``cfg.dimensions`` raises ``DimensionMismatch`` instead of
+    falling back: that is a configuration mistake (nexo-rs).
     """
     from core.embeddings.deterministic import DeterministicEmbedder
 
@@ -53,8 +59,14 @@ def load_embedder(cfg: EmbeddingConfig, *, file_dimension: int | None = None) ->
     except EmbeddingError as exc:
         dimension = file_dimension or cfg.dimensions or cfg.fallback_dimensions
         reason = " ".join(str(exc).split())  # the warning is shown as one line
+        if cfg.on_missing_model == "refuse":
+            raise EmbeddingError(
+                f"embedding model {cfg.model!r} could not be loaded ({reason}); "
+                'embedding.on_missing_model = "refuse" keeps the engine from falling back to '
+                "the deterministic backend") from None
         warning = (f"Embedding model {cfg.model!r} could not be loaded ({reason}); running on "
                    "the deterministic backend, which matches words, not meaning.")
+        log.warning("%s", warning)
         return LoadedEmbedder(DeterministicEmbedder(dimension), warning, True)
 
     if cfg.dimensions is not None and embedder.dimension != cfg.dimensions:

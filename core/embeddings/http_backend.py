@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from core.config import EmbeddingConfig
 
 PROBE_TEXT = "dimension probe"
+# The most an answer may hold: a vector of 8,192 floats written as JSON takes ~200 KB, so
+# a larger answer is a broken or hostile endpoint, read no further than this.
+ANSWER_BYTES_BASE = 1024 * 1024
+ANSWER_BYTES_PER_TEXT = 256 * 1024
 
 
 class EmbeddingDimensionMismatch(DimensionMismatch, EmbeddingError):
@@ -67,10 +71,14 @@ class HttpEmbedder:
         body: dict[str, Any] = {"model": self._model, "input": texts}
         if self._dimensions:
             body["dimensions"] = self._dimensions
+        most = ANSWER_BYTES_BASE + ANSWER_BYTES_PER_TEXT * len(texts)
         try:
-            _, raw = self._http.post(body)
+            _, raw = self._http.post(body, max_bytes=most)
         except PostFailed as exc:
             raise self._error(str(exc)) from None
+        if len(raw) > most:
+            raise self._error(f"answered more than {most:,} bytes for {len(texts):,} "
+                              f"text{'s' if len(texts) != 1 else ''}; nothing was read past it")
         return self._parse(raw, len(texts))
 
     def close(self) -> None:

@@ -6,10 +6,10 @@ a ``check(path)`` that refuses a malformed source without touching a memory file
 
 ============  ===================================================================
 ``jsonl``     JSONL conversations, one message per line (:mod:`.jsonl`)
-``seed000``   a seed-000 SQLite file: ``messages`` and ``facts`` (:mod:`.seed000`)
-``seed001``   a seed-001 SQLite/libSQL file: sessions, events, state, notes (:mod:`.seed001`)
-``seed002``   a seed-002 ``memories.db``: key, content, category (:mod:`.seed002`)
-``seed004``   a seed-004 entry store exported as JSON (:mod:`.seed004`)
+``aidaemon``  an aidaemon (seed 000) SQLite file: ``messages`` and ``facts``
+``oxydra``    an oxydra (seed 001) SQLite/libSQL file: sessions, events, state, notes
+``pynchy``    a pynchy (seed 002) ``memories.db``: key, content, category
+``crabtalk``  a crabtalk (seed 004) entry store exported as JSON
 ============  ===================================================================
 
 (LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from core.engine import Engine
     from core.importers.report import ImportReport, Progress
 
-FORMATS = ("jsonl", "seed000", "seed001", "seed002", "seed004")
+FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk")
 
 
 def _module(source_format: str) -> ModuleType:

@@ -49,10 +49,10 @@ class SourceDatabase:
     def require(self, table: str, columns: tuple[str, ...], shape: str) -> None:
         """Refuse a file that lacks ``table`` or one of its ``columns``."""
         if table not in self.tables:
-            raise InvalidInput(f"{self.path} is not a {shape} file: it has no {table!r} table")
+            raise InvalidInput(f"{self.path} is not {shape}: it has no {table!r} table")
         missing = [c for c in columns if c not in self.columns(table)]
         if missing:
-            raise InvalidInput(f"{self.path} is not a {shape} file: table {table!r} has no "
+            raise InvalidInput(f"{self.path} is not {shape}: table {table!r} has no "
                                f"column {', '.join(map(repr, missing))}")
 
     def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:

@@ -61,7 +61,9 @@ class Facts:
         """Store a fact, replacing the value (and source) under the same category and key."""
         row = await self._backend.upsert_fact(
             self._notes.namespace(namespace), clean_identifier(category, "category"),
-            clean_identifier(key, "key"), _value(value), _source(source), utc_now())
+            clean_identifier(key, "key"),
+            self._notes.within_size(_value(value), "a fact's value"), _source(source),
+            utc_now())
         return Fact(**row)
 
     async def get(self, category: str, key: str, *, namespace: str | None = None) -> Fact:

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core import indexing
+from core import indexing, inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.notes.fields import (
@@ -86,6 +86,14 @@ class Notes:
             raise InvalidInput("a note is named by its id, name or an alias; got nothing")
         return NoteRef(note_id=text) if is_note_id(text) else NoteRef(name=text)
 
+    def content(self, value: Any) -> str:
+        """A note's content, checked: text, not blank, within ``storage.max_content_kb``."""
+        return self.within_size(clean_content(value), "note content")
+
+    def within_size(self, text: str, what: str) -> str:
+        """``text`` when it is within ``storage.max_content_kb``, else ``InvalidInput``."""
+        return inputs.within_size(text, what, self._config.storage.max_content_kb)
+
     def chunks(self, content: str) -> tuple[PreparedChunk, ...]:
         """The content's chunks, made as a message's are (seed 001 step 6)."""
         chunking = self._config.chunking
@@ -108,7 +116,7 @@ class Notes:
               updated_at: str | None = None) -> NoteDraft:
         """A new note, every field checked and its content chunked; nothing is written."""
         clean = clean_name(name)
-        text = clean_content(content)
+        text = self.content(content)
         return NoteDraft(
             note_id=note_id or new_note_id(), namespace=namespace, name=clean,
             aliases=clean_aliases(aliases, clean), content=text, kind=clean_kind(kind),
@@ -123,7 +131,7 @@ class Notes:
                 importance: Any = None) -> NoteChanges:
         """What a write changes, every field given checked and the content chunked; None
         keeps the note's value."""
-        text = None if content is None else clean_content(content)
+        text = None if content is None else self.content(content)
         return NoteChanges(
             content=text, chunks=None if text is None else self.chunks(text),
             kind=None if kind is None else clean_kind(kind),
@@ -293,7 +301,7 @@ class Notes:
         (3f2a9c1b)"). Renaming it later changes nothing an agent relies on.
         """
         namespace = self.namespace(namespace)
-        text = clean_content(content)
+        text = self.content(content)
         for _ in range(3):  # a name is taken only if an 8-hex-digit suffix collides
             note_id = new_note_id()
             draft = self.draft(generated_name(text, note_id), text, namespace=namespace, tags=tags,

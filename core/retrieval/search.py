@@ -111,7 +111,7 @@ class SearchResult:
                         "never be returned")
         if legs.fts_fallback == "like":
             notes.append("full-text search matched nothing; the LIKE substring fallback "
-                         "answered (seed 002)")
+                         "answered, as pynchy's does")
         if legs.vector_note:
             notes.append(legs.vector_note)
         if legs.vector_approximate:

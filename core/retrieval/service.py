@@ -342,7 +342,8 @@ class Retrieval:
                         tags: Sequence[str] | None, fusion: str | None, rrf_k: int | None,
                         mode: str | None, min_score: float | None,
                         ) -> tuple[Ranking, Scope, str, list[str]]:
-        inputs.utf8_text(query, "query")
+        inputs.within_size(inputs.utf8_text(query, "query"), "query",
+                           self._config.storage.max_content_kb)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be an integer from 1 to {MAX_TOP_K}, "
                                f"got {inputs.shown(top_k)}")

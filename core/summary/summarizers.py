@@ -74,6 +74,9 @@ __all__ = ["ExtractiveSummarizer", "HttpSummarizer", "Summarizer", "Turn", "buil
            "cut_to_fit", "split_sentences"]
 
 MAX_SENTENCE_WORDS = 40
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+"""The most a chat endpoint's answer is read of: a summary is a few thousand tokens at most,
+so anything larger is a broken or hostile endpoint."""
 """Words in one sentence before it is cut into pieces."""
 
 SKIP_MARK = " … "
@@ -441,9 +444,13 @@ class HttpSummarizer:
 
     def _post(self, body: dict[str, Any]) -> bytes:
         try:
-            return self._http.post(body)[1]
+            raw = self._http.post(body, max_bytes=MAX_ANSWER_BYTES)[1]
         except PostFailed as exc:
             raise self._error(str(exc)) from None
+        if len(raw) > MAX_ANSWER_BYTES:
+            raise self._error(f"answered more than {MAX_ANSWER_BYTES:,} bytes; nothing was "
+                              "read past it")
+        return raw
 
     def _parse(self, raw: bytes) -> str:
         """``choices[0].message.content`` of the answer, stripped and not empty."""

@@ -113,6 +113,13 @@ class WorkbenchApp(App[None]):
         if self.settings.still:
             self.animation_level = "none"
 
+    def export_screenshot(self, *, title: str | None = None, simplify: bool = False) -> str:
+        """Textual's SVG of the screen, its spaces kept: each styled run is a ``<text>`` of
+        its own, and SVG renderers strip a run's leading spaces unless ``xml:space`` says
+        to keep them (the title then ran into the file name)."""
+        svg = super().export_screenshot(title=title, simplify=simplify)
+        return svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+
     # -- layout ------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[None]:
@@ -170,6 +177,8 @@ class WorkbenchApp(App[None]):
     @work(exclusive=True, group="engine", exit_on_error=False)
     async def open_engine(self) -> None:
         header = self.query_one(StatusHeader)
+        # The rule of every command that adds to memory: a missing file is made, and said.
+        created = not self.location.is_postgres and not self.location.path.exists()
         try:
             engine = await Engine.open(self.location, config=self.config,
                                        defer_model=self.settings.defer_model)
@@ -182,6 +191,8 @@ class WorkbenchApp(App[None]):
         header.file_name = engine.location.display
         header.schema = engine.backend.schema_version
         header.read_only = engine.read_only_reason
+        if created:
+            self.notify(f"created {engine.location.display}: a new memory file", timeout=10)
         for warning in engine.warnings:
             self.notify(warning, severity="warning", timeout=10)
         await self._poll_once()

@@ -25,9 +25,10 @@ _NAMESPACE = click.option("--namespace", default=None,
                           help="The namespace the fact is in (default: the configured agent).")
 
 
-def _on_facts(ctx: click.Context, db: Location | None, work: Any) -> Any:
-    """Run ``work(engine)`` without the embedding worker: a fact is never embedded."""
-    return on_engine(ctx, db, work, warn=False, start_worker=False)
+def _on_facts(ctx: click.Context, db: Location | None, work: Any, *, adds: bool = False) -> Any:
+    """Run ``work(engine)`` without the embedding worker: a fact is never embedded. A
+    command that ``adds`` a fact creates a missing memory file."""
+    return on_engine(ctx, db, work, warn=False, start_worker=False, adds=adds)
 
 
 def _named(fact: Any) -> str:
@@ -121,7 +122,7 @@ def set_command(ctx: click.Context, category: str, key: str, value: str, db: Loc
                                         namespace=namespace)
         return previous, fact
 
-    previous, fact = _on_facts(ctx, db, work)
+    previous, fact = _on_facts(ctx, db, work, adds=True)
     if as_json:
         echo_json({**fact.to_dict(), "outcome": "added" if previous is None else "replaced",
                    "previous_value": None if previous is None else previous.value})

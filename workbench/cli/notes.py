@@ -44,18 +44,20 @@ _IMPORTANCE = click.option("--importance", type=click.FloatRange(0.0, 1.0), defa
 
 
 def _on_notes(ctx: click.Context, db: Location | None,
-              work: Callable[[Any], Coroutine[Any, Any, T]], *, indexes: bool = False) -> T:
+              work: Callable[[Any], Coroutine[Any, Any, T]], *, indexes: bool = False,
+              adds: bool = False) -> T:
     """Run ``work(engine)``; with ``indexes`` (it changed what a note is found by), the
-    embedding worker runs and the command waits for the new chunks' vectors."""
+    embedding worker runs and the command waits for the new chunks' vectors. A command
+    that ``adds`` notes creates a missing memory file."""
     if not indexes:
-        return on_engine(ctx, db, work, warn=False, start_worker=False)
+        return on_engine(ctx, db, work, warn=False, start_worker=False, adds=adds)
 
     async def then_drain(engine: Any) -> T:
         result = await work(engine)
         await engine.drain()
         return result
 
-    return on_engine(ctx, db, then_drain)
+    return on_engine(ctx, db, then_drain, adds=adds)
 
 
 def _content(content: str | None, file_path: Path | None) -> str | None:
@@ -202,7 +204,7 @@ def add_command(ctx: click.Context, name: str, db: Location | None, namespace: s
             tags=list(tags), source=source or "", aliases=list(aliases),
             importance=0.5 if importance is None else importance)
 
-    _report(_on_notes(ctx, db, work, indexes=True), as_json, "added")
+    _report(_on_notes(ctx, db, work, indexes=True, adds=True), as_json, "added")
 
 
 @notes_group.command("edit")
@@ -364,7 +366,7 @@ def import_command(ctx: click.Context, file: Path, db: Location | None, namespac
             return shown_namespace, None, refusal
         return shown_namespace, result, None
 
-    shown_namespace, result, refusal = _on_notes(ctx, db, work, indexes=True)
+    shown_namespace, result, refusal = _on_notes(ctx, db, work, indexes=True, adds=True)
     if refusal is not None:
         collisions: list[Any] = refusal.collisions  # core.types.NameCollision, each
         if as_json:

@@ -28,6 +28,9 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
     config's [storage] url, else ./data/memory.db); `workbench demo` builds a demo memory
     and opens it.
     """
+    from workbench.cli.support import show_engine_log
+
+    show_engine_log()
     ctx.ensure_object(dict)
     ctx.obj["config_path"] = config_path
 

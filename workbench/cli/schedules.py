@@ -41,10 +41,11 @@ T = TypeVar("T")
 
 
 def _with_schedules(ctx: click.Context, db: Location | None,
-                    work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
-    """Run ``work(engine.schedules)`` for one command, without the embedding worker."""
+                    work: Callable[[Any], Coroutine[Any, Any, T]], *, adds: bool = False) -> T:
+    """Run ``work(engine.schedules)`` for one command, without the embedding worker; a
+    command that ``adds`` a schedule creates a missing memory file."""
     return on_engine(ctx, db, lambda engine: work(engine.schedules), warn=False,
-                     start_worker=False)
+                     start_worker=False, adds=adds)
 
 
 def _cadence_choice(cron: str | None, once: str | None,
@@ -185,7 +186,7 @@ def add_command(ctx: click.Context, db: Location | None, user_id: str, goal: str
             user_id, goal, cadence, name=name,
             notification_policy=notification_policy or "always")
 
-    schedule = _with_schedules(ctx, db, work)
+    schedule = _with_schedules(ctx, db, work, adds=True)
     _report(schedule, as_json, f"added {_label(schedule)}: {_describe(schedule)}")
 
 

@@ -22,9 +22,11 @@ from workbench.text import count, one_line, short_time, table
 _SESSION = click.argument("session_id", metavar="SESSION")
 
 
-def _on_scratchpads(ctx: click.Context, db: Location | None, work: Any) -> Any:
-    """Run ``work(engine)`` without the embedding worker: a scratchpad is never embedded."""
-    return on_engine(ctx, db, work, warn=False, start_worker=False)
+def _on_scratchpads(ctx: click.Context, db: Location | None, work: Any, *,
+                    adds: bool = False) -> Any:
+    """Run ``work(engine)`` without the embedding worker: a scratchpad is never embedded. A
+    command that ``adds`` a scratchpad creates a missing memory file."""
+    return on_engine(ctx, db, work, warn=False, start_worker=False, adds=adds)
 
 
 async def _exists(engine: Any, session_id: str) -> bool:
@@ -136,7 +138,7 @@ def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
         existed = await _exists(engine, session_id)
         return await engine.write_scratchpad(session_id, new_items), not existed
 
-    pad, made = _on_scratchpads(ctx, db, work)
+    pad, made = _on_scratchpads(ctx, db, work, adds=True)
     if as_json:
         echo_json({**pad.to_dict(), "new_session": made})
     else:

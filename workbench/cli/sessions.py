@@ -297,7 +297,7 @@ def append_command(ctx: click.Context, session_id: str, db: Location | None, rol
         await engine.drain()  # so search and context find it by both legs straight after
         return stored, made
 
-    stored, made = on_engine(ctx, db, work)
+    stored, made = on_engine(ctx, db, work, adds=True)
     if as_json:
         echo_json({**stored.to_dict(), "new_session": made})
     else:
@@ -363,7 +363,7 @@ def _echo_restore(restored: Any) -> None:
 @click.pass_context
 def context_command(ctx: click.Context, session_id: str, db: Location | None, query: str | None,
                     budget: int | None, as_json: bool) -> None:
-    """The context an agent gets: by default seed 000's tri-hybrid one (recent, salient and
+    """The context an agent gets: by default aidaemon's tri-hybrid one (recent, salient and
     relevant events, each with why it was chosen); with --budget, what restore replays
     within that many tokens. Exit 1 when there is no such session."""
     if budget is not None and query is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -31,6 +32,35 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+
+
+class _LevelFirst(logging.Formatter):
+    """``warning: …``, as the commands' own lines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {super().format(record)}"
+
+
+class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record comes: the app swaps it for its
+    own while it runs, and a line on the real one would tear the screen."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """The stream is always the current ``sys.stderr``; nothing to keep."""
+
+
+def show_engine_log() -> None:
+    """Send the engine's warnings (logger ``core``: a fallback model, a failed background
+    task) to stderr in the commands' own words; a logging set up before is left alone."""
+    if not logging.getLogger().handlers:
+        handler = _CurrentStderr()
+        handler.setFormatter(_LevelFirst("%(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def _load_config(ctx: click.Context) -> Any:
@@ -102,16 +132,45 @@ def memory_location(db: Location | None, config: Any) -> Location:
     return parse_location(config.storage.url or DEFAULT_DB)
 
 
+CREATING_COMMANDS = ("sessions append", "notes add", "notes import", "facts set",
+                     "scratchpad write", "schedules add", "import", "open", "mcp")
+"""The commands that create a missing memory file: those that add to memory, the app and
+the MCP server. Every other command reads or changes what is there, and refuses."""
+
+
+def missing_memory(db: Location) -> str:
+    """Why a command that reads or changes memory does nothing with a missing file."""
+    creators = ", ".join(f"`workbench {name}`" for name in CREATING_COMMANDS)
+    return f"{db} does not exist; only a command that adds to memory creates it ({creators})"
+
+
 def _require_db(db: Location) -> None:
     """Exit 1 with one line when the memory file a command reads does not exist (a server's
     database is not looked for: opening it says whether it is there)."""
-    if not db.is_postgres and not db.path.exists():
-        click.echo(f"error: {db} does not exist", err=True)
+    if is_missing(db):
+        click.echo(f"error: {missing_memory(db)}", err=True)
         sys.exit(1)
 
 
+def is_missing(db: Location) -> bool:
+    """True for a memory file that does not exist (never for a server's database)."""
+    return not db.is_postgres and not db.path.exists()
+
+
+def echo_created(db: Location) -> None:
+    """The line a command that created the memory file says on stderr."""
+    click.echo(f"created {db}: a new memory file", err=True)
+
+
+def unlogged_warnings(engine: Any) -> list[str]:
+    """The engine's warnings but the model's fallback, which the engine has logged already
+    (logger ``core``, shown on stderr): said once, not twice."""
+    logged = engine.model.fallback_warning
+    return [warning for warning in engine.warnings if warning != logged]
+
+
 def _echo_warnings(engine: Any) -> None:
-    for warning in engine.warnings:
+    for warning in unlogged_warnings(engine):
         click.echo(f"warning: {warning}", err=True)
 
 
@@ -149,17 +208,22 @@ def quiet(config: Any) -> Any:
 
 def on_engine(ctx: click.Context, db: Location | None,
               work: Callable[[Any], Coroutine[Any, Any, T]], *, warn: bool = True,
-              **open_kwargs: Any) -> T:
-    """Run ``work(engine)`` on an existing memory for one command, without background
-    consolidation; its warnings go to stderr, its refusals become one line and exit 1."""
+              adds: bool = False, **open_kwargs: Any) -> T:
+    """Run ``work(engine)`` for one command, without background consolidation; its warnings
+    go to stderr, its refusals become one line and exit 1. A missing memory file is created
+    (and said so) when the command ``adds`` to memory, else refused (:func:`missing_memory`)."""
     config = quiet(_load_config(ctx))
     location = memory_location(db, config)
-    _require_db(location)
+    created = adds and is_missing(location)
+    if not adds:
+        _require_db(location)
 
     async def run() -> T:
         from core import Engine
 
         async with Engine.open(location, config=config, **open_kwargs) as engine:
+            if created:
+                echo_created(location)
             if warn:
                 _echo_warnings(engine)
             else:

@@ -1,4 +1,4 @@
-"""``workbench import jsonl|seed000|seed001|seed002|seed004|locomo`` and ``workbench export``.
+"""``workbench import jsonl|aidaemon|oxydra|pynchy|crabtalk|locomo`` and ``workbench export``.
 
 Imports check the whole source first (a malformed file is refused before the memory file is
 opened or created), then land it through the engine and print, per kind, what was added,
@@ -25,7 +25,9 @@ from workbench.cli.support import (
     _run,
     _with_model,
     db_option,
+    echo_created,
     echo_json,
+    is_missing,
     json_option,
     model_option,
     on_engine,
@@ -37,17 +39,17 @@ IMPORTS = {
     "jsonl": ("Import JSONL conversations: one message per line with its session id.",
               "The JSONL file: one JSON object per line, {\"session_id\", \"sequence\" "
               "(optional), \"message\": {role, content, ...}} or the message's keys inline."),
-    "seed000": ("Import a seed-000 SQLite file: its messages (with importance) and facts.",
-                "The seed-000 SQLite file (tables messages and facts)."),
-    "seed001": ("Import a seed-001 SQLite/libSQL file: sessions, events, notes, scratchpads "
-                "and rolling summaries (vectors are re-embedded).",
-                "The seed-001 SQLite/libSQL memory file."),
-    "seed002": ("Import a seed-002 memories.db: each key becomes a memory (a note) of the "
-                "namespace.",
-                "The seed-002 memories.db (table memories: key, content, category)."),
-    "seed004": ("Import a seed-004 entry store exported as JSON: notes and archives with "
-                "their names and aliases.",
-                "The seed-004 JSON export (a list of entries, or {\"entries\": [...]})."),
+    "aidaemon": ("Import an aidaemon SQLite file: its messages (with importance) and facts.",
+                 "The aidaemon SQLite file (tables messages and facts)."),
+    "oxydra": ("Import an oxydra SQLite/libSQL file: sessions, events, notes, scratchpads "
+               "and rolling summaries (vectors are re-embedded).",
+               "The oxydra SQLite/libSQL memory file."),
+    "pynchy": ("Import a pynchy memories.db: each key becomes a memory (a note) of the "
+               "namespace.",
+               "The pynchy memories.db (table memories: key, content, category)."),
+    "crabtalk": ("Import a crabtalk entry store exported as JSON: notes and archives with "
+                 "their names and aliases.",
+                 "The crabtalk JSON export (a list of entries, or {\"entries\": [...]})."),
 }
 EXPORT_FORMATS = ("jsonl", "markdown")
 
@@ -69,7 +71,10 @@ async def _import(source_format: str, file: Path, db: Location, namespace: str |
     from core.importers import check_source, import_file
 
     check_source(source_format, file)  # before the memory file is opened (or created)
+    created = is_missing(db)
     async with Engine.open(db, config=config) as engine:
+        if created:
+            echo_created(db)
         _echo_warnings(engine)
         report = await import_file(source_format, engine, file, namespace=namespace,
                                    progress=_show_progress())
@@ -176,7 +181,10 @@ async def _import_locomo(files: tuple[Path, ...], db: Location, dataset_path: Pa
     dataset = Dataset()
     for conversion in conversions:
         dataset.extend(conversion.dataset)
+    created = is_missing(db)
     async with Engine.open(db, config=config) as engine:
+        if created:
+            echo_created(db)
         _echo_warnings(engine)
         stored = await store_dataset(engine, dataset)
         status = await _drain_with_progress(engine)
@@ -204,7 +212,7 @@ def export_group() -> None:
 
 format_option = click.option(
     "--format", "export_format", required=True, type=click.Choice(EXPORT_FORMATS),
-    help="jsonl: one event per line, re-importable; markdown: seed 002's archive format, one "
+    help="jsonl: one event per line, re-importable; markdown: pynchy's archive format, one "
          "file per session.")
 
 

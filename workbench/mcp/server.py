@@ -25,7 +25,10 @@ from workbench.cli.support import (
     _load_config,
     _run,
     _with_model,
+    echo_created,
+    is_missing,
     model_option,
+    unlogged_warnings,
 )
 
 if TYPE_CHECKING:  # the protocol, pydantic and the tools load when the server starts
@@ -114,7 +117,11 @@ def build_server(tools: MemoryTools) -> Any:
 
 async def serve(db: Location | None, namespace: str, config: Any) -> None:
     """Open the memory (a file is created when missing; None: the config's [storage] url)
-    and serve it until stdin closes."""
+    and serve it until stdin closes.
+
+    The model loads before the server answers, so what start-up has to say (a fallback
+    model, or the refusal ``embedding.on_missing_model = "refuse"`` makes) is on stderr
+    before the first tool call rather than in that call's error."""
     from mcp.server.stdio import stdio_server
 
     from core import Engine
@@ -122,8 +129,11 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
     from workbench.mcp.tools import TOOLS, MemoryTools
 
     namespace = clean_namespace(namespace)
-    async with Engine.open(db, config=config, defer_model=True) as engine:
-        for warning in engine.warnings:
+    created = db is not None and is_missing(db)
+    async with Engine.open(db, config=config) as engine:
+        if created:
+            echo_created(db)
+        for warning in unlogged_warnings(engine):
             click.echo(f"warning: {warning}", err=True)
         server = build_server(MemoryTools(engine, namespace))
         click.echo(f"workbench mcp: serving {engine.location} as namespace {namespace!r} on stdio "

@@ -69,6 +69,9 @@ class KeyArgs(Args):
 
 class ListMemoriesArgs(Args):
     category: Annotated[Category | None, Field(description="Only this category.")] = None
+    limit: Annotated[int, Field(ge=1, le=1000, description="At most this many keys.")] = 200
+    offset: Annotated[int, Field(ge=0, description="Keys to pass over first (next_offset of "
+                                                   "the page before).")] = 0
 
 
 # -- seed 001 notes ------------------------------------------------------------------------
@@ -211,8 +214,11 @@ class MemoryTools:
                 "forgotten": await self.engine.forget_memory(a.key, namespace=self.namespace)}
 
     async def list_memories(self, a: ListMemoriesArgs) -> dict[str, Any]:
-        return {"keys": await self.engine.list_memories(namespace=self.namespace,
-                                                        category=a.category)}
+        # A page, so a namespace of many memories never floods the agent's context.
+        keys = await self.engine.list_memories(namespace=self.namespace, category=a.category)
+        end = a.offset + a.limit
+        return {"keys": keys[a.offset:end], "total": len(keys),
+                "next_offset": end if end < len(keys) else None}
 
     # seed 001 notes
 
@@ -336,16 +342,17 @@ def _schedule(schedule: Any) -> dict[str, Any]:
 
 
 TOOLS: tuple[Tool, ...] = (
-    Tool("save_memory", "Save content under a key (seed 002). Saving again under the same key "
-         "replaces the content.", SaveMemoryArgs, MemoryTools.save_memory),
+    Tool("save_memory", "Save content under a key (as pynchy does). Saving again under the same "
+         "key replaces the content.", SaveMemoryArgs, MemoryTools.save_memory),
     Tool("recall_memories", "Search the saved memories by keyword: BM25 full-text ranking, "
          "and a substring match when no word matches.", RecallMemoriesArgs,
          MemoryTools.recall_memories),
     Tool("forget_memory", "Remove the memory saved under a key.", KeyArgs,
          MemoryTools.forget_memory),
-    Tool("list_memories", "List every saved memory key, optionally of one category.",
+    Tool("list_memories", "List the saved memory keys, optionally of one category, a page "
+         "at a time (200 by default; total and next_offset say what is left).",
          ListMemoriesArgs, MemoryTools.list_memories),
-    Tool("memory_save", "Store a note (seed 001) with optional tags; returns its note_id.",
+    Tool("memory_save", "Store a note (as oxydra does) with optional tags; returns its note_id.",
          MemorySaveArgs, MemoryTools.memory_save),
     Tool("memory_search", "Search notes by meaning and words (hybrid vector + full-text), "
          "optionally only those carrying every given tag; one result per note, best first.",

@@ -49,7 +49,9 @@ class StatusHeader(Static):
 def _pulse_parts(pulse: Pulse) -> list[str | tuple[str, str]]:
     """The model (or the plain fallback warning) and the embedding backlog."""
     parts: list[str | tuple[str, str]] = []
-    if not pulse.model_loaded:
+    if pulse.model_error:
+        parts.append((f"  model did not load: {pulse.model_error}", "bold $error"))
+    elif not pulse.model_loaded:
         parts.append((f"  model {pulse.model}", "italic"))
     elif pulse.fell_back:
         parts.append(("  deterministic fallback embeddings: the configured model did not load",

@@ -9,7 +9,7 @@ What each row maps to:
   later times, continue the count). The payload is ``role``, ``content``,
   ``tool_call_id``, ``tool_name``, ``tool_calls`` (parsed from ``tool_calls_json``) and
   ``importance`` (so seed 000's salience carries over), plus ``metadata.imported`` =
-  ``{"from": "seed000", "id", "created_at", "consolidated_at"}``: the row's uuid and times
+  ``{"from": "aidaemon", "id", "created_at", "consolidated_at"}``: the row's uuid and times
   as the source wrote them, kept with the event.
 - ``embedding`` / ``embedding_error``: not copied. The engine embeds the imported text
   with its own model (seed 000's came from AllMiniLML6V2, whose vectors mean nothing to
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from core.embeddings import Embedder
     from core.engine import Engine
 
-FORMAT = "seed000"
-SHAPE = "seed-000"
+FORMAT = "aidaemon"
+SHAPE = "an aidaemon SQLite file"
 MESSAGE_COLUMNS = ("id", "session_id", "role", "content", "created_at")
 OPTIONAL_COLUMNS = ("tool_call_id", "tool_name", "tool_calls_json", "importance", "embedding",
                     "embedding_error", "consolidated_at")
@@ -103,7 +103,7 @@ def plan_messages(source: SourceDatabase, report: ImportReport,
         sizes = ", ".join(f"{n:,} of {d} dimensions" for d, n in sorted(vectors.items()))
         report.remark(f"vectors: re-embedded with {embedder.name} ({embedder.dimension} "
                       f"dimensions); the source had {sizes or 'none readable'} from an "
-                      "unnamed model (seed 000 uses AllMiniLML6V2)"
+                      "unnamed model (aidaemon uses AllMiniLML6V2)"
                       + (f", and {errors:,} rows with an embedding error" if errors else ""))
     return planned
 
@@ -170,7 +170,7 @@ async def import_facts(engine: Engine, source: SourceDatabase, report: ImportRep
         report.remark(f"facts: {defaulted:,} had no source; they are stored as 'agent'")
 
 
-async def import_seed000(engine: Engine, path: str | Path, *, namespace: str | None = None,
+async def import_aidaemon(engine: Engine, path: str | Path, *, namespace: str | None = None,
                          progress: Progress | None = None) -> ImportReport:
     """Import a seed-000 SQLite file (see the module docstring) into ``namespace``
     (default: the engine's agent)."""

@@ -7,7 +7,7 @@ What each source record maps to:
   names the identities it found), at the event's ``created_at`` (SQLite's
   ``CURRENT_TIMESTAMP``, UTC, normalised to the engine's RFC 3339; none: the time it is
   stored). The payload is the event's Message with ``metadata.imported = {"from":
-  "seed001", "created_at": ...}`` added, the time as the source wrote it.
+  "oxydra", "created_at": ...}`` added, the time as the source wrote it.
 - ``conversation_events`` of a ``memory:{user}`` session: a note of the namespace (seed 001
   stores each note as such an event, its ``note_id`` in the chunks' metadata). The note
   keeps its ``note-{uuid}`` (unless a note of the target has it), its tags and source,
@@ -53,9 +53,9 @@ from core.storage.notes import MEMORY_PREFIX
 if TYPE_CHECKING:
     from core.engine import Engine
 
-FORMAT = "seed001"
-SHAPE = "seed-001"
-NOTE_SOURCE = "import:seed001"
+FORMAT = "oxydra"
+SHAPE = "an oxydra SQLite/libSQL file"
+NOTE_SOURCE = "import:oxydra"
 EVENT_COLUMNS = ("session_id", "sequence", "payload_json", "created_at")
 _NOTE_NAMESPACE = uuid.UUID("6f1c2d0e-5a43-4b8e-9a77-2d1f0c9b8e31")  # ids for notes without one
 
@@ -103,18 +103,26 @@ def plan_note(row: dict[str, Any], metadata: dict[str, Any]) -> PlannedNote:
                        note_id=note_id, created_at=created, updated_at=updated)
 
 
-def _chunk_metadata(source: SourceDatabase) -> dict[tuple[str, int], dict[str, Any]]:
-    """Each notes-session event's chunk metadata, by (session, sequence)."""
+def _chunk_metadata(source: SourceDatabase,
+                    report: ImportReport) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each notes-session event's chunk metadata, by (session, sequence); how many chunks'
+    metadata could not be read goes to the report (their notes come from the event)."""
     if "chunks" not in source.tables or "metadata_json" not in source.columns("chunks"):
         return {}
     found: dict[tuple[str, int], dict[str, Any]] = {}
+    unreadable = 0
     for row in source.rows("SELECT session_id, sequence_start, metadata_json FROM chunks "
                            "WHERE session_id LIKE 'memory:%' ORDER BY rowid"):
         try:
             metadata = _json_object(row["metadata_json"], "metadata_json")
         except InvalidInput:
+            unreadable += 1
             continue
         found.setdefault((row["session_id"], row["sequence_start"]), metadata)
+    if unreadable:
+        report.remark(f"chunks: the metadata of {unreadable:,} note chunks is not a JSON "
+                      "object; those notes were imported from their event alone (its tags, "
+                      "times and source, where it has them)")
     return found
 
 
@@ -132,7 +140,7 @@ def plan_events(source: SourceDatabase, report: ImportReport,
                           f"{report.namespace!r}")
     rows = source.rows("SELECT session_id, sequence, payload_json, created_at "
                        "FROM conversation_events ORDER BY session_id, sequence")
-    note_metadata = _chunk_metadata(source)
+    note_metadata = _chunk_metadata(source, report)
     messages: list[PlannedMessage] = []
     notes: list[PlannedNote] = []
     for row in rows:
@@ -274,7 +282,7 @@ def report_derived(engine: Engine, source: SourceDatabase, report: ImportReport)
     if "files" in source.tables:
         for row in source.rows("SELECT * FROM files ORDER BY rowid"):
             report.skip("files", f"files row {row.get('file_id')!r} "
-                        f"({row.get('source_uri')!r})", "a seed-001 file row holds only a "
+                        f"({row.get('source_uri')!r})", "an oxydra file row holds only a "
                         "document's URI and hash, not its text; index the document again")
     if "schedules" in source.tables:
         for row in source.rows("SELECT * FROM schedules ORDER BY rowid"):
@@ -296,7 +304,7 @@ def check(path: str | Path) -> None:
         source.require("conversation_events", EVENT_COLUMNS, SHAPE)
 
 
-async def import_seed001(engine: Engine, path: str | Path, *, namespace: str | None = None,
+async def import_oxydra(engine: Engine, path: str | Path, *, namespace: str | None = None,
                          progress: Progress | None = None) -> ImportReport:
     """Import a seed-001 SQLite/libSQL file (see the module docstring) into ``namespace``
     (default: the engine's agent)."""

@@ -11,7 +11,7 @@ seconds since the epoch.)
 Each entry becomes a note of the namespace with the same name, aliases, content and kind,
 and the entry's ``created_at``. Notes go to the configured default category; Archive
 entries (compaction summaries) to ``conversation`` with the tag ``archive``, as the
-engine's own archives. Their source is ``import:seed004``.
+engine's own archives. Their source is ``import:crabtalk``.
 
 A file that is not JSON, or an entry of the wrong shape (not an object, no name or content,
 aliases that are not a list of strings) is ``InvalidInput`` naming the file and the entry,
@@ -34,7 +34,7 @@ from core.importers.source import engine_time, read_text
 if TYPE_CHECKING:
     from core.engine import Engine
 
-FORMAT = "seed004"
+FORMAT = "crabtalk"
 KIND = "notes"
 
 
@@ -48,7 +48,7 @@ def read_entries(path: str | Path) -> list[PlannedNote]:
         raise InvalidInput(f"{source} is not JSON: {exc}") from None
     entries = document.get("entries") if isinstance(document, dict) else document
     if not isinstance(entries, list):
-        raise InvalidInput(f"{source} is not a seed-004 export: it needs a list of entries "
+        raise InvalidInput(f"{source} is not a crabtalk export: it needs a list of entries "
                            'or an object with an "entries" list')
     return [_planned(source, index, entry) for index, entry in enumerate(entries)]
 
@@ -76,7 +76,7 @@ def _planned(source: Path, index: int, entry: Any) -> PlannedNote:
     return PlannedNote(
         where=f"{where} {entry['name']!r}", name=entry["name"], content=entry["content"],
         kind=kind, aliases=aliases, category="conversation" if archive else None,
-        tags=["archive"] if archive else None, source="import:seed004",
+        tags=["archive"] if archive else None, source="import:crabtalk",
         created_at=created_at, updated_at=created_at)
 
 
@@ -85,7 +85,7 @@ def check(path: str | Path) -> None:
     read_entries(path)
 
 
-async def import_seed004(engine: Engine, path: str | Path, *, namespace: str | None = None,
+async def import_crabtalk(engine: Engine, path: str | Path, *, namespace: str | None = None,
                          progress: Progress | None = None) -> ImportReport:
     """Import a seed-004 JSON export (see the module docstring) into ``namespace``
     (default: the engine's agent)."""

@@ -3,7 +3,7 @@
 Each row becomes a seed-002 memory of the namespace, exactly what ``save_memory(key,
 content, category)`` makes: a note named by the key, holding the content, in the row's
 category (core, daily or conversation; an empty one is core, seed 002's default), found by
-``recall_memories``. Its source is ``import:seed002``; ``created_at`` / ``updated_at``
+``recall_memories``. Its source is ``import:pynchy``; ``created_at`` / ``updated_at``
 columns, when the table has them, are kept as the note's times.
 
 The notes are written in one transaction (see :mod:`core.importers.notes`), not one
@@ -25,9 +25,9 @@ from core.importers.source import engine_time, open_source
 if TYPE_CHECKING:
     from core.engine import Engine
 
-FORMAT = "seed002"
+FORMAT = "pynchy"
 KIND = "memories"
-SHAPE = "seed-002 memories.db"
+SHAPE = "a pynchy memories.db"
 COLUMNS = ("key", "content", "category")
 
 
@@ -37,7 +37,7 @@ def check(path: str | Path) -> None:
         source.require("memories", COLUMNS, SHAPE)
 
 
-async def import_seed002(engine: Engine, path: str | Path, *, namespace: str | None = None,
+async def import_pynchy(engine: Engine, path: str | Path, *, namespace: str | None = None,
                          progress: Progress | None = None) -> ImportReport:
     """Import a seed-002 memories.db (see the module docstring) into ``namespace``
     (default: the engine's agent)."""
@@ -52,7 +52,7 @@ async def import_seed002(engine: Engine, path: str | Path, *, namespace: str | N
     planned = [
         PlannedNote(where=f"memories row {row['row_number']} (key {row['key']!r})",
                     name=row["key"], content=row["content"],
-                    category=row["category"] or "core", source="import:seed002",
+                    category=row["category"] or "core", source="import:pynchy",
                     created_at=engine_time(row.get("created_at")),
                     updated_at=engine_time(row.get("updated_at") or row.get("created_at")))
         for row in rows]
