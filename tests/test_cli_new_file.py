@@ -39,6 +39,7 @@ NEEDS: dict[str, list[str]] = {
     "schedules runs": ["x"], "scheduler run": ["--once"],
     "search": ["query", "--session", "s1"], "log": [], "summarize": ["s1"], "compact": ["s1"],
     "consolidate": [], "reindex": [], "eval": ["--dataset", "JSONL_FILE"],
+    "tune": ["--dataset", "JSONL_FILE"],
     "export session": ["s1", "--format", "jsonl", "--out", "x.jsonl"],
     "export namespace": ["ns", "--format", "jsonl", "--out", "x.jsonl"],
 }
