@@ -7,8 +7,8 @@ each call the rule is the same (:meth:`Harness.attempt`): it succeeds, or it rai
 sensible length; any other exception is a bug. After a refused write the row counts of the
 tables it would touch are unchanged.
 
-One engine serves the whole module, on a loop this module drives, because opening one per
-example would cost more than the examples. The in-suite runs are modest and derandomized (the
+One engine per backend serves the whole module (a SQLite file, a PostgreSQL database), on a
+loop this module drives, because opening one per example would cost more than the examples. The in-suite runs are modest and derandomized (the
 same examples every run); for a stress run, random like any hypothesis run, set
 ``WORKBENCH_FUZZ_EXAMPLES`` (e.g. 3000) and pass ``-s`` to see the per-family table::
 
