@@ -8,9 +8,10 @@ sensible length; any other exception is a bug. After a refused write the row cou
 tables it would touch are unchanged.
 
 One engine per backend serves the whole module (a SQLite file, a PostgreSQL database), on a
-loop this module drives, because opening one per example would cost more than the examples. The in-suite runs are modest and derandomized (the
-same examples every run); for a stress run, random like any hypothesis run, set
-``WORKBENCH_FUZZ_EXAMPLES`` (e.g. 3000) and pass ``-s`` to see the per-family table::
+loop this module drives, because opening one per example would cost more than the examples.
+The in-suite runs are modest and derandomized (the same examples every run); for a stress
+run, random like any hypothesis run, set ``WORKBENCH_FUZZ_EXAMPLES`` (e.g. 3000) and pass
+``-s`` to see the per-family table::
 
     WORKBENCH_FUZZ_EXAMPLES=3000 python -m pytest -q -n0 -s tests/test_bad_input.py
 
