@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from core.storage.fts_rows import words
+from core.storage.pg import fts_bm25
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
 from core.storage.search import LegRequest, LegRows, Scope, like_pattern
@@ -139,9 +140,26 @@ async def fts_search(
     lexeme's positions weighted 1 in the chunk's text and ``context_weight`` in its
     context, len the chunk's ``fts_length``, and the document count, mean length and
     document frequencies those of the scope (as a session's prefixed terms give FTS5).
+    Without tags, and when each term is one lexeme, the postings table gives the same top
+    ``k`` scoring far fewer chunks (:mod:`core.storage.pg.fts_bm25`).
     """
     if not terms:
         return []
+    query = terms_query(terms)
+    if query is None:
+        return []
+    if not tags:
+        lexemes = await fts_bm25.single_lexemes(conn, query[1])
+        if lexemes is not None:
+            return await fts_bm25.top_k(conn, scope, lexemes, k, context_weight)
+    return await fts_search_exhaustive(conn, scope, query[1], k, tags, context_weight)
+
+
+async def fts_search_exhaustive(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
+                                tags: Sequence[str] = (), context_weight: float = 0.5,
+                                ) -> list[tuple[str, float]]:
+    """:func:`fts_search` for any terms and tags, every matched chunk scored from its
+    tsvector (``terms`` each hold a word)."""
     query = terms_query(terms)
     if query is None:
         return []

@@ -1,0 +1,149 @@
+"""PostgreSQL: full text's bm25 top ``k`` from the postings table, scoring few chunks.
+
+``chunk_terms`` (migration 0002) holds each chunk's words as rows of one covering B-tree,
+keyed by word and session, so a chunk's count of a word is one index entry and the chunks
+holding a word in a scope one range; ``session_terms`` holds per session and word the
+chunks holding it, so a scope's document frequencies, chunk count and mean length are a
+sum over its sessions, never a walk over tsvectors.
+
+The top ``k`` comes by MaxScore (Turtle and Flood, 1995), as the SQLite side's namespace
+search does (:mod:`core.storage.fts_maxscore`): a word's share of a chunk's bm25,
+``idf * f(k1 + 1) / (f + k1 * (1 - b + b * len / mean))``, is below ``idf * (k1 + 1)``.
+Rank only the chunks holding one of the *essential* words (the rarest), exactly (every
+query word they hold counts). A chunk holding none of them scores at most the sum of the
+others' bounds; if the ``k``-th ranked chunk scores above that sum, no chunk left out could
+enter the top ``k``, and the answer is the exhaustive ranking's. Otherwise the next rarest
+word joins the essential ones and the ranking runs again (at worst over every matched chunk).
+A word held by more than half the scope has an idf of ~0 (clamped at 1e-6, as FTS5 does) and
+is never essential unless it is the query's rarest.
+
+Used for the common case, each typed word one lexeme with no tag filter; a word that parses
+into several lexemes (a phrase to match, "foo_bar") or a tag filter takes the exhaustive
+query in :func:`core.storage.pg.search.fts_search`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.storage.pg.connection import Conn
+from core.storage.search import Scope
+
+BM25_K1 = 1.2  # FTS5's bm25 constants (fts5_aux.c)
+BM25_B = 0.75
+CONFIG = "memory_english"
+
+
+@dataclass(frozen=True)
+class _Word:
+    lexeme: str
+    idf: float
+
+    @property
+    def bound(self) -> float:
+        """The most this word adds to any chunk's score."""
+        return self.idf * (BM25_K1 + 1)
+
+
+def _scope_sql(scope: Scope) -> tuple[str, dict[str, Any]]:
+    if scope.session_id is not None:
+        return "t.session_id = %(scope)s", {"scope": scope.session_id}
+    return ("t.session_id IN (SELECT session_id FROM sessions WHERE"
+            " coalesce(agent_identity, '') = %(scope)s)", {"scope": scope.namespace or ""})
+
+
+async def single_lexemes(conn: Conn, terms: Sequence[str]) -> list[str] | None:
+    """Each term's one lexeme, distinct, in order; None when a term with words parses into
+    more than one position (a phrase, which postings alone cannot match)."""
+    cursor = await conn.execute(
+        "SELECT t.ord, u.lexeme, cardinality(u.positions) FROM unnest(%s::text[])"
+        f" WITH ORDINALITY t(term, ord), unnest(to_tsvector('{CONFIG}', t.term)) u"
+        " ORDER BY t.ord", (list(terms),))
+    rows = await cursor.fetchall()
+    per_term: dict[int, list[tuple[str, int]]] = {}
+    for ordinal, lexeme, positions in rows:
+        per_term.setdefault(int(ordinal), []).append((str(lexeme), int(positions)))
+    if any(len(found) != 1 or found[0][1] != 1 for found in per_term.values()):
+        return None
+    return list(dict.fromkeys(found[0][0] for found in per_term.values()))
+
+
+async def _words(conn: Conn, scope_sql: str, params: dict[str, Any],
+                 lexemes: list[str]) -> tuple[list[_Word], float]:
+    """The query's words found in the scope with their idf, rarest first; the scope's mean
+    chunk length."""
+    cursor = await conn.execute(
+        "SELECT t.lexeme, sum(t.chunks), sum(t.length) FROM session_terms t"
+        f" WHERE t.lexeme = ANY(%(lexemes)s::text[]) AND {scope_sql} AND t.chunks > 0"
+        " GROUP BY t.lexeme", {**params, "lexemes": ["", *lexemes]})
+    counts = {str(row[0]): (int(row[1]), int(row[2] or 0)) for row in await cursor.fetchall()}
+    chunks, total_length = counts.pop("", (0, 0))
+    mean = max(total_length / chunks, 1.0) if chunks else 1.0
+    words = [_Word(lexeme, max(1e-6, math.log((chunks - df + 0.5) / (df + 0.5))))
+             for lexeme, (df, _) in counts.items()]
+    words.sort(key=lambda word: (-word.idf, word.lexeme))
+    return words, mean
+
+
+async def _ranked(conn: Conn, scope_sql: str, params: dict[str, Any], words: list[_Word],
+                  cut: int, mean: float, k: int,
+                  context_weight: float) -> list[tuple[str, float]]:
+    """The top ``k`` of the chunks holding one of the first ``cut`` words (the essential
+    ones), scored over every word.
+
+    Their essential words' share is summed from those words' postings; the other words add
+    at most their bounds' sum, so only a chunk whose share reaches the ``k``-th best share
+    less that sum can end in the top ``k``, and only those have the other words' postings
+    looked up, by their full key.
+    """
+    essential, rest = words[:cut], words[cut:]
+    bm25 = ("q.idf * f.f * (%(k1)s + 1) / (f.f + %(k1)s * (1 - %(b)s + %(b)s * t.doc_length"
+            " / %(mean)s))")
+    cursor = await conn.execute(
+        "WITH query(lexeme, idf) AS (SELECT * FROM unnest(%(lexemes)s::text[],"
+        "  %(idfs)s::float8[])),"
+        f" shares AS MATERIALIZED (SELECT t.session_id, t.fts_rowid, sum({bm25}) AS share"
+        "  FROM chunk_terms t JOIN query q ON q.lexeme = t.lexeme,"
+        "  LATERAL (SELECT t.f_text + %(cw)s * t.f_context AS f) f"
+        f"  WHERE t.lexeme = ANY(%(essential)s::text[]) AND {scope_sql} AND f.f > 0"
+        "  GROUP BY t.session_id, t.fts_rowid),"
+        " floor AS (SELECT coalesce((SELECT share FROM shares ORDER BY share DESC"
+        "  LIMIT 1 OFFSET %(k)s - 1), 0) - %(rest)s AS share),"
+        " scored AS (SELECT s.fts_rowid, s.share + coalesce(o.share, 0) AS score"
+        "  FROM shares s CROSS JOIN floor, LATERAL ("
+        # OFFSET 0 keeps this a lookup per chunk: flattened into a join, the planner
+        # would hash every posting of each common word instead.
+        f"   SELECT sum({bm25}) AS share FROM query q JOIN chunk_terms t"
+        "   ON t.lexeme = q.lexeme AND t.session_id = s.session_id"
+        "   AND t.fts_rowid = s.fts_rowid,"
+        "   LATERAL (SELECT t.f_text + %(cw)s * t.f_context AS f) f"
+        "   WHERE q.lexeme = ANY(%(others)s::text[]) AND f.f > 0 OFFSET 0) o"
+        "  WHERE s.share >= floor.share"
+        "  ORDER BY score DESC, s.fts_rowid LIMIT %(k)s)"
+        " SELECT c.chunk_id, s.score FROM scored s JOIN chunks c ON c.fts_rowid = s.fts_rowid"
+        " ORDER BY s.score DESC, s.fts_rowid",
+        {**params, "essential": [w.lexeme for w in essential],
+         "others": [w.lexeme for w in rest],
+         "lexemes": [w.lexeme for w in words], "idfs": [w.idf for w in words],
+         # The bound's sum, widened by a hair so float rounding never leaves a chunk out.
+         "rest": sum(w.bound for w in rest) * (1 + 1e-9) + 1e-12,
+         "cw": float(context_weight), "k1": BM25_K1, "b": BM25_B, "mean": mean, "k": k})
+    return [(str(row[0]), float(row[1])) for row in await cursor.fetchall()]
+
+
+async def top_k(conn: Conn, scope: Scope, lexemes: list[str], k: int,
+                context_weight: float) -> list[tuple[str, float]]:
+    """The ``k`` chunks of ``scope`` with the highest bm25 for ``lexemes`` ORed:
+    (chunk_id, score), best first, ties by write order."""
+    scope_sql, params = _scope_sql(scope)
+    words, mean = await _words(conn, scope_sql, params, lexemes)
+    rows: list[tuple[str, float]] = []
+    for cut in range(1, len(words) + 1):
+        rest_bound = sum(word.bound for word in words[cut:])
+        rows = await _ranked(conn, scope_sql, params, words, cut, mean, k, context_weight)
+        if len(rows) >= k and rows[k - 1][1] > rest_bound:
+            break
+    return rows
