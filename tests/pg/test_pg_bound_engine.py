@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 import pytest
 
 from core import Engine
@@ -59,5 +60,21 @@ async def test_a_bound_engine_warns_once_for_many_refused_log_entries(
                     await agent.retrieval.flush_logs()
         refused = [r for r in caplog.records if "retrieval log entr" in r.getMessage()]
         assert len(refused) == 1, [r.getMessage() for r in refused]
+    finally:
+        await drop_role(pg_url, "agent_alpha")
+
+
+async def test_a_bound_role_reads_the_postings_of_its_namespace_only(pg_url: str) -> None:
+    async with Engine.open(pg_url, config=CONFIG) as owner:
+        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
+                           namespace="alpha")
+        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
+                           namespace="beta")
+    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
+    try:
+        async with await psycopg.AsyncConnection.connect(as_role(pg_url, "agent_alpha")) as conn:
+            for table in ("chunk_terms", "session_terms"):
+                cursor = await conn.execute(f"SELECT DISTINCT session_id FROM {table}")
+                assert await cursor.fetchall() == [("alpha-1",)], table
     finally:
         await drop_role(pg_url, "agent_alpha")
