@@ -90,19 +90,18 @@ async def test_postings_rank_exactly_as_the_exhaustive_bm25(pg_url: str,
         for scope in (Scope(session_id="s1"), Scope(namespace="a"), Scope(namespace="b")):
             for query in QUERIES:
                 terms = query.split()
-                lexemes = await fts_bm25.single_lexemes(conn, terms)
-                assert lexemes is not None
                 for k in (1, 5, 20):
                     exhaustive = await search.fts_search_exhaustive(
                         conn, scope, terms, k, context_weight=context_weight)
-                    found = await fts_bm25.top_k(conn, scope, lexemes, k, context_weight)
-                    assert same_ranking(found, exhaustive), (scope, query, k)
+                    found = await fts_bm25.top_k(conn, scope, terms, k, context_weight)
+                    assert found is not None and same_ranking(found, exhaustive), (
+                        scope, query, k)
 
 
 async def test_a_word_of_several_lexemes_takes_the_exhaustive_query(pg_url: str) -> None:
     async with Engine.open(pg_url, config=DETERMINISTIC):
         pass  # the schema, with its text search configuration
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
-        assert await fts_bm25.single_lexemes(conn, ["deploy", "zeppelins"]) == [
-            "deploy", "zeppelin"]
-        assert await fts_bm25.single_lexemes(conn, ["foo_bar"]) is None
+        scope = Scope(namespace="")
+        assert await fts_bm25.top_k(conn, scope, ["deploy", "zeppelins"], 5, 0.5) == []
+        assert await fts_bm25.top_k(conn, scope, ["deploy", "foo_bar"], 5, 0.5) is None

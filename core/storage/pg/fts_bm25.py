@@ -55,31 +55,29 @@ def _scope_sql(scope: Scope) -> tuple[str, dict[str, Any]]:
             " coalesce(agent_identity, '') = %(scope)s)", {"scope": scope.namespace or ""})
 
 
-async def single_lexemes(conn: Conn, terms: Sequence[str]) -> list[str] | None:
-    """Each term's one lexeme, distinct, in order; None when a term with words parses into
-    more than one position (a phrase, which postings alone cannot match)."""
-    cursor = await conn.execute(
-        "SELECT t.ord, u.lexeme, cardinality(u.positions) FROM unnest(%s::text[])"
-        f" WITH ORDINALITY t(term, ord), unnest(to_tsvector('{CONFIG}', t.term)) u"
-        " ORDER BY t.ord", (list(terms),))
-    rows = await cursor.fetchall()
-    per_term: dict[int, list[tuple[str, int]]] = {}
-    for ordinal, lexeme, positions in rows:
-        per_term.setdefault(int(ordinal), []).append((str(lexeme), int(positions)))
-    if any(len(found) != 1 or found[0][1] != 1 for found in per_term.values()):
-        return None
-    return list(dict.fromkeys(found[0][0] for found in per_term.values()))
-
-
 async def _words(conn: Conn, scope_sql: str, params: dict[str, Any],
-                 lexemes: list[str]) -> tuple[list[_Word], float]:
-    """The query's words found in the scope with their idf, rarest first; the scope's mean
-    chunk length."""
+                 terms: Sequence[str]) -> tuple[list[_Word], float] | None:
+    """The terms' lexemes found in the scope with their idf, rarest first, and the scope's
+    mean chunk length, in one round trip; None when a term parses into more than one
+    position (a phrase, which postings alone cannot match)."""
     cursor = await conn.execute(
-        "SELECT t.lexeme, sum(t.chunks), sum(t.length) FROM session_terms t"
-        f" WHERE t.lexeme = ANY(%(lexemes)s::text[]) AND {scope_sql} AND t.chunks > 0"
-        " GROUP BY t.lexeme", {**params, "lexemes": ["", *lexemes]})
-    counts = {str(row[0]): (int(row[1]), int(row[2] or 0)) for row in await cursor.fetchall()}
+        "WITH parsed AS MATERIALIZED (SELECT t.ord, u.lexeme, cardinality(u.positions) AS n"
+        f"  FROM unnest(%(terms)s::text[]) WITH ORDINALITY t(term, ord),"
+        f"  unnest(to_tsvector('{CONFIG}', t.term)) u)"
+        " SELECT p.ord, p.lexeme, p.n, NULL::numeric, NULL::numeric FROM parsed p"
+        " UNION ALL SELECT NULL, t.lexeme, NULL, sum(t.chunks), sum(t.length)"
+        " FROM session_terms t WHERE t.lexeme = ANY(ARRAY(SELECT lexeme FROM parsed)"
+        f"  || ''::text) AND {scope_sql} AND t.chunks > 0 GROUP BY t.lexeme",
+        {**params, "terms": list(terms)})
+    positions: dict[int, list[int]] = {}
+    counts: dict[str, tuple[int, int]] = {}
+    for ordinal, lexeme, held, chunks, length in await cursor.fetchall():
+        if ordinal is not None:
+            positions.setdefault(int(ordinal), []).append(int(held))
+        else:
+            counts[str(lexeme)] = (int(chunks), int(length or 0))
+    if any(found != [1] for found in positions.values()):
+        return None
     chunks, total_length = counts.pop("", (0, 0))
     mean = max(total_length / chunks, 1.0) if chunks else 1.0
     words = [_Word(lexeme, max(1e-6, math.log((chunks - df + 0.5) / (df + 0.5))))
@@ -134,14 +132,22 @@ async def _ranked(conn: Conn, scope_sql: str, params: dict[str, Any], words: lis
     return [(str(row[0]), float(row[1])) for row in await cursor.fetchall()]
 
 
-async def top_k(conn: Conn, scope: Scope, lexemes: list[str], k: int,
-                context_weight: float) -> list[tuple[str, float]]:
-    """The ``k`` chunks of ``scope`` with the highest bm25 for ``lexemes`` ORed:
-    (chunk_id, score), best first, ties by write order."""
+async def top_k(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
+                context_weight: float) -> list[tuple[str, float]] | None:
+    """The ``k`` chunks of ``scope`` with the highest bm25 for ``terms`` ORed:
+    (chunk_id, score), best first, ties by write order; None when a term is a phrase.
+
+    A session's chunks are few: all its matched chunks are ranked at once. A namespace's
+    start from the rarest word alone.
+    """
     scope_sql, params = _scope_sql(scope)
-    words, mean = await _words(conn, scope_sql, params, lexemes)
+    found = await _words(conn, scope_sql, params, terms)
+    if found is None:
+        return None
+    words, mean = found
     rows: list[tuple[str, float]] = []
-    for cut in range(1, len(words) + 1):
+    first = len(words) if scope.session_id is not None else 1
+    for cut in range(min(first, len(words)), len(words) + 1):
         rest_bound = sum(word.bound for word in words[cut:])
         rows = await _ranked(conn, scope_sql, params, words, cut, mean, k, context_weight)
         if len(rows) >= k and rows[k - 1][1] > rest_bound:

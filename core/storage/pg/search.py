@@ -149,9 +149,9 @@ async def fts_search(
     if query is None:
         return []
     if not tags:
-        lexemes = await fts_bm25.single_lexemes(conn, query[1])
-        if lexemes is not None:
-            return await fts_bm25.top_k(conn, scope, lexemes, k, context_weight)
+        ranked = await fts_bm25.top_k(conn, scope, query[1], k, context_weight)
+        if ranked is not None:
+            return ranked
     return await fts_search_exhaustive(conn, scope, query[1], k, tags, context_weight)
 
 
