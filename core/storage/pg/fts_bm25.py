@@ -146,10 +146,24 @@ async def top_k(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
         return None
     words, mean = found
     rows: list[tuple[str, float]] = []
-    first = len(words) if scope.session_id is not None else 1
-    for cut in range(min(first, len(words)), len(words) + 1):
-        rest_bound = sum(word.bound for word in words[cut:])
+    cut = len(words) if scope.session_id is not None else min(1, len(words))
+    while True:
         rows = await _ranked(conn, scope_sql, params, words, cut, mean, k, context_weight)
-        if len(rows) >= k and rows[k - 1][1] > rest_bound:
-            break
-    return rows
+        if cut >= len(words):
+            return rows
+        if len(rows) < k:  # too few candidates yet: the next rarest word joins
+            cut += 1
+            continue
+        # The k-th score only grows as words join the essential ones (more candidates,
+        # the same exact scores): the next cut is the first whose rest could not beat it.
+        reached = rows[k - 1][1]
+        if _rest_bound(words, cut) < reached:
+            return rows
+        cut += 1
+        while cut < len(words) and _rest_bound(words, cut) >= reached:
+            cut += 1
+
+
+def _rest_bound(words: list[_Word], cut: int) -> float:
+    """The most the words after the first ``cut`` add to any chunk's score."""
+    return sum(word.bound for word in words[cut:])
