@@ -84,6 +84,20 @@ def test_bench_crash_on_postgres(pg_url: str) -> None:
     assert total.backlog_after == total.failed_after == total.child_failures == 0
 
 
+def test_check_database_finds_postings_out_of_step_with_the_chunks(pg_url: str) -> None:
+    async def store() -> None:
+        async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+            await engine.store("s1", 1, {"role": "user", "content": "the deploy was rolled back"})
+    asyncio.run(store())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert check_database(conn, max_chars=640, overlap_chars=96).sound
+        conn.execute("DELETE FROM chunk_terms WHERE lexeme = 'deploy'")
+        conn.execute("UPDATE session_terms SET chunks = 5 WHERE lexeme = 'roll'")
+        broken = check_database(conn, max_chars=640, overlap_chars=96)
+    assert broken.half_stored == ["1 full-text postings missing for their chunks",
+                                  "2 per-session word counts out of step with the chunks"]
+
+
 def test_a_workload_whose_sessions_do_not_exist_yet_holds_nothing(pg_url: str) -> None:
     async def held() -> Any:
         async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
