@@ -92,10 +92,10 @@ def test_check_database_finds_postings_out_of_step_with_the_chunks(pg_url: str) 
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert check_database(conn, max_chars=640, overlap_chars=96).sound
         conn.execute("DELETE FROM chunk_terms WHERE lexeme = 'deploy'")
-        conn.execute("UPDATE session_terms SET chunks = 5 WHERE lexeme = 'roll'")
+        conn.execute("UPDATE chunk_terms SET f_text = 5 WHERE lexeme = 'roll'")
         broken = check_database(conn, max_chars=640, overlap_chars=96)
-    assert broken.half_stored == ["1 full-text postings missing for their chunks",
-                                  "2 per-session word counts out of step with the chunks"]
+    assert broken.half_stored == ["2 full-text postings missing for their chunks"]
+    assert broken.orphans == ["1 full-text postings without their chunk"]
 
 
 def test_a_workload_whose_sessions_do_not_exist_yet_holds_nothing(pg_url: str) -> None:

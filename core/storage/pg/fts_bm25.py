@@ -1,10 +1,9 @@
 """PostgreSQL: full text's bm25 top ``k`` from the postings table, scoring few chunks.
 
 ``chunk_terms`` (migration 0002) holds each chunk's words as rows of one covering B-tree,
-keyed by word and session, so a chunk's count of a word is one index entry and the chunks
-holding a word in a scope one range; ``session_terms`` holds per session and word the
-chunks holding it, so a scope's document frequencies, chunk count and mean length are a
-sum over its sessions, never a walk over tsvectors.
+keyed by word and session: a word's document frequency in a session or namespace, the
+scope's chunk count and total length, and a chunk's count of a word are all ranges of that
+index, never a walk over tsvectors.
 
 The top ``k`` comes by MaxScore (Turtle and Flood, 1995), as the SQLite side's namespace
 search does (:mod:`core.storage.fts_maxscore`): a word's share of a chunk's bm25,
@@ -65,9 +64,9 @@ async def _words(conn: Conn, scope_sql: str, params: dict[str, Any],
         f"  FROM unnest(%(terms)s::text[]) WITH ORDINALITY t(term, ord),"
         f"  unnest(to_tsvector('{CONFIG}', t.term)) u)"
         " SELECT p.ord, p.lexeme, p.n, NULL::numeric, NULL::numeric FROM parsed p"
-        " UNION ALL SELECT NULL, t.lexeme, NULL, sum(t.chunks), sum(t.length)"
-        " FROM session_terms t WHERE t.lexeme = ANY(ARRAY(SELECT lexeme FROM parsed)"
-        f"  || ''::text) AND {scope_sql} AND t.chunks > 0 GROUP BY t.lexeme",
+        " UNION ALL SELECT NULL, t.lexeme, NULL, count(*), sum(t.doc_length)"
+        " FROM chunk_terms t WHERE t.lexeme = ANY(ARRAY(SELECT lexeme FROM parsed)"
+        f"  || ''::text) AND {scope_sql} GROUP BY t.lexeme",
         {**params, "terms": list(terms)})
     positions: dict[int, list[int]] = {}
     counts: dict[str, tuple[int, int]] = {}

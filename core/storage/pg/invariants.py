@@ -6,8 +6,8 @@ checks a SQLite file:
   again with :mod:`core.indexing`, so the check is exact); a chunk marked embedded without
   its vector; a session whose ``last_sequence`` is behind its events;
 - **orphans**: a chunk without its event (or note), a vector without its chunk;
-- full text's postings and per-session word counts (migration 0002) recomputed from the
-  chunks: one missing is half-stored, one too many an orphan.
+- full text's postings (migration 0002) recomputed from the chunks: one missing is
+  half-stored, one too many an orphan.
 
 There is no ``integrity`` list to fill: PostgreSQL has no whole-database check like
 ``PRAGMA integrity_check``, and its foreign keys are enforced, never deferred. The full
@@ -61,13 +61,10 @@ def check_database(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFind
 
 _POSTINGS = ("SELECT p.* FROM chunks c, memory_chunk_postings(c.session_id, c.fts_rowid, c.fts,"
              " c.fts_length) p")
-_COUNTS = ("SELECT session_id, lexeme, count(*) AS chunks, sum(doc_length) AS length"
-           f" FROM ({_POSTINGS}) p GROUP BY session_id, lexeme")
-
 
 def _check_postings(conn: Any, found: FileFindings) -> None:
-    """Full text's postings and per-session counts (migration 0002) against the chunks'
-    tsvectors: a posting or count missing is half-stored, one too many an orphan."""
+    """Full text's postings (migration 0002) against the chunks' tsvectors: a posting
+    missing is half-stored, one too many an orphan."""
     missing, extra = conn.execute(
         f"SELECT (SELECT count(*) FROM ({_POSTINGS} EXCEPT ALL SELECT * FROM chunk_terms) m),"
         f" (SELECT count(*) FROM (SELECT * FROM chunk_terms EXCEPT ALL {_POSTINGS}) e)"
@@ -76,14 +73,6 @@ def _check_postings(conn: Any, found: FileFindings) -> None:
         found._half(f"{missing} full-text postings missing for their chunks")
     if extra:
         found._orphan(f"{extra} full-text postings without their chunk")
-    wrong = conn.execute(
-        "SELECT count(*) FROM (SELECT session_id, lexeme, chunks, length FROM session_terms"
-        f" WHERE chunks <> 0 EXCEPT {_COUNTS}) w").fetchone()[0]
-    lacking = conn.execute(
-        f"SELECT count(*) FROM ({_COUNTS} EXCEPT SELECT session_id, lexeme, chunks, length"
-        " FROM session_terms) l").fetchone()[0]
-    if wrong or lacking:
-        found._half(f"{wrong + lacking} per-session word counts out of step with the chunks")
 
 
 __all__ = ["check_database"]

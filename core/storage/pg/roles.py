@@ -30,10 +30,10 @@ NAMESPACE_TABLES = (
     "archives", "notes", "note_names", "note_tags", "facts", "schedules", "schedule_runs",
     "retrieval_log", "relevance_judgments",
 )
-# Full text's postings and counts (migration 0002): namespace rows under the same policy,
+# Full text's postings (migration 0002): namespace rows under the same policy,
 # readable by every role (granted to PUBLIC, so roles granted before the tables existed read
 # them too) and written only by the chunks' triggers, never by a role directly.
-DERIVED_TABLES = ("chunk_terms", "session_terms")
+DERIVED_TABLES = ("chunk_terms",)
 # Tables every role reads whole: the schema's version, the vector model and dimension, and
 # (its own row of) the role mapping. memory_meta is written when a model is first recorded.
 SHARED_TABLES = {"memory_migrations": "SELECT", "memory_roles": "SELECT",
