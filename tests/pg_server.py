@@ -15,9 +15,11 @@ migrated schema (:meth:`PgTestServer.migrated_template`). Imported by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import shutil
+import signal
 import tempfile
 import time
 import warnings
@@ -26,11 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 from psycopg import sql
 
 TEMPLATE = "memory_template"
+# A test server's folder is "memory-workbench-pg-{pid}-{random}", the pid being the test
+# process that started it: a later run removes the folder of a process that is gone.
+FOLDER_PREFIX = "memory-workbench-pg-"
 MIGRATED_TEMPLATE = "memory_template_migrated"
 
 
@@ -112,6 +118,17 @@ def start_server(folder: Path) -> PgTestServer:
                         "pip install -e '.[test]'", pytrace=False)
         server = pgserver.get_server(folder, cleanup_mode="stop")
     test_server = PgTestServer(server, 0.0)
+    try:
+        _make_template(test_server)
+    except BaseException:
+        test_server.stop()
+        raise
+    test_server.startup_s = time.perf_counter() - started
+    return test_server
+
+
+def _make_template(test_server: PgTestServer) -> None:
+    """Tune the new server for tests and make the template database with pgvector."""
     with test_server.admin() as conn:
         # A throwaway server: nothing it holds must survive a power cut, and each test's
         # CREATE and DROP DATABASE would otherwise wait on the disk of a busy machine.
@@ -124,8 +141,6 @@ def start_server(folder: Path) -> PgTestServer:
     with test_server.admin() as conn:
         conn.execute(sql.SQL("ALTER DATABASE {} WITH is_template = true").format(
             sql.Identifier(TEMPLATE)))
-    test_server.startup_s = time.perf_counter() - started
-    return test_server
 
 
 def _memory_folder() -> str | None:
@@ -136,6 +151,46 @@ def _memory_folder() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
+def _folder_owner(folder: Path) -> int | None:
+    """The pid of the test process that made ``folder``, read from its name; None for a
+    folder this module did not name."""
+    parts = folder.name.removeprefix(FOLDER_PREFIX).split("-", 1)
+    if not folder.name.startswith(FOLDER_PREFIX) or len(parts) != 2 or not parts[0].isdigit():
+        return None
+    return int(parts[0])
+
+
+def _stop_orphan(folder: Path) -> None:
+    """Stop the server still running in ``folder`` (its test process died without stopping
+    it): a fast shutdown of the postmaster named in its pid file, if that process is a
+    postgres on this folder, waiting up to 10 s."""
+    try:
+        pid = int((folder / "postmaster.pid").read_text().split()[0])
+        process = psutil.Process(pid)
+        owned = process.name() == "postgres" and str(folder) in " ".join(process.cmdline())
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return
+    if owned:
+        with contextlib.suppress(psutil.Error):
+            process.send_signal(signal.SIGINT)
+            process.wait(10)
+
+
+def remove_orphaned_folders(parent: Path) -> list[Path]:
+    """Remove the server folders under ``parent`` whose test process is gone (killed, or
+    ended before its session's teardown), stopping any server left running in them; the
+    folders removed. Another run's live folders are left alone."""
+    removed = []
+    for folder in parent.glob(f"{FOLDER_PREFIX}*"):
+        owner = _folder_owner(folder)
+        if owner is None or owner == os.getpid() or psutil.pid_exists(owner):
+            continue
+        _stop_orphan(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgTestServer]:
     """This test process's PostgreSQL server, stopped and deleted when its tests are done.
@@ -144,14 +199,20 @@ def pg_server() -> Iterator[PgTestServer]:
     ``tmp_path_factory``: run as root, pgserver starts PostgreSQL as an unprivileged user,
     which must be able to reach the folder, and pytest keeps its own temporary root
     private to the user who runs it (any concurrent pytest run resets it to 0700). Where
-    there is a RAM-backed folder the server lives there.
+    there is a RAM-backed folder the server lives there. The folder goes even when the
+    server fails to start or to stop; one a killed test process left behind is removed by
+    the next run that starts a server (:func:`remove_orphaned_folders`).
     """
-    folder = Path(tempfile.mkdtemp(prefix="memory-workbench-pg-", dir=_memory_folder()))
-    server = start_server(folder)
+    parent = Path(_memory_folder() or tempfile.gettempdir())
+    remove_orphaned_folders(parent)
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-", dir=parent))
     try:
-        yield server
+        server = start_server(folder)
+        try:
+            yield server
+        finally:
+            server.stop()
     finally:
-        server.stop()
         shutil.rmtree(folder)
 
 

@@ -7,10 +7,11 @@ each call the rule is the same (:meth:`Harness.attempt`): it succeeds, or it rai
 sensible length; any other exception is a bug. After a refused write the row counts of the
 tables it would touch are unchanged.
 
-One engine serves the whole module, on a loop this module drives, because opening one per
-example would cost more than the examples. The in-suite runs are modest and derandomized (the
-same examples every run); for a stress run, random like any hypothesis run, set
-``WORKBENCH_FUZZ_EXAMPLES`` (e.g. 3000) and pass ``-s`` to see the per-family table::
+One engine per backend serves the whole module (a SQLite file, a PostgreSQL database), on a
+loop this module drives, because opening one per example would cost more than the examples.
+The in-suite runs are modest and derandomized (the same examples every run); for a stress
+run, random like any hypothesis run, set ``WORKBENCH_FUZZ_EXAMPLES`` (e.g. 3000) and pass
+``-s`` to see the per-family table::
 
     WORKBENCH_FUZZ_EXAMPLES=3000 python -m pytest -q -n0 -s tests/test_bad_input.py
 
@@ -114,15 +115,18 @@ def examples_of(family: str) -> None:
 
 # --- one engine for the module, on a loop driven from the tests ----------------------------------
 
-COUNTED = ("sessions", "conversation_events", "chunks", "chunks_fts_docsize", "notes",
-           "note_names", "note_tags", "schedules", "session_state")
+COUNTED = ("sessions", "conversation_events", "chunks", "notes", "note_names", "note_tags",
+           "schedules", "session_state")
+# SQLite's full-text rows live in a table of their own; PostgreSQL's are a column of chunks.
+COUNTED_SQLITE = ("chunks_fts_docsize",)
 
 
 class Harness:
     """An engine on a private loop: ``run`` a coroutine, ``attempt`` a call, ``counts``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = path
+        self.counted = COUNTED + (COUNTED_SQLITE if isinstance(path, Path) else ())
         self.loop = asyncio.new_event_loop()
         config = {**DETERMINISTIC, "consolidation": {"enabled": False}}
         self.engine: Engine = self.loop.run_until_complete(
@@ -140,17 +144,25 @@ class Harness:
         return attempt(family, lambda: self.run(make()))
 
     def counts(self) -> dict[str, int]:
-        sql = "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in COUNTED)
-        return dict(zip(COUNTED, rows(self.path, sql)[0], strict=True))
+        sql = "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in self.counted)
+        return dict(zip(self.counted, rows(self.path, sql)[0], strict=True))
 
     def close(self) -> None:
         self.run(self.engine.close())
         self.loop.close()
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    opened = Harness(tmp_path_factory.mktemp("bad-input") / "memory.db")
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def harness(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    """One engine per backend for the module: a file, or a PostgreSQL database of its own."""
+    where: Path | str = tmp_path_factory.mktemp("bad-input") / "memory.db"
+    if request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        database = server.create_database(server.migrated_template())
+        request.addfinalizer(lambda: server.drop_database(database))
+        where = server.url(database)
+    opened = Harness(where)
     try:
         yield opened
     finally:

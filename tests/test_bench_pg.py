@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -13,7 +14,8 @@ import pytest
 from core import Engine
 from core.storage.pg.invariants import check_database
 from tests.conftest import DETERMINISTIC
-from workbench.bench.crash import run_crash_bench
+from workbench.bench.crash import _holdings, run_crash_bench
+from workbench.bench.crash_child import NOTES_NAMESPACE
 from workbench.bench.query import run_query_bench
 from workbench.bench.writers import run_writers_bench
 
@@ -74,11 +76,44 @@ def test_bench_crash_on_postgres(pg_url: str) -> None:
     figures = asyncio.run(run_crash_bench(DETERMINISTIC, 3, 2, say=lambda _: None,
                                           window=(0.1, 0.4), early_share=0.0, db=pg_url))
     total = figures.total
-    assert [w.workload for w in figures.workloads] == ["ingest"]
+    assert [w.workload for w in figures.workloads] == ["ingest", "notes", "compact"]
+    assert all(w.kills == 1 for w in figures.workloads)
     assert total.kills == 3 and total.acknowledged > 0
     assert figures.passed, (figures.workloads, figures.problems)
     assert total.lost == total.phantom == total.half_stored == total.orphans == 0
     assert total.backlog_after == total.failed_after == total.child_failures == 0
+
+
+def test_check_database_finds_postings_out_of_step_with_the_chunks(pg_url: str) -> None:
+    async def store() -> None:
+        async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+            await engine.store("s1", 1, {"role": "user", "content": "the deploy was rolled back"})
+    asyncio.run(store())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert check_database(conn, max_chars=640, overlap_chars=96).sound
+        conn.execute("DELETE FROM chunk_terms WHERE lexeme = 'deploy'")
+        conn.execute("UPDATE chunk_terms SET f_text = 5 WHERE lexeme = 'roll'")
+        broken = check_database(conn, max_chars=640, overlap_chars=96)
+    assert broken.half_stored == ["2 full-text postings missing for their chunks"]
+    assert broken.orphans == ["1 full-text postings without their chunk"]
+
+
+def test_a_workload_whose_sessions_do_not_exist_yet_holds_nothing(pg_url: str) -> None:
+    async def held() -> Any:
+        async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+            return await _holdings(engine, "compact")
+    holdings = asyncio.run(held())
+    assert holdings.messages == {} and holdings.epochs == {} and holdings.archives == {}
+
+
+def test_bench_crash_refuses_a_database_whose_notes_namespace_holds_notes(pg_url: str) -> None:
+    async def add() -> None:
+        async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+            await engine.add_note("already here", "a note", namespace=NOTES_NAMESPACE)
+    asyncio.run(add())
+    with pytest.raises(FileExistsError, match="already holds notes"):
+        asyncio.run(run_crash_bench(DETERMINISTIC, 1, 2, say=lambda _: None, db=pg_url,
+                                    workloads=("notes",)))
 
 
 def test_check_database_finds_a_message_without_its_chunks(pg_url: str) -> None:

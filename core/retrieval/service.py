@@ -23,6 +23,7 @@ from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
+from core.retrieval.log_warnings import ThrottledWarning
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.search import LegRequest, Scope
 from core.tasks import cancel_and_wait
@@ -55,6 +56,7 @@ class Retrieval:
         self._model = model
         self._conversations = conversations
         self._log_buffer: list[dict[str, Any]] = []
+        self._log_failed = ThrottledWarning(log)
         self._log_flusher: asyncio.Task[None] | None = None
 
     async def search(self, *, query: str, session_id: str | None = None,
@@ -213,9 +215,10 @@ class Retrieval:
                 try:
                     await self._backend.append_logs([entry])
                 except Exception as exc:  # as below: a diagnostic never fails a query
-                    log.warning("could not write a retrieval log entry: %s", exc)
+                    self._log_failed.warn("could not write a retrieval log entry: %s", exc)
         except Exception as exc:  # the log is a diagnostic: a failure never fails a query
-            log.warning("could not write %d retrieval log entries: %s", len(entries), exc)
+            self._log_failed.warn("could not write %d retrieval log entries: %s",
+                                  len(entries), exc)
 
     async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
                             session_id: str | None = None,

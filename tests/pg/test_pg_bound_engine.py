@@ -4,7 +4,11 @@ to another namespace's session) costs only that entry."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import psycopg
+import pytest
 
 from core import Engine
 from core.storage.locations import parse_location
@@ -38,5 +42,38 @@ async def test_a_bound_engine_sees_its_namespace_only_and_keeps_its_own_log(
             everything = await owner.retrieval_log(limit=10)
             assert all(e["scope_value"] != "beta-1" for e in everything)
             assert any(e["scope_value"] == "alpha-1" for e in everything)
+    finally:
+        await drop_role(pg_url, "agent_alpha")
+
+
+async def test_a_bound_engine_warns_once_for_many_refused_log_entries(
+        pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    async with Engine.open(pg_url, config=CONFIG) as owner:
+        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
+                           namespace="beta")
+    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
+    try:
+        async with Engine.open(as_role(pg_url, "agent_alpha"), config=CONFIG) as agent:
+            with caplog.at_level(logging.WARNING, logger="core.retrieval.service"):
+                for _ in range(5):
+                    await agent.hybrid_query(session_id="beta-1", query="key", caller="agent")
+                    await agent.retrieval.flush_logs()
+        refused = [r for r in caplog.records if "retrieval log entr" in r.getMessage()]
+        assert len(refused) == 1, [r.getMessage() for r in refused]
+    finally:
+        await drop_role(pg_url, "agent_alpha")
+
+
+async def test_a_bound_role_reads_the_postings_of_its_namespace_only(pg_url: str) -> None:
+    async with Engine.open(pg_url, config=CONFIG) as owner:
+        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
+                           namespace="alpha")
+        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
+                           namespace="beta")
+    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
+    try:
+        async with await psycopg.AsyncConnection.connect(as_role(pg_url, "agent_alpha")) as conn:
+            cursor = await conn.execute("SELECT DISTINCT session_id FROM chunk_terms")
+            assert await cursor.fetchall() == [("alpha-1",)]
     finally:
         await drop_role(pg_url, "agent_alpha")

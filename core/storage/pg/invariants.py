@@ -5,7 +5,9 @@ checks a SQLite file:
 - **half-stored**: a message whose event lacks one of the chunks its text makes (computed
   again with :mod:`core.indexing`, so the check is exact); a chunk marked embedded without
   its vector; a session whose ``last_sequence`` is behind its events;
-- **orphans**: a chunk without its event (or note), a vector without its chunk.
+- **orphans**: a chunk without its event (or note), a vector without its chunk;
+- full text's postings (migration 0002) recomputed from the chunks: one missing is
+  half-stored, one too many an orphan.
 
 There is no ``integrity`` list to fill: PostgreSQL has no whole-database check like
 ``PRAGMA integrity_check``, and its foreign keys are enforced, never deferred. The full
@@ -51,9 +53,26 @@ def check_database(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFind
             if highest is not None and (recorded is None or int(recorded) < int(highest)):
                 found._half(f"session {session_id}: last_sequence {recorded} is behind its"
                             f" events ({highest})")
+        _check_postings(conn, found)
     finally:
         conn.execute("ROLLBACK")
     return found
+
+
+_POSTINGS = ("SELECT p.* FROM chunks c, memory_chunk_postings(c.session_id, c.fts_rowid, c.fts,"
+             " c.fts_length) p")
+
+def _check_postings(conn: Any, found: FileFindings) -> None:
+    """Full text's postings (migration 0002) against the chunks' tsvectors: a posting
+    missing is half-stored, one too many an orphan."""
+    missing, extra = conn.execute(
+        f"SELECT (SELECT count(*) FROM ({_POSTINGS} EXCEPT ALL SELECT * FROM chunk_terms) m),"
+        f" (SELECT count(*) FROM (SELECT * FROM chunk_terms EXCEPT ALL {_POSTINGS}) e)"
+    ).fetchone()
+    if missing:
+        found._half(f"{missing} full-text postings missing for their chunks")
+    if extra:
+        found._orphan(f"{extra} full-text postings without their chunk")
 
 
 __all__ = ["check_database"]

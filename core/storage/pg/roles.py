@@ -24,12 +24,16 @@ from core.storage.locations import Location
 from core.storage.pg.connection import Conn, PgDatabase
 
 # The tables holding a namespace's rows: a granted role reads and writes them through the
-# policies. Every other table of the schema is listed in SHARED_TABLES.
+# policies. Every other table of the schema is in DERIVED_TABLES or SHARED_TABLES.
 NAMESPACE_TABLES = (
     "sessions", "conversation_events", "session_state", "files", "chunks", "chunks_vec",
     "archives", "notes", "note_names", "note_tags", "facts", "schedules", "schedule_runs",
     "retrieval_log", "relevance_judgments",
 )
+# Full text's postings (migration 0002): namespace rows under the same policy,
+# readable by every role (granted to PUBLIC, so roles granted before the tables existed read
+# them too) and written only by the chunks' triggers, never by a role directly.
+DERIVED_TABLES = ("chunk_terms",)
 # Tables every role reads whole: the schema's version, the vector model and dimension, and
 # (its own row of) the role mapping. memory_meta is written when a model is first recorded.
 SHARED_TABLES = {"memory_migrations": "SELECT", "memory_roles": "SELECT",

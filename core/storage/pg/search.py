@@ -1,5 +1,5 @@
 """PostgreSQL: retrieval's legs inside a scope (:mod:`core.storage.search`'s operations on
-an async connection): ``ts_rank_cd`` full text, the LIKE fallback, pgvector KNN.
+an async connection): bm25 full text, the LIKE fallback, pgvector KNN.
 
 - Full text: each typed term is a phrase (``phraseto_tsquery`` over ``memory_english``,
   as FTS5 quotes each term), the terms ORed; a chunk's text weighs 1 and its context
@@ -7,10 +7,12 @@ an async connection): ``ts_rank_cd`` full text, the LIKE fallback, pgvector KNN.
   from the tsvectors: measured on the LoCoMo dev questions against SQLite's FTS5 bm25
   (:mod:`core.storage.pg.fts_compare`, ``tests/pg/measure_fts_hnsw.py``), its top 10
   overlaps FTS5's by 0.93 (Kendall tau 0.86) where ``ts_rank_cd``'s best normalisation
-  reaches 0.57 (tau 0.18). Raw syntax (``websearch_to_tsquery``'s) is ranked by
-  ``ts_rank_cd`` with normalisation ``FTS_NORMALIZATION``: its lexemes are not the
-  typed terms bm25 sums over. A small session's chunks are matched row by row, a large
-  one's and a namespace's through the GIN index (``SMALL_SESSION_CHUNKS``).
+  reaches 0.57 (tau 0.18). Without tags, and when each term is one lexeme, the same
+  ranking comes from the postings table instead (:mod:`core.storage.pg.fts_bm25`). Raw
+  syntax (``websearch_to_tsquery``'s) is ranked by ``ts_rank_cd`` with normalisation
+  ``FTS_NORMALIZATION``: its lexemes are not the typed terms bm25 sums over. There, a
+  small session's chunks are matched row by row, a large one's and a namespace's through
+  the GIN index (``SMALL_SESSION_CHUNKS``).
 - Vectors: a session's are ranked exactly, the distance computed for each of its vectors
   (the sort key is an expression the HNSW index cannot serve, so the planner cannot pick
   the index and filter the session's rows out of its approximate answer afterwards). A
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from core.storage.fts_rows import words
+from core.storage.pg import fts_bm25
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
 from core.storage.search import LegRequest, LegRows, Scope, like_pattern
@@ -139,9 +142,26 @@ async def fts_search(
     lexeme's positions weighted 1 in the chunk's text and ``context_weight`` in its
     context, len the chunk's ``fts_length``, and the document count, mean length and
     document frequencies those of the scope (as a session's prefixed terms give FTS5).
+    Without tags, and when each term is one lexeme, the postings table gives the same top
+    ``k`` scoring far fewer chunks (:mod:`core.storage.pg.fts_bm25`).
     """
     if not terms:
         return []
+    query = terms_query(terms)
+    if query is None:
+        return []
+    if not tags:
+        ranked = await fts_bm25.top_k(conn, scope, query[1], k, context_weight)
+        if ranked is not None:
+            return ranked
+    return await fts_search_exhaustive(conn, scope, query[1], k, tags, context_weight)
+
+
+async def fts_search_exhaustive(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
+                                tags: Sequence[str] = (), context_weight: float = 0.5,
+                                ) -> list[tuple[str, float]]:
+    """:func:`fts_search` for any terms and tags, every matched chunk scored from its
+    tsvector (``terms`` each hold a word)."""
     query = terms_query(terms)
     if query is None:
         return []
