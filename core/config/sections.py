@@ -236,6 +236,14 @@ class RetrievalConfig(_Section):
     fusion: Literal["minmax", "rrf", "dbsf"] = Field(
         default="minmax", description='"minmax", "rrf" or "dbsf".')
     rrf_k: Int64 = Field(default=60, description="Reciprocal-rank fusion constant.")
+    speaker_boost: float = Field(
+        default=0.2, ge=0,
+        description="Share of the fused maximum added to a message whose speaker name the "
+        "query names.")
+    neighbour_weight: float = Field(
+        default=0.0, ge=0,
+        description="Share of the best adjacent candidate's score added to a candidate "
+        "(0 = off).")
     context_weight: float = Field(
         default=0.5, ge=0, le=10,
         description="bm25 weight of a chunk's conversational context against its own text (1.0).")

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.retrieval.boosts import apply_boosts, named_speakers
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.search import chunk_context, chunk_metadata
 from core.types import HybridQueryResult
@@ -31,6 +32,8 @@ class Ranking:
     rrf_k: int = 60
     top_k: int = 10
     min_score: float | None = None
+    speaker_boost: float = 0.0  # see core.retrieval.boosts
+    neighbour_weight: float = 0.0
 
     def applied_weights(self, mode: str) -> tuple[float, float]:
         """The ``(vector, fts)`` weights this ranking really applies in ``mode``: keyword mode
@@ -90,6 +93,8 @@ class SearchResult:
     ranking: Ranking
     results: list[HybridQueryResult]
     cut: list[dict[str, Any]]
+    speakers: list[str] = field(default_factory=list)  # speaker names the query names
+    boosts: dict[str, tuple[float, float]] = field(default_factory=dict)  # id: speaker, nb
 
     def rerank(self, **changes: Any) -> SearchResult:
         """The same legs ranked under other weights, fusion, top_k or min_score; no I/O."""
@@ -101,6 +106,13 @@ class SearchResult:
         legs, ranking = self.legs, self.ranking
         vector_only_max = ranking.vector_weight * _leg_ceiling(ranking, "vector")
         fts_only_max = ranking.fts_weight * _leg_ceiling(ranking, "fts")
+        # The most the boosts can add: a named speaker's share (when the query names one),
+        # and the neighbour's share of a neighbour holding both legs' best and that boost.
+        both = vector_only_max + fts_only_max
+        boosted = both * ranking.speaker_boost if self.speakers else 0.0
+        extra = boosted + ranking.neighbour_weight * (both + boosted)
+        vector_only_max += extra
+        fts_only_max += extra
         notes = []
         if ranking.min_score is not None:
             for leg, ceiling in (("vector", vector_only_max), ("full-text", fts_only_max)):
@@ -123,6 +135,8 @@ class SearchResult:
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
                      "fts_fallback": legs.fts_fallback},
+            "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
+                       "neighbour_weight": ranking.neighbour_weight},
             "timings_ms": legs.timings_ms, "notes": notes,
         }
         if with_results:
@@ -133,12 +147,14 @@ class SearchResult:
     def explain_result(self, result: HybridQueryResult) -> dict[str, Any]:
         """One result's explanation: per leg raw, normalised, rank; matched terms; score."""
         in_text = matched_terms(self.legs.terms, result.text)
+        speaker, neighbour = self.boosts.get(result.chunk_id, (0.0, 0.0))
         return {
             "chunk_id": result.chunk_id, "score": result.score,
             "vector": {"raw": result.vector_raw, "normalised": result.vector_score,
                        "rank": result.vector_rank},
             "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
                     "rank": result.fts_rank},
+            "boosts": {"speaker": speaker, "neighbour": neighbour},
             "matched_terms": in_text,
             "context_terms": [term for term in matched_terms(self.legs.terms, result.context)
                               if term not in in_text],
@@ -160,6 +176,16 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     recency = {cid: chunk["sequence_end"] for cid, chunk in legs.chunks.items()}
     fused = fuse(legs.vector, legs.fts, vector_weight=vector_weight, fts_weight=fts_weight,
                  method=ranking.fusion, rrf_k=ranking.rrf_k, recency=recency)
+    speakers = named_speakers(legs.query, legs.chunks) if ranking.speaker_boost > 0 else []
+    # The boost is a share of the most the legs can give together, so it means the same
+    # under every fusion and weighting.
+    ceiling = (vector_weight * _leg_ceiling(ranking, "vector")
+               + fts_weight * _leg_ceiling(ranking, "fts"))
+    fused = apply_boosts(fused, legs.chunks, speakers=speakers,
+                         speaker_amount=ranking.speaker_boost * ceiling,
+                         neighbour_weight=ranking.neighbour_weight)
+    boosts = {item.chunk_id: (item.speaker, item.neighbour) for item in fused
+              if item.speaker or item.neighbour}
     vector_by_id = {hit.chunk_id: hit for hit in legs.vector}
     fts_by_id = {hit.chunk_id: hit for hit in legs.fts}
     results: list[HybridQueryResult] = []
@@ -181,7 +207,8 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
                 fts_rank=fh.rank if fh else None, context=chunk_context(chunk)))
-    return SearchResult(legs, ranking, results, cut)
+    return SearchResult(legs, ranking, results, cut, speakers,
+                        {r.chunk_id: boosts[r.chunk_id] for r in results if r.chunk_id in boosts})
 
 
 def _cut(item: Fused, reason: str) -> dict[str, Any]:
