@@ -240,6 +240,10 @@ class RetrievalConfig(_Section):
         default=0.2, ge=0,
         description="Share of the fused maximum added to a message whose speaker name the "
         "query names.")
+    date_boost: float = Field(
+        default=0.2, ge=0,
+        description="Share of the fused maximum added to a message dated in the period the "
+        "query names.")
     neighbour_weight: float = Field(
         default=0.0, ge=0,
         description="Share of the best adjacent candidate's score added to a candidate "

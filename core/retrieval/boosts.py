@@ -5,6 +5,8 @@
   (``Melanie: …``) is one common word among many to bm25. A user's or assistant's
   message whose ``name`` (the Message dict's optional field) the query names gains
   ``speaker_boost`` times the most the fused legs can give together.
+- **Date** (``date_boost``): a candidate whose message date falls in the period the query
+  names (:mod:`core.retrieval.dates`) gains ``date_boost`` times the same maximum.
 - **Neighbour** (``neighbour_weight``): evidence sits beside evidence (a question and its
   answer are adjacent turns), so a candidate gains ``neighbour_weight`` times the best
   score of a candidate that ends just before it or starts just after it in the same session.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from core.retrieval.fusion import Fused
@@ -49,14 +51,16 @@ def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]]) -> list[
 
 
 def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]], *,
-                 speakers: Sequence[str], speaker_amount: float,
-                 neighbour_weight: float) -> list[Fused]:
-    """``fused`` with the speaker and neighbour boosts added, best first again.
+                 speakers: Sequence[str], speaker_amount: float, in_period: Set[str],
+                 date_amount: float, neighbour_weight: float) -> list[Fused]:
+    """``fused`` with the speaker, date and neighbour boosts added, best first again.
 
-    ``speaker_amount`` is what a named speaker's message gains (already on the fused scale).
-    Ties go to the more recent chunk, then the smaller id, as in fusion.
+    ``speaker_amount`` is what a named speaker's message gains and ``date_amount`` what a
+    chunk of ``in_period`` gains (both already on the fused scale). Ties go to the more
+    recent chunk, then the smaller id, as in fusion.
     """
-    if not (speakers and speaker_amount > 0) and neighbour_weight <= 0:
+    if not (speakers and speaker_amount > 0) and not (in_period and date_amount > 0) \
+            and neighbour_weight <= 0:
         return list(fused)
     named = set(speakers)
     boosted = []
@@ -64,7 +68,9 @@ def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]]
         chunk = chunks.get(item.chunk_id)
         gain = speaker_amount if named and chunk is not None and speaker_name(chunk) in named \
             else 0.0
-        boosted.append(dataclasses.replace(item, score=item.score + gain, speaker=gain))
+        dated = date_amount if item.chunk_id in in_period else 0.0
+        boosted.append(dataclasses.replace(item, score=item.score + gain + dated, speaker=gain,
+                                           date=dated))
     if neighbour_weight > 0:
         boosted = _with_neighbours(boosted, chunks, neighbour_weight)
     boosted.sort(key=lambda item: (-item.score, -_end(chunks, item.chunk_id), item.chunk_id))

@@ -44,6 +44,7 @@ class Fused:
     fts: float
     speaker: float = 0.0
     neighbour: float = 0.0
+    date: float = 0.0
 
 
 def min_max(hits: Sequence[LegHit]) -> dict[str, float]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.retrieval.boosts import apply_boosts, named_speakers
+from core.retrieval.dates import Period, candidate_dates, names_a_time, query_period
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.search import chunk_context, chunk_metadata
 from core.types import HybridQueryResult
@@ -34,6 +35,7 @@ class Ranking:
     min_score: float | None = None
     speaker_boost: float = 0.0  # see core.retrieval.boosts
     neighbour_weight: float = 0.0
+    date_boost: float = 0.0
 
     def applied_weights(self, mode: str) -> tuple[float, float]:
         """The ``(vector, fts)`` weights this ranking really applies in ``mode``: keyword mode
@@ -94,7 +96,9 @@ class SearchResult:
     results: list[HybridQueryResult]
     cut: list[dict[str, Any]]
     speakers: list[str] = field(default_factory=list)  # speaker names the query names
-    boosts: dict[str, tuple[float, float]] = field(default_factory=dict)  # id: speaker, nb
+    period: Period | None = None  # the time the query names, when the date boost is on
+    # chunk_id -> what each boost added to a result ("speaker", "date", "neighbour")
+    boosts: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def rerank(self, **changes: Any) -> SearchResult:
         """The same legs ranked under other weights, fusion, top_k or min_score; no I/O."""
@@ -109,7 +113,8 @@ class SearchResult:
         # The most the boosts can add: a named speaker's share (when the query names one),
         # and the neighbour's share of a neighbour holding both legs' best and that boost.
         both = vector_only_max + fts_only_max
-        boosted = both * ranking.speaker_boost if self.speakers else 0.0
+        boosted = (both * ranking.speaker_boost if self.speakers else 0.0) + (
+            both * ranking.date_boost if self.period else 0.0)
         extra = boosted + ranking.neighbour_weight * (both + boosted)
         vector_only_max += extra
         fts_only_max += extra
@@ -136,6 +141,8 @@ class SearchResult:
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
                      "fts_fallback": legs.fts_fallback},
             "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
+                       "date_boost": ranking.date_boost,
+                       "period": self.period.describe() if self.period else None,
                        "neighbour_weight": ranking.neighbour_weight},
             "timings_ms": legs.timings_ms, "notes": notes,
         }
@@ -147,14 +154,14 @@ class SearchResult:
     def explain_result(self, result: HybridQueryResult) -> dict[str, Any]:
         """One result's explanation: per leg raw, normalised, rank; matched terms; score."""
         in_text = matched_terms(self.legs.terms, result.text)
-        speaker, neighbour = self.boosts.get(result.chunk_id, (0.0, 0.0))
+        boosts = self.boosts.get(result.chunk_id, {})
         return {
             "chunk_id": result.chunk_id, "score": result.score,
             "vector": {"raw": result.vector_raw, "normalised": result.vector_score,
                        "rank": result.vector_rank},
             "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
                     "rank": result.fts_rank},
-            "boosts": {"speaker": speaker, "neighbour": neighbour},
+            "boosts": {name: boosts.get(name, 0.0) for name in ("speaker", "date", "neighbour")},
             "matched_terms": in_text,
             "context_terms": [term for term in matched_terms(self.legs.terms, result.context)
                               if term not in in_text],
@@ -181,11 +188,14 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     # under every fusion and weighting.
     ceiling = (vector_weight * _leg_ceiling(ranking, "vector")
                + fts_weight * _leg_ceiling(ranking, "fts"))
+    period, in_period = _dated(legs) if ranking.date_boost > 0 else (None, set())
     fused = apply_boosts(fused, legs.chunks, speakers=speakers,
-                         speaker_amount=ranking.speaker_boost * ceiling,
+                         speaker_amount=ranking.speaker_boost * ceiling, in_period=in_period,
+                         date_amount=ranking.date_boost * ceiling,
                          neighbour_weight=ranking.neighbour_weight)
-    boosts = {item.chunk_id: (item.speaker, item.neighbour) for item in fused
-              if item.speaker or item.neighbour}
+    boosts = {item.chunk_id: {"speaker": item.speaker, "date": item.date,
+                              "neighbour": item.neighbour}
+              for item in fused if item.speaker or item.date or item.neighbour}
     vector_by_id = {hit.chunk_id: hit for hit in legs.vector}
     fts_by_id = {hit.chunk_id: hit for hit in legs.fts}
     results: list[HybridQueryResult] = []
@@ -207,8 +217,22 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
                 fts_rank=fh.rank if fh else None, context=chunk_context(chunk)))
-    return SearchResult(legs, ranking, results, cut, speakers,
+    return SearchResult(legs, ranking, results, cut, speakers, period,
                         {r.chunk_id: boosts[r.chunk_id] for r in results if r.chunk_id in boosts})
+
+
+def _dated(legs: KeptLegs) -> tuple[Period | None, set[str]]:
+    """The period the query names and the candidates dated inside it; relative words count
+    from the latest candidate's date (the conversation's "now")."""
+    if not names_a_time(legs.query):
+        return None, set()
+    dates = candidate_dates(legs.chunks)
+    if not dates:
+        return None, set()
+    period = query_period(legs.query, max(dates.values()))
+    if period is None:
+        return None, set()
+    return period, {chunk_id for chunk_id, day in dates.items() if period.holds(day)}
 
 
 def _cut(item: Fused, reason: str) -> dict[str, Any]:

@@ -65,7 +65,7 @@ class Retrieval:
                      fusion: str | None = None, rrf_k: int | None = None,
                      mode: str | None = None, min_score: float | None = None,
                      raw_fts: bool = False, speaker_boost: float | None = None,
-                     neighbour_weight: float | None = None,
+                     date_boost: float | None = None, neighbour_weight: float | None = None,
                      caller: str = "api") -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
@@ -77,14 +77,16 @@ class Retrieval:
         nothing, seed 002's LIKE substring fallback answers. A failing embedder leaves the
         full-text leg to answer alone, and the explanation says so. With ``raw_fts`` the query
         is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
-        error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost`` and
-        ``neighbour_weight`` are the boosts of :mod:`core.retrieval.boosts` (None: configured).
+        error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
+        ``date_boost`` and ``neighbour_weight`` are the boosts of :mod:`core.retrieval.boosts`
+        (None: the configured ones).
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
             rrf_k, mode, min_score)
-        speaker, neighbour = self._boosts(speaker_boost, neighbour_weight)
-        ranking = dataclasses.replace(ranking, speaker_boost=speaker, neighbour_weight=neighbour)
+        speaker, date, neighbour = self._boosts(speaker_boost, date_boost, neighbour_weight)
+        ranking = dataclasses.replace(ranking, speaker_boost=speaker, date_boost=date,
+                                      neighbour_weight=neighbour)
         depth = min(max(50, top_k * 5), MAX_TOP_K)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
@@ -189,6 +191,7 @@ class Retrieval:
                        "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
                        "min_score": ranking.min_score, "tags": found.legs.tags,
                        "raw_fts": found.legs.raw_fts, "speaker_boost": ranking.speaker_boost,
+                       "date_boost": ranking.date_boost,
                        "neighbour_weight": ranking.neighbour_weight},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
@@ -373,18 +376,20 @@ class Retrieval:
                           None if min_score is None else float(min_score))
         return ranking, scope, mode_used, wanted_tags
 
-    def _boosts(self, speaker_boost: float | None,
-                neighbour_weight: float | None) -> tuple[float, float]:
+    def _boosts(self, speaker_boost: float | None, date_boost: float | None,
+                neighbour_weight: float | None) -> tuple[float, float, float]:
         """The boosts a query ranks with: the caller's, else the configured ones."""
         rcfg = self._config.retrieval
         chosen = {"speaker_boost": rcfg.speaker_boost if speaker_boost is None else speaker_boost,
+                  "date_boost": rcfg.date_boost if date_boost is None else date_boost,
                   "neighbour_weight": (rcfg.neighbour_weight if neighbour_weight is None
                                        else neighbour_weight)}
         for name, value in chosen.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or \
                     not math.isfinite(value) or value < 0:
                 raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
-        return float(chosen["speaker_boost"]), float(chosen["neighbour_weight"])
+        return (float(chosen["speaker_boost"]), float(chosen["date_boost"]),
+                float(chosen["neighbour_weight"]))
 
     async def _query_vector(self, query: str, query_embedding: Sequence[float] | None,
                             legs: KeptLegs) -> np.ndarray | None:
