@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from core import Engine
 from core.errors import InvalidInput
@@ -14,6 +17,7 @@ from core.retrieval.dates import candidate_dates, parse_date, query_period
 from core.retrieval.fusion import LegHit
 from core.retrieval.search import KeptLegs, Ranking, rank
 from tests.conftest import DETERMINISTIC
+from workbench.cli.root import main
 
 
 def _chunk(sequence: int, name: str | None = None, session: str = "s") -> dict[str, object]:
@@ -180,3 +184,23 @@ def test_a_message_dated_in_the_named_period_gains() -> None:
     # No period in the query: nothing is dated, nothing gains.
     other = rank(_legs("What did we cook?", chunks, FTS), found.ranking)
     assert other.period is None and not other.boosts
+
+
+def test_search_explain_prints_the_boosts(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+
+    async def fill() -> None:
+        async with Engine.open(db, config=DETERMINISTIC) as engine:
+            await engine.store("s", 1, {"role": "user", "name": "Ann", "content": "a hike",
+                                        "metadata": {"date": "2023-06-04"}})
+            await engine.store("s", 2, {"role": "assistant", "name": "Bo", "content": "a hike",
+                                        "metadata": {"date": "2023-07-09"}})
+            await engine.drain()
+
+    asyncio.run(fill())
+    shown = runner.invoke(main, ["search", "Did Ann hike in June?", "--db", str(db),
+                                 "--session", "s", "--explain"])
+    assert shown.exit_code == 0, shown.output
+    assert ("boosts: speaker 0.2 (named: Ann), date 0.2 (period: 'June' 2023-06-01 to "
+            "2023-06-30), neighbour 0") in shown.output
+    assert "; boosted: speaker +0.200, date +0.200" in shown.output
