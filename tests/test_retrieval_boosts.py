@@ -66,10 +66,11 @@ def test_the_speaker_boost_is_scaled_to_the_fusion() -> None:
 def test_a_speaker_is_named_only_by_all_the_words_of_their_name() -> None:
     chunks = {"a": _chunk(1, "Mary Ann"), "b": _chunk(2, "Jon"), "c": _chunk(3),
               "d": {**_chunk(4), "metadata_json": '{"role": "tool", "name": "search"}'}}
-    assert named_speakers("what did mary say to jonathan?", chunks) == []
-    assert named_speakers("What did Ann and Mary tell JON?", chunks) == ["Jon", "Mary Ann"]
-    assert named_speakers("search for it", chunks) == []  # a tool is no speaker
-    assert named_speakers("", chunks) == []
+    assert named_speakers("what did mary say to jonathan?", chunks) == ([], frozenset())
+    assert named_speakers("What did Ann and Mary tell JON?", chunks) == (
+        ["Jon", "Mary Ann"], frozenset({"a", "b"}))
+    assert named_speakers("search for it", chunks)[0] == []  # a tool is no speaker
+    assert named_speakers("", chunks) == ([], frozenset())
 
 
 def test_a_candidate_gains_from_the_best_adjacent_candidate_of_its_session() -> None:

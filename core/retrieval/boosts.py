@@ -16,7 +16,6 @@ Both work on the candidates the legs already returned, so re-ranking stays free 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence, Set
@@ -40,37 +39,39 @@ def speaker_name(chunk: Mapping[str, Any]) -> str | None:
     return name.strip() or None
 
 
-def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The candidates' speaker names the query names (every word of the name, any case)."""
+def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]],
+                   ) -> tuple[list[str], frozenset[str]]:
+    """The candidates' speaker names the query names (every word of the name, any case),
+    and the candidates those speakers said."""
     words = {word.lower() for word in _WORD.findall(query)}
     if not words:
-        return []
-    names = {name for chunk in chunks.values() if (name := speaker_name(chunk))}
-    return sorted(name for name in names
-                  if (parts := _WORD.findall(name.lower())) and all(p in words for p in parts))
+        return [], frozenset()
+    names = {chunk_id: name for chunk_id, chunk in chunks.items()
+             if (name := speaker_name(chunk))}
+    named = sorted(name for name in set(names.values())
+                   if (parts := _WORD.findall(name.lower())) and all(p in words for p in parts))
+    wanted = set(named)
+    return named, frozenset(chunk_id for chunk_id, name in names.items() if name in wanted)
 
 
 def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]], *,
-                 speakers: Sequence[str], speaker_amount: float, in_period: Set[str],
+                 by_speaker: Set[str], speaker_amount: float, in_period: Set[str],
                  date_amount: float, neighbour_weight: float) -> list[Fused]:
     """``fused`` with the speaker, date and neighbour boosts added, best first again.
 
-    ``speaker_amount`` is what a named speaker's message gains and ``date_amount`` what a
-    chunk of ``in_period`` gains (both already on the fused scale). Ties go to the more
-    recent chunk, then the smaller id, as in fusion.
+    A chunk of ``by_speaker`` (said by a speaker the query names) gains ``speaker_amount``,
+    one of ``in_period`` ``date_amount`` (both already on the fused scale). Ties go to the
+    more recent chunk, then the smaller id, as in fusion.
     """
-    if not (speakers and speaker_amount > 0) and not (in_period and date_amount > 0) \
+    if not (by_speaker and speaker_amount > 0) and not (in_period and date_amount > 0) \
             and neighbour_weight <= 0:
         return list(fused)
-    named = set(speakers)
     boosted = []
     for item in fused:
-        chunk = chunks.get(item.chunk_id)
-        gain = speaker_amount if named and chunk is not None and speaker_name(chunk) in named \
-            else 0.0
+        gain = speaker_amount if item.chunk_id in by_speaker else 0.0
         dated = date_amount if item.chunk_id in in_period else 0.0
-        boosted.append(dataclasses.replace(item, score=item.score + gain + dated, speaker=gain,
-                                           date=dated))
+        boosted.append(item if not (gain or dated) else Fused(
+            item.chunk_id, item.score + gain + dated, item.vector, item.fts, gain, 0.0, dated))
     if neighbour_weight > 0:
         boosted = _with_neighbours(boosted, chunks, neighbour_weight)
     boosted.sort(key=lambda item: (-item.score, -_end(chunks, item.chunk_id), item.chunk_id))
@@ -100,7 +101,8 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
         best = max(ending.get((session, chunk["sequence_start"] - 1), 0.0),
                    starting.get((session, chunk["sequence_end"] + 1), 0.0))
         gain = weight * best
-        result.append(dataclasses.replace(item, score=item.score + gain, neighbour=gain))
+        result.append(item if not gain else Fused(item.chunk_id, item.score + gain, item.vector,
+                                                  item.fts, item.speaker, gain, item.date))
     return result
 
 

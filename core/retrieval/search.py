@@ -64,6 +64,10 @@ class KeptLegs:
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
     raw_fts: bool = False  # the query went to FTS5 as written
+    # What the boosts read from the query and the candidates, worked out on the first
+    # ranking that needs it: re-ranking then costs no JSON parsing.
+    speaker_hits: tuple[list[str], frozenset[str]] | None = None
+    period_hits: tuple[Period | None, frozenset[str]] | None = None
 
 
 def matched_terms(terms: list[str], text: str) -> list[str]:
@@ -183,13 +187,23 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     recency = {cid: chunk["sequence_end"] for cid, chunk in legs.chunks.items()}
     fused = fuse(legs.vector, legs.fts, vector_weight=vector_weight, fts_weight=fts_weight,
                  method=ranking.fusion, rrf_k=ranking.rrf_k, recency=recency)
-    speakers = named_speakers(legs.query, legs.chunks) if ranking.speaker_boost > 0 else []
+    speakers: list[str] = []
+    by_speaker: frozenset[str] = frozenset()
+    if ranking.speaker_boost > 0:
+        if legs.speaker_hits is None:
+            legs.speaker_hits = named_speakers(legs.query, legs.chunks)
+        speakers, by_speaker = legs.speaker_hits
+    period: Period | None = None
+    in_period: frozenset[str] = frozenset()
+    if ranking.date_boost > 0:
+        if legs.period_hits is None:
+            legs.period_hits = _dated(legs)
+        period, in_period = legs.period_hits
     # The boost is a share of the most the legs can give together, so it means the same
     # under every fusion and weighting.
     ceiling = (vector_weight * _leg_ceiling(ranking, "vector")
                + fts_weight * _leg_ceiling(ranking, "fts"))
-    period, in_period = _dated(legs) if ranking.date_boost > 0 else (None, set())
-    fused = apply_boosts(fused, legs.chunks, speakers=speakers,
+    fused = apply_boosts(fused, legs.chunks, by_speaker=by_speaker,
                          speaker_amount=ranking.speaker_boost * ceiling, in_period=in_period,
                          date_amount=ranking.date_boost * ceiling,
                          neighbour_weight=ranking.neighbour_weight)
@@ -221,18 +235,18 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                         {r.chunk_id: boosts[r.chunk_id] for r in results if r.chunk_id in boosts})
 
 
-def _dated(legs: KeptLegs) -> tuple[Period | None, set[str]]:
+def _dated(legs: KeptLegs) -> tuple[Period | None, frozenset[str]]:
     """The period the query names and the candidates dated inside it; relative words count
     from the latest candidate's date (the conversation's "now")."""
     if not names_a_time(legs.query):
-        return None, set()
+        return None, frozenset()
     dates = candidate_dates(legs.chunks)
     if not dates:
-        return None, set()
+        return None, frozenset()
     period = query_period(legs.query, max(dates.values()))
     if period is None:
-        return None, set()
-    return period, {chunk_id for chunk_id, day in dates.items() if period.holds(day)}
+        return None, frozenset()
+    return period, frozenset(chunk_id for chunk_id, day in dates.items() if period.holds(day))
 
 
 def _cut(item: Fused, reason: str) -> dict[str, Any]:
