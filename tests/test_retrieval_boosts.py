@@ -49,7 +49,7 @@ def test_a_named_speakers_messages_gain_a_share_of_the_fused_maximum() -> None:
     explained = found.explain()
     assert explained["boosts"] == {"speaker_boost": 0.6, "speakers_named": ["Melanie"],
                                    "date_boost": 0.0, "period": None,
-                                   "neighbour_weight": 0.0}
+                                   "neighbour_weight": 0.0, "neighbour_window": 1}
     assert [r["boosts"]["speaker"] for r in explained["results"]] == [0.6, 0.0, 0.6]
     # The playground's re-rank switches it off without I/O.
     assert [r.chunk_id for r in found.rerank(speaker_boost=0.0).results] == ["a", "b", "c"]
@@ -86,6 +86,11 @@ def test_a_candidate_gains_from_the_best_adjacent_candidate_of_its_session() -> 
     assert scores == {"a": 1.1, "c": 0.7, "b": 0.8, "e": 0.4, "d": 0.1}
     assert found.explain()["results"][0]["boosts"] == {"speaker": 0.0, "date": 0.0,
                                                        "neighbour": 0.1}
+    # Within 5 messages a (4) also sees b (9): 1.0 + 0.5 * 0.8; b sees a: 0.8 + 0.5 * 1.0;
+    # c (5) sees a; e (10) sees b; d still has nothing of its own session.
+    wider = found.rerank(neighbour_window=5)
+    assert {r.chunk_id: round(r.score, 6) for r in wider.results} == {
+        "a": 1.4, "b": 1.3, "c": 0.7, "e": 0.4, "d": 0.1}
 
 
 def test_the_min_score_note_counts_what_the_boosts_can_add() -> None:
@@ -99,7 +104,7 @@ def test_the_min_score_note_counts_what_the_boosts_can_add() -> None:
 
 
 async def test_the_boosts_are_configured_logged_and_replayed(memory: str) -> None:
-    config = {**DETERMINISTIC, "retrieval": {"speaker_boost": 5.0}}
+    config = {**DETERMINISTIC, "retrieval": {"speaker_boost": 5.0, "neighbour_window": 2}}
     async with Engine.open(memory, config=config) as engine:
         await engine.store("talk", 1, {"role": "user", "name": "Caroline",
                                        "content": "I love painting sunsets"})
@@ -118,16 +123,19 @@ async def test_the_boosts_are_configured_logged_and_replayed(memory: str) -> Non
         assert off.speakers == [] and off.ranking.neighbour_weight == 0.25
         log = await engine.retrieval_log(2)
         assert [(e["params"]["speaker_boost"], e["params"]["date_boost"],
-                 e["params"]["neighbour_weight"]) for e in log] == [(0.0, 0.2, 0.25),
-                                                                    (5.0, 0.2, 0.0)]
+                 e["params"]["neighbour_weight"], e["params"]["neighbour_window"])
+                for e in log] == [(0.0, 0.2, 0.25, 2), (5.0, 0.2, 0.3, 2)]
         replayed = await engine.replay(log[0]["log_id"])
         assert replayed.ranking.speaker_boost == 0.0
         assert replayed.ranking.neighbour_weight == 0.25
+        assert replayed.ranking.neighbour_window == 2
         assert [r.chunk_id for r in replayed.results] == [r.chunk_id for r in off.results]
         with pytest.raises(InvalidInput, match="speaker_boost must be a non-negative number"):
             await engine.search(session_id="talk", query="paint", speaker_boost=-1)
         with pytest.raises(InvalidInput, match="neighbour_weight must be"):
             await engine.search(session_id="talk", query="paint", neighbour_weight=float("nan"))
+        with pytest.raises(InvalidInput, match="neighbour_window must be an integer from 1"):
+            await engine.search(session_id="talk", query="paint", neighbour_window=0)
 
 
 # --- the date boost -----------------------------------------------------------------------------
@@ -203,5 +211,6 @@ def test_search_explain_prints_the_boosts(runner: CliRunner, tmp_path: Path) -> 
                                  "--session", "s", "--explain"])
     assert shown.exit_code == 0, shown.output
     assert ("boosts: speaker 0.2 (named: Ann), date 0.2 (period: 'June' 2023-06-01 to "
-            "2023-06-30), neighbour 0") in shown.output
+            "2023-06-30), neighbour 0.3 within 5 messages") in shown.output
     assert "; boosted: speaker +0.200, date +0.200" in shown.output
+    assert "; boosted: neighbour +" in shown.output  # the next message, beside Ann's

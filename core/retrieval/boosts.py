@@ -7,9 +7,10 @@
   ``speaker_boost`` times the most the fused legs can give together.
 - **Date** (``date_boost``): a candidate whose message date falls in the period the query
   names (:mod:`core.retrieval.dates`) gains ``date_boost`` times the same maximum.
-- **Neighbour** (``neighbour_weight``): evidence sits beside evidence (a question and its
-  answer are adjacent turns), so a candidate gains ``neighbour_weight`` times the best
-  score of a candidate that ends just before it or starts just after it in the same session.
+- **Neighbour** (``neighbour_weight``, ``neighbour_window``): evidence sits near evidence
+  (a question and its answer, a story told over a few turns), so a candidate gains
+  ``neighbour_weight`` times the best score of a candidate of its session that starts within
+  ``neighbour_window`` messages of it: a passage that matches as a whole lifts its turns.
 
 Both work on the candidates the legs already returned, so re-ranking stays free of I/O.
 """
@@ -56,7 +57,8 @@ def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]],
 
 def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]], *,
                  by_speaker: Set[str], speaker_amount: float, in_period: Set[str],
-                 date_amount: float, neighbour_weight: float) -> list[Fused]:
+                 date_amount: float, neighbour_weight: float,
+                 neighbour_window: int = 1) -> list[Fused]:
     """``fused`` with the speaker, date and neighbour boosts added, best first again.
 
     A chunk of ``by_speaker`` (said by a speaker the query names) gains ``speaker_amount``,
@@ -73,33 +75,31 @@ def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]]
         boosted.append(item if not (gain or dated) else Fused(
             item.chunk_id, item.score + gain + dated, item.vector, item.fts, gain, 0.0, dated))
     if neighbour_weight > 0:
-        boosted = _with_neighbours(boosted, chunks, neighbour_weight)
+        boosted = _with_neighbours(boosted, chunks, neighbour_weight, neighbour_window)
     boosted.sort(key=lambda item: (-item.score, -_end(chunks, item.chunk_id), item.chunk_id))
     return boosted
 
 
 def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]],
-                     weight: float) -> list[Fused]:
-    """Each item plus ``weight`` times the best score of a candidate adjacent to it."""
-    ending: dict[tuple[str, int], float] = {}  # (session, sequence_end) -> best score
-    starting: dict[tuple[str, int], float] = {}
+                     weight: float, window: int) -> list[Fused]:
+    """Each item plus ``weight`` times the best score of a candidate of its session that
+    starts within ``window`` messages before it or after it (its own message's chunks aside)."""
+    starting: dict[tuple[str, int], float] = {}  # (session, sequence_start) -> best score
     for item in items:
         chunk = chunks.get(item.chunk_id)
-        if chunk is None:
-            continue
-        end = (chunk["session_id"], chunk["sequence_end"])
-        start = (chunk["session_id"], chunk["sequence_start"])
-        ending[end] = max(item.score, ending.get(end, 0.0))
-        starting[start] = max(item.score, starting.get(start, 0.0))
+        if chunk is not None:
+            start = (chunk["session_id"], chunk["sequence_start"])
+            starting[start] = max(item.score, starting.get(start, 0.0))
     result = []
     for item in items:
         chunk = chunks.get(item.chunk_id)
         if chunk is None:
             result.append(item)
             continue
-        session = chunk["session_id"]
-        best = max(ending.get((session, chunk["sequence_start"] - 1), 0.0),
-                   starting.get((session, chunk["sequence_end"] + 1), 0.0))
+        session, first, last = chunk["session_id"], chunk["sequence_start"], chunk["sequence_end"]
+        best = max((starting.get((session, sequence), 0.0) for sequence in
+                    (*range(first - window, first), *range(last + 1, last + window + 1))),
+                   default=0.0)
         gain = weight * best
         result.append(item if not gain else Fused(item.chunk_id, item.score + gain, item.vector,
                                                   item.fts, item.speaker, gain, item.date))

@@ -35,6 +35,7 @@ class Ranking:
     min_score: float | None = None
     speaker_boost: float = 0.0  # see core.retrieval.boosts
     neighbour_weight: float = 0.0
+    neighbour_window: int = 1
     date_boost: float = 0.0
 
     def applied_weights(self, mode: str) -> tuple[float, float]:
@@ -147,7 +148,8 @@ class SearchResult:
             "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
                        "date_boost": ranking.date_boost,
                        "period": self.period.describe() if self.period else None,
-                       "neighbour_weight": ranking.neighbour_weight},
+                       "neighbour_weight": ranking.neighbour_weight,
+                       "neighbour_window": ranking.neighbour_window},
             "timings_ms": legs.timings_ms, "notes": notes,
         }
         if with_results:
@@ -206,7 +208,8 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     fused = apply_boosts(fused, legs.chunks, by_speaker=by_speaker,
                          speaker_amount=ranking.speaker_boost * ceiling, in_period=in_period,
                          date_amount=ranking.date_boost * ceiling,
-                         neighbour_weight=ranking.neighbour_weight)
+                         neighbour_weight=ranking.neighbour_weight,
+                         neighbour_window=ranking.neighbour_window)
     boosts = {item.chunk_id: {"speaker": item.speaker, "date": item.date,
                               "neighbour": item.neighbour}
               for item in fused if item.speaker or item.date or item.neighbour}

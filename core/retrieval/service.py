@@ -66,6 +66,7 @@ class Retrieval:
                      mode: str | None = None, min_score: float | None = None,
                      raw_fts: bool = False, speaker_boost: float | None = None,
                      date_boost: float | None = None, neighbour_weight: float | None = None,
+                     neighbour_window: int | None = None,
                      caller: str = "api") -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
@@ -78,15 +79,20 @@ class Retrieval:
         full-text leg to answer alone, and the explanation says so. With ``raw_fts`` the query
         is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
         error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
-        ``date_boost`` and ``neighbour_weight`` are the boosts of :mod:`core.retrieval.boosts`
-        (None: the configured ones).
+        ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
+        :mod:`core.retrieval.boosts` (None: the configured ones).
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
             rrf_k, mode, min_score)
         speaker, date, neighbour = self._boosts(speaker_boost, date_boost, neighbour_weight)
+        window = self._config.retrieval.neighbour_window if neighbour_window is None \
+            else neighbour_window
+        if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= 50:
+            raise InvalidInput(f"neighbour_window must be an integer from 1 to 50, got "
+                               f"{inputs.shown(window)}")
         ranking = dataclasses.replace(ranking, speaker_boost=speaker, date_boost=date,
-                                      neighbour_weight=neighbour)
+                                      neighbour_weight=neighbour, neighbour_window=window)
         depth = min(max(50, top_k * 5), MAX_TOP_K)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
@@ -192,7 +198,8 @@ class Retrieval:
                        "min_score": ranking.min_score, "tags": found.legs.tags,
                        "raw_fts": found.legs.raw_fts, "speaker_boost": ranking.speaker_boost,
                        "date_boost": ranking.date_boost,
-                       "neighbour_weight": ranking.neighbour_weight},
+                       "neighbour_weight": ranking.neighbour_weight,
+                       "neighbour_window": ranking.neighbour_window},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],

@@ -49,7 +49,8 @@ def _print_results(found: Any, explain: bool) -> None:
                    f"{', '.join(boosts['speakers_named']) or 'none'}), date "
                    f"{boosts['date_boost']:g} (period: " + (
                        f"{period['words']!r} {period['from']} to {period['to']}" if period
-                       else "none") + f"), neighbour {boosts['neighbour_weight']:g}")
+                       else "none") + f"), neighbour {boosts['neighbour_weight']:g} within "
+                   f"{boosts['neighbour_window']} messages")
         for note in explained["notes"]:
             click.echo(f"note: {note}")
         for number, item in enumerate(explained["results"], 1):
