@@ -18,10 +18,13 @@ Both work on the candidates the legs already returned, so re-ranking stays free 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
+from core import inputs
+from core.errors import InvalidInput
 from core.retrieval.fusion import Fused
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -53,6 +56,29 @@ def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]],
                    if (parts := _WORD.findall(name.lower())) and all(p in words for p in parts))
     wanted = set(named)
     return named, frozenset(chunk_id for chunk_id, name in names.items() if name in wanted)
+
+
+BOOST_WEIGHTS = ("speaker_boost", "date_boost", "neighbour_weight")
+MAX_NEIGHBOUR_WINDOW = 50
+
+
+def boost_settings(configured: Any, **asked: Any) -> dict[str, Any]:
+    """The boosts a query ranks with: those asked (not None), else the ``configured``
+    ones (a RetrievalConfig); InvalidInput names a value out of range."""
+    chosen = {name: getattr(configured, name) if asked.get(name) is None else asked[name]
+              for name in (*BOOST_WEIGHTS, "neighbour_window")}
+    for name in BOOST_WEIGHTS:
+        value = chosen[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                not math.isfinite(value) or value < 0:
+            raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
+        chosen[name] = float(value)
+    window = chosen["neighbour_window"]
+    if isinstance(window, bool) or not isinstance(window, int) or \
+            not 1 <= window <= MAX_NEIGHBOUR_WINDOW:
+        raise InvalidInput(f"neighbour_window must be an integer from 1 to "
+                           f"{MAX_NEIGHBOUR_WINDOW}, got {inputs.shown(window)}")
+    return chosen
 
 
 def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]], *,

@@ -23,6 +23,7 @@ from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
+from core.retrieval.boosts import boost_settings
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.search import LegRequest, Scope
 from core.tasks import cancel_and_wait
@@ -85,14 +86,9 @@ class Retrieval:
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
             rrf_k, mode, min_score)
-        speaker, date, neighbour = self._boosts(speaker_boost, date_boost, neighbour_weight)
-        window = self._config.retrieval.neighbour_window if neighbour_window is None \
-            else neighbour_window
-        if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= 50:
-            raise InvalidInput(f"neighbour_window must be an integer from 1 to 50, got "
-                               f"{inputs.shown(window)}")
-        ranking = dataclasses.replace(ranking, speaker_boost=speaker, date_boost=date,
-                                      neighbour_weight=neighbour, neighbour_window=window)
+        ranking = dataclasses.replace(ranking, **boost_settings(
+            self._config.retrieval, speaker_boost=speaker_boost, date_boost=date_boost,
+            neighbour_weight=neighbour_weight, neighbour_window=neighbour_window))
         depth = min(max(50, top_k * 5), MAX_TOP_K)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
@@ -382,21 +378,6 @@ class Retrieval:
         ranking = Ranking(float(vw), float(fw), method, k, top_k,
                           None if min_score is None else float(min_score))
         return ranking, scope, mode_used, wanted_tags
-
-    def _boosts(self, speaker_boost: float | None, date_boost: float | None,
-                neighbour_weight: float | None) -> tuple[float, float, float]:
-        """The boosts a query ranks with: the caller's, else the configured ones."""
-        rcfg = self._config.retrieval
-        chosen = {"speaker_boost": rcfg.speaker_boost if speaker_boost is None else speaker_boost,
-                  "date_boost": rcfg.date_boost if date_boost is None else date_boost,
-                  "neighbour_weight": (rcfg.neighbour_weight if neighbour_weight is None
-                                       else neighbour_weight)}
-        for name, value in chosen.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or \
-                    not math.isfinite(value) or value < 0:
-                raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
-        return (float(chosen["speaker_boost"]), float(chosen["date_boost"]),
-                float(chosen["neighbour_weight"]))
 
     async def _query_vector(self, query: str, query_embedding: Sequence[float] | None,
                             legs: KeptLegs) -> np.ndarray | None:
