@@ -80,8 +80,10 @@ async def test_a_reply_is_found_by_the_words_of_the_question_it_answers(memory: 
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         for role, name, text in TURNS:
             await engine.append("s", payload(role, name, text))
+        # Full text alone, without the boosts (the speaker boost would also lift Melanie's
+        # other turns above Caroline's question).
         found = await engine.search(session_id="s", query="what did Melanie paint?",
-                                    mode="keyword")
+                                    mode="keyword", speaker_boost=0, neighbour_weight=0)
         # The answer holds "Melanie" itself and "paint" in the question before it.
         assert [r.text for r in found.results[:2]] == [
             "Melanie: Yes! A sunset over the lake, I loved it.",

@@ -44,8 +44,12 @@ async def _exercise_contract(path: Path, config: dict) -> None:
             assert hasattr(top, name), name
         assert 0.0 <= top.vector_score <= 1.0 and 0.0 <= top.fts_score <= 1.0
         weights = engine.config.retrieval  # None -> the configured defaults (DESIGN.md)
+        # The fused legs plus what the boosts added (a named speaker or period, a nearby
+        # match: core.retrieval.boosts), which the search's explanation names.
+        boosts = (await engine.search(session_id="alice", query="beagle")).boosts
         assert top.score == pytest.approx(weights.vector_weight * top.vector_score
-                                          + weights.fts_weight * top.fts_score)
+                                          + weights.fts_weight * top.fts_score
+                                          + sum(boosts.get(top.chunk_id, {}).values()))
         first_turn = next(r for r in results if r.sequence_start == 1)
         assert first_turn.metadata["dia_id"] == "D1:1"  # event metadata rides with its chunks
         assert all(r.session_id == "alice" for r in results)  # never another session's chunk

@@ -136,8 +136,9 @@ async def test_explain_shows_the_legs_terms_and_notes(fixture_db: Path) -> None:
         assert "peanut" in screen.result_explained["matched_terms"]
         assert "peanut" in shown and "Timings" in shown
         await pilot.press("escape")
-        # A threshold only fusion of both legs can pass: the notes say so.
-        pane.query_one("#pg-min", Input).value = "0.5"
+        # A threshold the vector leg alone cannot reach, even with the neighbour boost
+        # (0.3 + 0.3 × 1.0): the notes say so.
+        pane.query_one("#pg-min", Input).value = "0.65"
         await settle(pilot)
         await pilot.press("e")
         await settle(pilot)

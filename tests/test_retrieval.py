@@ -156,10 +156,14 @@ async def test_reranking_never_touches_the_database(engine: Engine, monkeypatch)
 
 
 async def test_a_threshold_that_one_leg_cannot_reach_is_explained(engine: Engine) -> None:
+    # Without the neighbour boost, which could lift a full-text hit beside a strong one.
     found = await engine.search(session_id="s", query="Lisbon", top_k=5, vector_weight=0.7,
-                                fts_weight=0.3, min_score=0.35, mode="keyword")
+                                fts_weight=0.3, min_score=0.35, mode="keyword",
+                                neighbour_weight=0)
     explained = found.explain()
     assert any("full-text leg alone scores at most 0.300" in n for n in explained["notes"])
+    assert not any("full-text leg alone" in n
+                   for n in found.rerank(neighbour_weight=0.3).explain()["notes"])
     assert found.results == []
     assert any("below min_score 0.35" in c["reason"] for c in explained["cut"])
     everything = found.rerank(min_score=None)

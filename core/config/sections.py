@@ -244,6 +244,21 @@ class RetrievalConfig(_Section):
     fusion: Literal["minmax", "rrf", "dbsf"] = Field(
         default="minmax", description='"minmax", "rrf" or "dbsf".')
     rrf_k: Int64 = Field(default=60, description="Reciprocal-rank fusion constant.")
+    speaker_boost: float = Field(
+        default=0.2, ge=0,
+        description="Share of the fused maximum added to a message whose speaker name the "
+        "query names.")
+    date_boost: float = Field(
+        default=0.2, ge=0,
+        description="Share of the fused maximum added to a message dated in the period the "
+        "query names.")
+    neighbour_weight: float = Field(
+        default=0.3, ge=0,
+        description="Share of the best nearby candidate's score added to a candidate "
+        "(0 = off).")
+    neighbour_window: Int64 = Field(
+        default=5, ge=1, le=50,
+        description="Messages before and after a candidate that count as nearby.")
     context_weight: float = Field(
         default=0.5, ge=0, le=10,
         description="bm25 weight of a chunk's conversational context against its own text (1.0).")

@@ -35,12 +35,16 @@ class LegHit:
 
 @dataclass(frozen=True)
 class Fused:
-    """One fused candidate: final score and the normalised leg scores that made it."""
+    """One fused candidate: final score, the normalised leg scores that made it, and what
+    the boosts of :mod:`core.retrieval.boosts` added to it."""
 
     chunk_id: str
     score: float
     vector: float
     fts: float
+    speaker: float = 0.0
+    neighbour: float = 0.0
+    date: float = 0.0
 
 
 def min_max(hits: Sequence[LegHit]) -> dict[str, float]:

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.retrieval.boosts import apply_boosts, named_speakers
+from core.retrieval.dates import Period, candidate_dates, names_a_time, query_period
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.search import chunk_context, chunk_metadata
 from core.types import HybridQueryResult
@@ -31,6 +33,10 @@ class Ranking:
     rrf_k: int = 60
     top_k: int = 10
     min_score: float | None = None
+    speaker_boost: float = 0.0  # see core.retrieval.boosts
+    neighbour_weight: float = 0.0
+    neighbour_window: int = 1
+    date_boost: float = 0.0
 
     def applied_weights(self, mode: str) -> tuple[float, float]:
         """The ``(vector, fts)`` weights this ranking really applies in ``mode``: keyword mode
@@ -59,6 +65,10 @@ class KeptLegs:
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
     raw_fts: bool = False  # the query went to FTS5 as written
+    # What the boosts read from the query and the candidates, worked out on the first
+    # ranking that needs it: re-ranking then costs no JSON parsing.
+    speaker_hits: tuple[list[str], frozenset[str]] | None = None
+    period_hits: tuple[Period | None, frozenset[str]] | None = None
 
 
 def matched_terms(terms: list[str], text: str) -> list[str]:
@@ -90,6 +100,10 @@ class SearchResult:
     ranking: Ranking
     results: list[HybridQueryResult]
     cut: list[dict[str, Any]]
+    speakers: list[str] = field(default_factory=list)  # speaker names the query names
+    period: Period | None = None  # the time the query names, when the date boost is on
+    # chunk_id -> what each boost added to a result ("speaker", "date", "neighbour")
+    boosts: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def rerank(self, **changes: Any) -> SearchResult:
         """The same legs ranked under other weights, fusion, top_k or min_score; no I/O."""
@@ -101,6 +115,14 @@ class SearchResult:
         legs, ranking = self.legs, self.ranking
         vector_only_max = ranking.vector_weight * _leg_ceiling(ranking, "vector")
         fts_only_max = ranking.fts_weight * _leg_ceiling(ranking, "fts")
+        # The most the boosts can add: a named speaker's share (when the query names one),
+        # and the neighbour's share of a neighbour holding both legs' best and that boost.
+        both = vector_only_max + fts_only_max
+        boosted = (both * ranking.speaker_boost if self.speakers else 0.0) + (
+            both * ranking.date_boost if self.period else 0.0)
+        extra = boosted + ranking.neighbour_weight * (both + boosted)
+        vector_only_max += extra
+        fts_only_max += extra
         notes = []
         if ranking.min_score is not None:
             for leg, ceiling in (("vector", vector_only_max), ("full-text", fts_only_max)):
@@ -123,6 +145,11 @@ class SearchResult:
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
                      "fts_fallback": legs.fts_fallback},
+            "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
+                       "date_boost": ranking.date_boost,
+                       "period": self.period.describe() if self.period else None,
+                       "neighbour_weight": ranking.neighbour_weight,
+                       "neighbour_window": ranking.neighbour_window},
             "timings_ms": legs.timings_ms, "notes": notes,
         }
         if with_results:
@@ -133,12 +160,14 @@ class SearchResult:
     def explain_result(self, result: HybridQueryResult) -> dict[str, Any]:
         """One result's explanation: per leg raw, normalised, rank; matched terms; score."""
         in_text = matched_terms(self.legs.terms, result.text)
+        boosts = self.boosts.get(result.chunk_id, {})
         return {
             "chunk_id": result.chunk_id, "score": result.score,
             "vector": {"raw": result.vector_raw, "normalised": result.vector_score,
                        "rank": result.vector_rank},
             "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
                     "rank": result.fts_rank},
+            "boosts": {name: boosts.get(name, 0.0) for name in ("speaker", "date", "neighbour")},
             "matched_terms": in_text,
             "context_terms": [term for term in matched_terms(self.legs.terms, result.context)
                               if term not in in_text],
@@ -160,6 +189,30 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     recency = {cid: chunk["sequence_end"] for cid, chunk in legs.chunks.items()}
     fused = fuse(legs.vector, legs.fts, vector_weight=vector_weight, fts_weight=fts_weight,
                  method=ranking.fusion, rrf_k=ranking.rrf_k, recency=recency)
+    speakers: list[str] = []
+    by_speaker: frozenset[str] = frozenset()
+    if ranking.speaker_boost > 0:
+        if legs.speaker_hits is None:
+            legs.speaker_hits = named_speakers(legs.query, legs.chunks)
+        speakers, by_speaker = legs.speaker_hits
+    period: Period | None = None
+    in_period: frozenset[str] = frozenset()
+    if ranking.date_boost > 0:
+        if legs.period_hits is None:
+            legs.period_hits = _dated(legs)
+        period, in_period = legs.period_hits
+    # The boost is a share of the most the legs can give together, so it means the same
+    # under every fusion and weighting.
+    ceiling = (vector_weight * _leg_ceiling(ranking, "vector")
+               + fts_weight * _leg_ceiling(ranking, "fts"))
+    fused = apply_boosts(fused, legs.chunks, by_speaker=by_speaker,
+                         speaker_amount=ranking.speaker_boost * ceiling, in_period=in_period,
+                         date_amount=ranking.date_boost * ceiling,
+                         neighbour_weight=ranking.neighbour_weight,
+                         neighbour_window=ranking.neighbour_window)
+    boosts = {item.chunk_id: {"speaker": item.speaker, "date": item.date,
+                              "neighbour": item.neighbour}
+              for item in fused if item.speaker or item.date or item.neighbour}
     vector_by_id = {hit.chunk_id: hit for hit in legs.vector}
     fts_by_id = {hit.chunk_id: hit for hit in legs.fts}
     results: list[HybridQueryResult] = []
@@ -181,7 +234,22 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
                 fts_rank=fh.rank if fh else None, context=chunk_context(chunk)))
-    return SearchResult(legs, ranking, results, cut)
+    return SearchResult(legs, ranking, results, cut, speakers, period,
+                        {r.chunk_id: boosts[r.chunk_id] for r in results if r.chunk_id in boosts})
+
+
+def _dated(legs: KeptLegs) -> tuple[Period | None, frozenset[str]]:
+    """The period the query names and the candidates dated inside it; relative words count
+    from the latest candidate's date (the conversation's "now")."""
+    if not names_a_time(legs.query):
+        return None, frozenset()
+    dates = candidate_dates(legs.chunks)
+    if not dates:
+        return None, frozenset()
+    period = query_period(legs.query, max(dates.values()))
+    if period is None:
+        return None, frozenset()
+    return period, frozenset(chunk_id for chunk_id, day in dates.items() if period.holds(day))
 
 
 def _cut(item: Fused, reason: str) -> dict[str, Any]:

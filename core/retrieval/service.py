@@ -23,6 +23,7 @@ from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
+from core.retrieval.boosts import boost_settings
 from core.retrieval.log_warnings import ThrottledWarning
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.search import LegRequest, Scope
@@ -66,7 +67,10 @@ class Retrieval:
                      query_embedding: Sequence[float] | None = None,
                      fusion: str | None = None, rrf_k: int | None = None,
                      mode: str | None = None, min_score: float | None = None,
-                     raw_fts: bool = False, caller: str = "api") -> SearchResult:
+                     raw_fts: bool = False, speaker_boost: float | None = None,
+                     date_boost: float | None = None, neighbour_weight: float | None = None,
+                     neighbour_window: int | None = None,
+                     caller: str = "api") -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
         Oxydra's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency. Scope is one
@@ -77,11 +81,16 @@ class Retrieval:
         nothing, seed 002's LIKE substring fallback answers. A failing embedder leaves the
         full-text leg to answer alone, and the explanation says so. With ``raw_fts`` the query
         is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
-        error is refused as ``InvalidInput`` carrying SQLite's message.
+        error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
+        ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
+        :mod:`core.retrieval.boosts` (None: the configured ones).
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
             rrf_k, mode, min_score)
+        ranking = dataclasses.replace(ranking, **boost_settings(
+            self._config.retrieval, speaker_boost=speaker_boost, date_boost=date_boost,
+            neighbour_weight=neighbour_weight, neighbour_window=neighbour_window))
         depth = min(max(50, top_k * 5), MAX_TOP_K)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
@@ -185,7 +194,10 @@ class Retrieval:
                        "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
                        "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
                        "min_score": ranking.min_score, "tags": found.legs.tags,
-                       "raw_fts": found.legs.raw_fts},
+                       "raw_fts": found.legs.raw_fts, "speaker_boost": ranking.speaker_boost,
+                       "date_boost": ranking.date_boost,
+                       "neighbour_weight": ranking.neighbour_weight,
+                       "neighbour_window": ranking.neighbour_window},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],

@@ -44,13 +44,23 @@ def _print_results(found: Any, explain: bool) -> None:
         click.echo(f"filters: tags {explained['filters']['tags'] or 'none'}    legs: "
                    f"{explained['legs']['vector']} vector, {explained['legs']['fts']} fts "
                    f"(depth {explained['legs']['depth']})")
+        boosts, period = explained["boosts"], explained["boosts"]["period"]
+        click.echo(f"boosts: speaker {boosts['speaker_boost']:g} (named: "
+                   f"{', '.join(boosts['speakers_named']) or 'none'}), date "
+                   f"{boosts['date_boost']:g} (period: " + (
+                       f"{period['words']!r} {period['from']} to {period['to']}" if period
+                       else "none") + f"), neighbour {boosts['neighbour_weight']:g} within "
+                   f"{boosts['neighbour_window']} messages")
         for note in explained["notes"]:
             click.echo(f"note: {note}")
         for number, item in enumerate(explained["results"], 1):
             in_context = (f"; in its context: {', '.join(item['context_terms'])}"
                           if item["context_terms"] else "")
+            gained = ", ".join(f"{name} +{value:.3f}"
+                               for name, value in item["boosts"].items() if value)
             click.echo(f"{number:>3} {item['chunk_id']}: matched "
-                       f"{', '.join(item['matched_terms']) or 'no query term'}{in_context}")
+                       f"{', '.join(item['matched_terms']) or 'no query term'}{in_context}"
+                       + (f"; boosted: {gained}" if gained else ""))
         for cut in explained["cut"][:10]:
             click.echo(f"cut: {cut['chunk_id']} ({cut['score']:.3f}): {cut['reason']}")
         if len(explained["cut"]) > 10:

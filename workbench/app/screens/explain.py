@@ -84,10 +84,13 @@ class ExplainScreen(ModalScreen[None]):
         result = self.result
         assert result is not None
         vector_weight, fts_weight = self._weights()
+        # What the boosts (a named speaker, a named period, nearby matches) added on top.
+        boosts = self.found.boosts.get(result.chunk_id, {})
+        added = "".join(f"  +  {name} {value:.3f}" for name, value in boosts.items() if value)
         return Content.assemble(
             ("score ", "bold"), (f"{result.score:.3f}", "bold $accent"), " = ",
             f"{vector_weight:.2f} × ", (f"vector {result.vector_score:.3f}", VECTOR), "  +  ",
-            f"{fts_weight:.2f} × ", (f"full text {result.fts_score:.3f}", FTS),
+            f"{fts_weight:.2f} × ", (f"full text {result.fts_score:.3f}", FTS), added,
             (f"    ({self.found.ranking.fusion} fusion, {self.found.legs.mode} mode)",
              "$text-muted"))
 

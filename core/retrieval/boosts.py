@@ -1,0 +1,137 @@
+"""Boosts added to the fused score from what the candidates are, not how the legs scored them.
+
+- **Speaker** (``speaker_boost``): a question about a person ("What do Melanie's kids
+  like?") is mostly answered by what that person said; the name indexed with each message
+  (``Melanie: …``) is one common word among many to bm25. A user's or assistant's
+  message whose ``name`` (the Message dict's optional field) the query names gains
+  ``speaker_boost`` times the most the fused legs can give together.
+- **Date** (``date_boost``): a candidate whose message date falls in the period the query
+  names (:mod:`core.retrieval.dates`) gains ``date_boost`` times the same maximum.
+- **Neighbour** (``neighbour_weight``, ``neighbour_window``): evidence sits near evidence
+  (a question and its answer, a story told over a few turns), so a candidate gains
+  ``neighbour_weight`` times the best score of a candidate of its session that starts within
+  ``neighbour_window`` messages of it: a passage that matches as a whole lifts its turns.
+
+Both work on the candidates the legs already returned, so re-ranking stays free of I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence, Set
+from typing import Any
+
+from core import inputs
+from core.errors import InvalidInput
+from core.retrieval.fusion import Fused
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def speaker_name(chunk: Mapping[str, Any]) -> str | None:
+    """The name of who said a fetched chunk's message, when its message carries one."""
+    raw = chunk.get("metadata_json")
+    if not raw or '"name"' not in raw:  # most chunks: no parse at all
+        return None
+    metadata = json.loads(raw)
+    name = metadata.get("name")
+    # As indexing reads it: a tool's or the system's ``name`` is no participant's.
+    if metadata.get("role") not in ("user", "assistant") or not isinstance(name, str):
+        return None
+    return name.strip() or None
+
+
+def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]],
+                   ) -> tuple[list[str], frozenset[str]]:
+    """The candidates' speaker names the query names (every word of the name, any case),
+    and the candidates those speakers said."""
+    words = {word.lower() for word in _WORD.findall(query)}
+    if not words:
+        return [], frozenset()
+    names = {chunk_id: name for chunk_id, chunk in chunks.items()
+             if (name := speaker_name(chunk))}
+    named = sorted(name for name in set(names.values())
+                   if (parts := _WORD.findall(name.lower())) and all(p in words for p in parts))
+    wanted = set(named)
+    return named, frozenset(chunk_id for chunk_id, name in names.items() if name in wanted)
+
+
+BOOST_WEIGHTS = ("speaker_boost", "date_boost", "neighbour_weight")
+MAX_NEIGHBOUR_WINDOW = 50
+
+
+def boost_settings(configured: Any, **asked: Any) -> dict[str, Any]:
+    """The boosts a query ranks with: those asked (not None), else the ``configured``
+    ones (a RetrievalConfig); InvalidInput names a value out of range."""
+    chosen = {name: getattr(configured, name) if asked.get(name) is None else asked[name]
+              for name in (*BOOST_WEIGHTS, "neighbour_window")}
+    for name in BOOST_WEIGHTS:
+        value = chosen[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                not math.isfinite(value) or value < 0:
+            raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
+        chosen[name] = float(value)
+    window = chosen["neighbour_window"]
+    if isinstance(window, bool) or not isinstance(window, int) or \
+            not 1 <= window <= MAX_NEIGHBOUR_WINDOW:
+        raise InvalidInput(f"neighbour_window must be an integer from 1 to "
+                           f"{MAX_NEIGHBOUR_WINDOW}, got {inputs.shown(window)}")
+    return chosen
+
+
+def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]], *,
+                 by_speaker: Set[str], speaker_amount: float, in_period: Set[str],
+                 date_amount: float, neighbour_weight: float,
+                 neighbour_window: int = 1) -> list[Fused]:
+    """``fused`` with the speaker, date and neighbour boosts added, best first again.
+
+    A chunk of ``by_speaker`` (said by a speaker the query names) gains ``speaker_amount``,
+    one of ``in_period`` ``date_amount`` (both already on the fused scale). Ties go to the
+    more recent chunk, then the smaller id, as in fusion.
+    """
+    if not (by_speaker and speaker_amount > 0) and not (in_period and date_amount > 0) \
+            and neighbour_weight <= 0:
+        return list(fused)
+    boosted = []
+    for item in fused:
+        gain = speaker_amount if item.chunk_id in by_speaker else 0.0
+        dated = date_amount if item.chunk_id in in_period else 0.0
+        boosted.append(item if not (gain or dated) else Fused(
+            item.chunk_id, item.score + gain + dated, item.vector, item.fts, gain, 0.0, dated))
+    if neighbour_weight > 0:
+        boosted = _with_neighbours(boosted, chunks, neighbour_weight, neighbour_window)
+    boosted.sort(key=lambda item: (-item.score, -_end(chunks, item.chunk_id), item.chunk_id))
+    return boosted
+
+
+def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]],
+                     weight: float, window: int) -> list[Fused]:
+    """Each item plus ``weight`` times the best score of a candidate of its session that
+    starts within ``window`` messages before it or after it (its own message's chunks aside)."""
+    starting: dict[tuple[str, int], float] = {}  # (session, sequence_start) -> best score
+    for item in items:
+        chunk = chunks.get(item.chunk_id)
+        if chunk is not None:
+            start = (chunk["session_id"], chunk["sequence_start"])
+            starting[start] = max(item.score, starting.get(start, 0.0))
+    result = []
+    for item in items:
+        chunk = chunks.get(item.chunk_id)
+        if chunk is None:
+            result.append(item)
+            continue
+        session, first, last = chunk["session_id"], chunk["sequence_start"], chunk["sequence_end"]
+        best = max((starting.get((session, sequence), 0.0) for sequence in
+                    (*range(first - window, first), *range(last + 1, last + window + 1))),
+                   default=0.0)
+        gain = weight * best
+        result.append(item if not gain else Fused(item.chunk_id, item.score + gain, item.vector,
+                                                  item.fts, item.speaker, gain, item.date))
+    return result
+
+
+def _end(chunks: Mapping[str, Mapping[str, Any]], chunk_id: str) -> int:
+    chunk = chunks.get(chunk_id)
+    return int(chunk["sequence_end"]) if chunk is not None else 0
