@@ -27,9 +27,17 @@ def _chunk(sequence: int, name: str | None = None, session: str = "s") -> dict[s
             "context_text": ""}
 
 
-def _legs(query: str, chunks: dict[str, dict[str, object]], fts: list[LegHit]) -> KeptLegs:
+def _legs(query: str, chunks: dict[str, dict[str, object]], fts: list[LegHit],
+          *, vector_too: bool = True) -> KeptLegs:
+    """Kept legs whose vector leg (unless not ``vector_too``) ranks as full text does, so
+    that at equal weights the fused score is the full-text leg's normalised score."""
     return KeptLegs(query=query, scope="session 's'", mode="hybrid", terms=[], tags=[],
-                    fts_expression=None, fts=fts, chunks=chunks)
+                    fts_expression=None, fts=fts, vector=list(fts) if vector_too else [],
+                    chunks=chunks)
+
+
+# Boosts join a fused hybrid: both legs weighted. Equal weights over the mirrored legs above.
+HYBRID = {"vector_weight": 0.5, "fts_weight": 0.5}
 
 
 # Full text prefers a (1.0 after min-max), then b (0.5), then c (0.0).
@@ -39,9 +47,9 @@ NAMED = {"a": _chunk(1, "Caroline"), "b": _chunk(5, "Melanie"), "c": _chunk(9, "
 
 def test_a_named_speakers_messages_gain_a_share_of_the_fused_maximum() -> None:
     legs = _legs("What do Melanie's kids like?", NAMED, FTS)
-    plain = rank(legs, Ranking(vector_weight=0.0, fts_weight=1.0))
+    plain = rank(legs, Ranking(**HYBRID))
     assert [r.chunk_id for r in plain.results] == ["a", "b", "c"]
-    found = rank(legs, Ranking(vector_weight=0.0, fts_weight=1.0, speaker_boost=0.6))
+    found = rank(legs, Ranking(**HYBRID, speaker_boost=0.6))
     assert found.speakers == ["Melanie"]
     assert {r.chunk_id: round(r.score, 6) for r in found.results} == {
         "b": 1.1, "a": 1.0, "c": 0.6}
@@ -57,10 +65,25 @@ def test_a_named_speakers_messages_gain_a_share_of_the_fused_maximum() -> None:
 
 def test_the_speaker_boost_is_scaled_to_the_fusion() -> None:
     legs = _legs("Melanie", NAMED, FTS)
-    found = rank(legs, Ranking(vector_weight=0.0, fts_weight=2.0, fusion="rrf", rrf_k=60,
+    found = rank(legs, Ranking(vector_weight=1.0, fts_weight=1.0, fusion="rrf", rrf_k=60,
                                speaker_boost=0.5))
-    # Under RRF one leg gives at most weight / (rrf_k + 1): the boost is half of that.
+    # Under RRF a leg gives at most weight / (rrf_k + 1): the boost is half of their sum.
     assert found.boosts["b"]["speaker"] == pytest.approx(0.5 * 2.0 / 61)
+
+
+@pytest.mark.parametrize("weights", [(0.0, 1.0), (1.0, 0.0)])
+def test_a_ranking_of_one_leg_alone_is_that_legs_order_whatever_the_boosts(
+        weights: tuple[float, float]) -> None:
+    chunks = {cid: {**NAMED[cid], "metadata_json": json.dumps(
+        {"role": "user", "name": "Melanie", "session_date": "9 June, 2023"})} for cid in NAMED}
+    legs = _legs("What did Melanie cook in June?", chunks, FTS)
+    found = rank(legs, Ranking(vector_weight=weights[0], fts_weight=weights[1],
+                               speaker_boost=0.9, date_boost=0.9, neighbour_weight=0.9,
+                               neighbour_window=50))
+    assert [r.chunk_id for r in found.results] == ["a", "b", "c"]
+    assert not found.boosts
+    assert [r.score for r in found.results] == [
+        weights[0] * r.vector_score + weights[1] * r.fts_score for r in found.results]
 
 
 def test_a_speaker_is_named_only_by_all_the_words_of_their_name() -> None:
@@ -78,8 +101,7 @@ def test_a_candidate_gains_from_the_best_adjacent_candidate_of_its_session() -> 
               "e": _chunk(10)}
     fts = [LegHit("a", 10.0, 1), LegHit("b", 8.0, 2), LegHit("c", 2.0, 3),
            LegHit("d", 1.0, 4), LegHit("e", 0.0, 5)]
-    found = rank(_legs("q", chunks, fts), Ranking(vector_weight=0.0, fts_weight=1.0,
-                                                 neighbour_weight=0.5))
+    found = rank(_legs("q", chunks, fts), Ranking(**HYBRID, neighbour_weight=0.5))
     scores = {r.chunk_id: round(r.score, 6) for r in found.results}
     # c (5) follows a (4): 0.2 + 0.5 * 1.0; e (10) follows b (9): 0 + 0.5 * 0.8;
     # a gains from c; b none (e scores 0); d (3, another session) is beside nothing of its own.
@@ -94,7 +116,7 @@ def test_a_candidate_gains_from_the_best_adjacent_candidate_of_its_session() -> 
 
 
 def test_the_min_score_note_counts_what_the_boosts_can_add() -> None:
-    legs = _legs("Melanie", NAMED, FTS)
+    legs = _legs("Melanie", NAMED, FTS, vector_too=False)
     note = "the full-text leg alone scores at most"
     unboosted = rank(legs, Ranking(vector_weight=0.0, fts_weight=1.0, min_score=1.2))
     assert any(note in n for n in unboosted.explain()["notes"])
@@ -182,9 +204,9 @@ def test_a_message_dated_in_the_named_period_gains() -> None:
               for n, (cid, day) in enumerate([("a", "3 May, 2023"), ("b", "9 June, 2023"),
                                               ("c", "30 June, 2023")], 1)}
     legs = _legs("What did we cook in June?", chunks, FTS)
-    plain = rank(legs, Ranking(vector_weight=0.0, fts_weight=1.0))
+    plain = rank(legs, Ranking(**HYBRID))
     assert plain.period is None and [r.chunk_id for r in plain.results] == ["a", "b", "c"]
-    found = rank(legs, Ranking(vector_weight=0.0, fts_weight=1.0, date_boost=0.7))
+    found = rank(legs, Ranking(**HYBRID, date_boost=0.7))
     assert [r.chunk_id for r in found.results] == ["b", "a", "c"]  # 1.2, 1.0, 0.7
     explained = found.explain()
     assert explained["boosts"]["period"] == {"words": "June", "from": "2023-06-01",

@@ -202,13 +202,16 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
             legs.period_hits = _dated(legs)
         period, in_period = legs.period_hits
     # The boost is a share of the most the legs can give together, so it means the same
-    # under every fusion and weighting.
+    # under every fusion and weighting. A ranking asked of one leg alone (a weight of 0, or
+    # the keyword and vector modes) stays that leg's order: boosts join a fused hybrid only.
     ceiling = (vector_weight * _leg_ceiling(ranking, "vector")
                + fts_weight * _leg_ceiling(ranking, "fts"))
+    hybrid = vector_weight > 0 and fts_weight > 0
     fused = apply_boosts(fused, legs.chunks, by_speaker=by_speaker,
-                         speaker_amount=ranking.speaker_boost * ceiling, in_period=in_period,
-                         date_amount=ranking.date_boost * ceiling,
-                         neighbour_weight=ranking.neighbour_weight,
+                         speaker_amount=ranking.speaker_boost * ceiling if hybrid else 0.0,
+                         in_period=in_period,
+                         date_amount=ranking.date_boost * ceiling if hybrid else 0.0,
+                         neighbour_weight=ranking.neighbour_weight if hybrid else 0.0,
                          neighbour_window=ranking.neighbour_window)
     boosts = {item.chunk_id: {"speaker": item.speaker, "date": item.date,
                               "neighbour": item.neighbour}
