@@ -118,6 +118,8 @@ class Retrieval:
         rows = await self._backend.run_legs(dataclasses.replace(request, query_vector=qvec),
                                             full_text=full_text)
         self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
+        if qvec is not None:
+            legs.vector_path = self._backend.vector_leg_name
         legs.chunks = rows.chunks
         legs.timings_ms.update(rows.timings_ms)
         if vectors:
@@ -142,7 +144,7 @@ class Retrieval:
             started = time.perf_counter()
             qvec = await self._query_vector(legs.query, query_embedding, legs)
             if qvec is not None:
-                vector_rows = await self._backend.vector_search(
+                vector_rows, legs.vector_path = await self._backend.vector_leg(
                     request.scope, qvec, request.depth, request.model, list(request.tags))
                 if not self._backend.features.exact_vector_search and not request.tags:
                     # A session's vectors, and tagged ones, are ranked exactly on every
@@ -183,7 +185,7 @@ class Retrieval:
                        "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
                        "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
                        "min_score": ranking.min_score, "tags": found.legs.tags,
-                       "raw_fts": found.legs.raw_fts},
+                       "raw_fts": found.legs.raw_fts, "vector_path": found.legs.vector_path},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],
