@@ -185,7 +185,7 @@ class Retrieval:
                        "fts_weight": ranking.fts_weight, "fusion": ranking.fusion,
                        "rrf_k": ranking.rrf_k, "mode": found.legs.mode,
                        "min_score": ranking.min_score, "tags": found.legs.tags,
-                       "raw_fts": found.legs.raw_fts, "vector_path": found.legs.vector_path},
+                       "raw_fts": found.legs.raw_fts},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],
