@@ -219,3 +219,38 @@ def test_an_empty_index_answers_nothing() -> None:
     index = NamespaceVectors()
     assert index.nearest("ann", np.ones(4, dtype=np.float32), 10) == []
     assert index.memory_bytes() == 0
+
+
+class _SlowIndex:
+    """An index whose build is one very long SQL statement."""
+
+    name = "slow"
+    follows = frozenset({"insert"})
+
+    def __init__(self) -> None:
+        import threading
+        self.started = threading.Event()
+
+    def build(self, conn: Any) -> None:
+        self.started.set()
+        conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
+                     " WHERE i < 10000000000) SELECT count(*) FROM n").fetchone()
+
+    def apply(self, conn: Any, inserted: Any, deleted: Any) -> None:
+        raise AssertionError("never built, never applied")
+
+    def memory_bytes(self) -> int:
+        return 0
+
+
+async def test_closing_interrupts_a_build_in_flight(db_path: Path) -> None:
+    from core.storage.derived.holder import DerivedIndexes
+
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        slow = _SlowIndex()
+        holder = DerivedIndexes([slow], sqlite_backend(engine)._db.connect_reader)
+        holder.start_build("slow")
+        assert await asyncio.to_thread(slow.started.wait, 30)
+        await asyncio.to_thread(holder.close)  # returns: the statement was interrupted
+        state = holder.state("slow")
+        assert not state.ready and not state.building and "interrupt" in (state.problem or "")

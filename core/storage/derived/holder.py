@@ -64,6 +64,7 @@ class DerivedIndexes:
         self._connect = connect
         self._lock = threading.RLock()
         self._threads: list[threading.Thread] = []
+        self._building_on: set[Any] = set()  # the build connections, to interrupt at close
         self._closed = False
 
     def state(self, name: str) -> IndexState:
@@ -139,17 +140,27 @@ class DerivedIndexes:
         started = time.perf_counter()
         try:
             conn = self._connect()
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    state.building = False
+                    return
+                self._building_on.add(conn)
             try:
                 conn.execute("BEGIN")
                 try:
                     watermark = newest_seq(conn)
                     state.index.build(conn)
                 finally:
-                    conn.execute("COMMIT")
+                    if conn.in_transaction:  # an interrupted read was rolled back already
+                        conn.execute("COMMIT")
             finally:
+                with self._lock:
+                    self._building_on.discard(conn)
                 conn.close()
         except Exception as exc:  # the driver's errors: the SQL path keeps answering
-            log.warning("derived index %s could not be built: %s", state.index.name, exc)
+            if not self._closed:  # else: interrupted by close(), as it asked
+                log.warning("derived index %s could not be built: %s", state.index.name, exc)
             state.problem = str(exc)
             with self._lock:
                 state.building = False
@@ -162,9 +173,12 @@ class DerivedIndexes:
             state.building = False
 
     def close(self) -> None:
-        """Stop building (a build in flight finishes; its index is not used)."""
+        """Stop building: a build in flight is interrupted (a short-lived process that
+        asked one namespace query does not wait for a whole file to be read)."""
         with self._lock:
             self._closed = True
             threads = list(self._threads)
+            for conn in self._building_on:
+                conn.interrupt()
         for thread in threads:
             thread.join()
