@@ -254,3 +254,28 @@ async def test_closing_interrupts_a_build_in_flight(db_path: Path) -> None:
         await asyncio.to_thread(holder.close)  # returns: the statement was interrupted
         state = holder.state("slow")
         assert not state.ready and not state.building and "interrupt" in (state.problem or "")
+
+
+async def test_vectors_copied_after_their_chunks_reach_the_matrix(tmp_path: Path) -> None:
+    from core.storage import copying
+    from core.storage.connection import open_connection
+
+    source, copy = tmp_path / "source.db", tmp_path / "copy.db"
+    async with Engine.open(source, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 20}, sessions_per_agent=2)
+    conn = open_connection(source, read_only=True, busy_timeout_ms=5000)
+    try:
+        pages = {name: copying.read_rows(conn, name, None, 1000).rows
+                 for name in ("sessions", "chunks", "chunks_vec")}
+    finally:
+        conn.close()
+    async with Engine.open(copy, config=DETERMINISTIC) as engine:
+        backend = await built(engine)
+        db = backend._db
+        await db.write(copying.write_rows, "sessions", pages["sessions"])
+        await db.write(copying.write_rows, "chunks", pages["chunks"])
+        ids, _ = await namespace_ids(engine, "ann", "apple pie")
+        assert ids == []  # the chunks are there, their vectors not yet
+        await db.write(copying.write_rows, "chunks_vec", pages["chunks_vec"])
+        ids, path = await namespace_ids(engine, "ann", "apple pie", k=50)
+        assert path == DERIVED_VECTOR_LEG and len(ids) == 20
