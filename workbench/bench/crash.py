@@ -451,7 +451,14 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
         figures.backlog_after += status.backlog
         figures.failed_after += status.failed
         if workload.name == "recall":
-            await _look_for_chunks(workload, engine, acks, problems, run)
+            assert isinstance(workload.db, Path)
+            found = await crash_recall.check_after_kill(engine, workload.observer, workload.db,
+                                                        acks, workload.checked_rowid)
+            figures.killed_before_sync += found.killed_before_sync
+            figures.chunks_looked_for += found.looked_for
+            figures.unfindable += len(found.problems)
+            problems.extend(f"recall kill {run}: {p}" for p in found.problems)
+            workload.checked_rowid = found.checked_rowid
         if isinstance(workload.db, Path) or workload.name == "compact":
             # Repairs archive files only: none is idle.
             await engine.consolidate(idle_hours=10**6)
@@ -463,29 +470,6 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
     count(after, "after resume")
     figures.integrity_failures += bool(before.integrity or after.integrity)
     return model
-
-
-async def _look_for_chunks(workload: _Workload, engine: Any, acks: Path, problems: list[str],
-                           run: int) -> None:
-    """The recall workload's new chunks, looked for by both legs in namespace scope."""
-    from workbench.bench import crash_recall
-
-    assert isinstance(workload.db, Path)
-    lines = [json.loads(line)["k"] for line in acks.read_text(encoding="utf-8").splitlines()
-             if line.endswith("}")] if acks.exists() else []
-    done = [n for n, kind in enumerate(lines) if kind == "done"]
-    synced = [n for n, kind in enumerate(lines) if kind == "synced"]
-    workload.figures.killed_before_sync += bool(done) and done[-1] > max(synced, default=-1)
-    chunks = await asyncio.to_thread(crash_recall.new_chunks, workload.db,
-                                     workload.checked_rowid)
-    await crash_recall.ready_matrix(engine)
-    missing = await crash_recall.unfindable(engine, chunks, "reopened")
-    if workload.observer is not None:
-        missing += await crash_recall.unfindable(workload.observer, chunks, "open across")
-    workload.figures.chunks_looked_for += len(chunks)
-    workload.figures.unfindable += len(missing)
-    problems.extend(f"recall kill {run}: {p}" for p in missing)
-    workload.checked_rowid = max([workload.checked_rowid, *(c[0] for c in chunks)])
 
 
 def _check_database(url: str, chunking: dict[str, Any]) -> Any:

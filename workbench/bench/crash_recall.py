@@ -13,7 +13,9 @@ a phrase of its first words lists it.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,35 @@ from workbench.bench.crash_child import RECALL_NAMESPACE
 _WORD = re.compile(r"\w+", re.UNICODE)
 PHRASE_WORDS = 8
 DEPTH = 50
+
+
+@dataclass
+class RecallFindings:
+    """What one check after a kill of the recall workload found."""
+
+    killed_before_sync: bool  # the last acknowledged write came after the last index update
+    looked_for: int  # chunks looked for (those above the previous check's)
+    checked_rowid: int  # the chunks up to this fts_rowid have now been looked for
+    problems: list[str] = field(default_factory=list)  # what a leg did not find
+
+
+async def check_after_kill(engine: Any, observer: Any, db: Path, acks: Path,
+                           after_rowid: int) -> RecallFindings:
+    """The chunks written since the last check, looked for by both namespace legs, by the
+    reopened ``engine`` and by the ``observer`` open across the kills."""
+    kinds = [json.loads(line)["k"] for line in acks.read_text(encoding="utf-8").splitlines()
+             if line.endswith("}")] if acks.exists() else []
+    done = [n for n, kind in enumerate(kinds) if kind == "done"]
+    synced = [n for n, kind in enumerate(kinds) if kind == "synced"]
+    chunks = await asyncio.to_thread(new_chunks, db, after_rowid)
+    await ready_matrix(engine)
+    problems = await unfindable(engine, chunks, "reopened")
+    if observer is not None:
+        problems += await unfindable(observer, chunks, "open across")
+    return RecallFindings(
+        killed_before_sync=bool(done) and done[-1] > max(synced, default=-1),
+        looked_for=len(chunks), checked_rowid=max([after_rowid, *(c[0] for c in chunks)]),
+        problems=problems)
 
 
 async def open_observer(db: Path, config: dict[str, Any]) -> Any:
