@@ -22,6 +22,7 @@ import numpy as np
 from core.storage.connection import select_in
 
 _MIN_ROWS = 16
+_BUILD_BATCH = 4096
 _GROWTH = 1.125
 _NOT_HELD = -1
 
@@ -81,9 +82,33 @@ class NamespaceVectors:
         cursor = conn.execute(
             "SELECT c.fts_rowid, v.agent_identity, v.embedding_blob FROM chunks_vec v"
             " JOIN chunks c ON c.chunk_id = v.chunk_id")
-        self._add_rows(cursor, normalise=False)
+        while batch := cursor.fetchmany(_BUILD_BATCH):
+            self._append_batch(batch)
         for space in self._spaces.values():
             _normalise(space.vectors[:space.size])
+
+    def _append_batch(self, batch: list[tuple[int, str | None, bytes]]) -> None:
+        """A page of rows read at build, copied in per namespace as whole blocks (a row at a
+        time cost a third of a build). Each rowid is new: the index started empty."""
+        dimension = self.dimension
+        assert dimension is not None
+        by_namespace: dict[str, list[tuple[int, bytes]]] = {}
+        for rowid, namespace, blob in batch:
+            if len(blob) == 4 * dimension:  # else another model's, before a reindex finished
+                by_namespace.setdefault(namespace or "", []).append((rowid, blob))
+        for namespace, rows in by_namespace.items():
+            space = self._space(namespace, len(rows))
+            start, end = space.size, space.size + len(rows)
+            if end > len(space.rowids):
+                space.resize(max(end, int(space.size * _GROWTH) + 1))
+            rowids = np.fromiter((rowid for rowid, _ in rows), dtype=np.int64, count=len(rows))
+            space.vectors[start:end] = np.frombuffer(
+                b"".join(blob for _, blob in rows), dtype=np.float32).reshape(-1, dimension)
+            space.rowids[start:end] = rowids
+            space.size = end
+            self._reserve_rowids(int(rowids.max()))
+            self._where[rowids] = (self._space_number[namespace] << 32) + np.arange(
+                start, end, dtype=np.int64)
 
     def apply(self, conn: Any, inserted: Sequence[int], deleted: Sequence[int]) -> None:
         """Drop the deleted rowids' rows, then add the inserted ones that have a vector."""
@@ -201,6 +226,6 @@ def _dimension(conn: Any) -> int | None:
 
 def _normalise(rows: np.ndarray) -> None:
     """Scale each row to length 1 in place (a zero row stays zero)."""
-    norms = np.linalg.norm(rows, axis=1)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))  # no temporary the matrix's size
     norms[norms == 0] = 1.0
     rows /= norms[:, None]
