@@ -232,7 +232,7 @@ class _SlowIndex:
         self.started = threading.Event()
 
     def build(self, conn: Any) -> None:
-        self.started.set()
+        self.started.set()  # close() may land before the statement below starts
         conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
                      " WHERE i < 10000000000) SELECT count(*) FROM n").fetchone()
 

@@ -64,7 +64,6 @@ class DerivedIndexes:
         self._connect = connect
         self._lock = threading.RLock()
         self._threads: list[threading.Thread] = []
-        self._building_on: set[Any] = set()  # the build connections, to interrupt at close
         self._closed = False
 
     def state(self, name: str) -> IndexState:
@@ -140,12 +139,9 @@ class DerivedIndexes:
         started = time.perf_counter()
         try:
             conn = self._connect()
-            with self._lock:
-                if self._closed:
-                    conn.close()
-                    state.building = False
-                    return
-                self._building_on.add(conn)
+            # Checked by SQLite every few thousand steps of any statement: a close() that
+            # lands between two statements still stops the next one (interrupt() would not).
+            conn.set_progress_handler(lambda: int(self._closed), 10_000)
             try:
                 conn.execute("BEGIN")
                 try:
@@ -155,11 +151,9 @@ class DerivedIndexes:
                     if conn.in_transaction:  # an interrupted read was rolled back already
                         conn.execute("COMMIT")
             finally:
-                with self._lock:
-                    self._building_on.discard(conn)
                 conn.close()
         except Exception as exc:  # the driver's errors: the SQL path keeps answering
-            if not self._closed:  # else: interrupted by close(), as it asked
+            if not self._closed:  # else: stopped by close(), as it asked
                 log.warning("derived index %s could not be built: %s", state.index.name, exc)
             state.problem = str(exc)
             with self._lock:
@@ -178,7 +172,5 @@ class DerivedIndexes:
         with self._lock:
             self._closed = True
             threads = list(self._threads)
-            for conn in self._building_on:
-                conn.interrupt()
         for thread in threads:
             thread.join()
