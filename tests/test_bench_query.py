@@ -38,7 +38,14 @@ def test_bench_query_measures_every_path(tmp_path: Path) -> None:
                   "namespace hybrid", "numpy brute force", "namespace / numpy",
                   "re-fusion (rerank)", "peak RSS", "legs p50"):
         assert label in text, label
-    assert text.count("goal met") + text.count("goal missed") == 3
+    assert text.count("goal met") + text.count("goal missed") == 4
+    # The derived namespace matrix: built, within its memory goal, exact.
+    derived = figures.derived
+    assert derived is not None and derived.vectors == figures.chunks
+    assert derived.build_seconds > 0 and derived.index_bytes <= 1.2 * derived.raw_bytes
+    assert derived.same_top == derived.queries == 40
+    for label in ("derived index", "namespace vector leg", "exactness"):
+        assert label in text, label
     assert "1,5" in text and "30 sessions" in text
 
     # Kept on request: every chunk is embedded, all under the one agent identity.

@@ -31,7 +31,7 @@ CONFIG = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
 
 
 async def test_killed_writers_lose_nothing_and_leave_nothing_half_stored() -> None:
-    figures = await run_crash_bench(CONFIG, kills=6, seed=11, say=lambda _: None,
+    figures = await run_crash_bench(CONFIG, kills=8, seed=11, say=lambda _: None,
                                     window=(0.1, 0.4), early_share=0.0)
     assert figures.problems == []
     total = figures.total
@@ -41,7 +41,12 @@ async def test_killed_writers_lose_nothing_and_leave_nothing_half_stored() -> No
     for workload in figures.workloads:
         assert workload.kills == 2
         assert workload.acknowledged > 0, workload.workload  # there was something to lose
+    # Every chunk the recall workload wrote was looked for by both legs in namespace scope,
+    # by an engine reopened after the kill and by one kept open across the kills.
+    recall = next(w for w in figures.workloads if w.workload == "recall")
+    assert recall.chunks_looked_for > 0 and recall.unfindable == 0
     assert figures.passed
+    assert any(line.startswith("recall workload") for line in figures.lines())
 
 
 def test_the_command_prints_the_figures_and_exits_0(runner: CliRunner) -> None:

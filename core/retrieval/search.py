@@ -61,6 +61,8 @@ class KeptLegs:
     vector_note: str | None = None  # why the vector leg did not run, when it did not
     # How the vector leg's neighbours may fall short of the exact ones (None: exact).
     vector_approximate: str | None = None
+    # What answered the vector leg (the database's search or a derived index); None: no leg.
+    vector_path: str | None = None
     chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
@@ -144,7 +146,7 @@ class SearchResult:
             "raw_fts": legs.raw_fts,
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
-                     "fts_fallback": legs.fts_fallback},
+                     "fts_fallback": legs.fts_fallback, "vector_path": legs.vector_path},
             "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
                        "date_boost": ranking.date_boost,
                        "period": self.period.describe() if self.period else None,

@@ -129,6 +129,8 @@ class Retrieval:
         rows = await self._backend.run_legs(dataclasses.replace(request, query_vector=qvec),
                                             full_text=full_text)
         self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
+        if qvec is not None:
+            legs.vector_path = self._backend.vector_leg_name
         legs.chunks = rows.chunks
         legs.timings_ms.update(rows.timings_ms)
         if vectors:
@@ -153,7 +155,7 @@ class Retrieval:
             started = time.perf_counter()
             qvec = await self._query_vector(legs.query, query_embedding, legs)
             if qvec is not None:
-                vector_rows = await self._backend.vector_search(
+                vector_rows, legs.vector_path = await self._backend.vector_leg(
                     request.scope, qvec, request.depth, request.model, list(request.tags))
                 if not self._backend.features.exact_vector_search and not request.tags:
                     # A session's vectors, and tagged ones, are ranked exactly on every

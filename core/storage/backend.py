@@ -84,6 +84,8 @@ class Backend(Protocol):
     """The schema version the memory holds."""
     features: BackendFeatures
     """What this backend can do where backends differ."""
+    vector_leg_name: str
+    """What answers a vector leg in the database itself (``"sqlite-vec"``, ``"pgvector"``)."""
 
     async def close(self) -> None:
         """Close every connection; the backend is not used again."""
@@ -204,6 +206,12 @@ class Backend(Protocol):
                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:
         """The ``k`` chunks of the scope nearest ``query`` by cosine distance, as (chunk_id,
         distance), nearest first; tags filter before the cut, never after."""
+
+    async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
+                         tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
+        """:meth:`vector_search`'s rows, and what answered them: the database's own search,
+        or an index derived from it (a namespace's matrix in memory), named for
+        explanations."""
 
     async def run_legs(self, request: LegRequest, *, full_text: bool) -> LegRows:
         """The request's vector leg, full-text leg (when ``full_text``) and the chunks they

@@ -316,6 +316,12 @@ class Database:
         return Lane(lambda: open_connection(path, read_only=read_only, busy_timeout_ms=timeout,
                                             synchronous=sync, mmap_mb=mmap_mb), name)
 
+    def connect_reader(self) -> Any:
+        """A read-only connection of the caller's own, for work on a thread of its own (a
+        derived index's build); the caller closes it."""
+        return open_connection(self.path, read_only=True, busy_timeout_ms=self._busy_timeout_ms,
+                               synchronous=self._synchronous, mmap_mb=self._mmap_mb)
+
     def open_writer(self) -> None:
         """Open the single writer (or, read-only, the connection migrations are read through)."""
         self.writer = self._lane("sqlite-writer", self.read_only)

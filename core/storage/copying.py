@@ -230,6 +230,9 @@ def _insert(conn: Any, table: CopyTable, rows: Sequence[dict[str, Any]]) -> None
                for column in table.columns]
     insert_rows(conn, table.name, columns,
                 [[row[column] for column in table.columns] for row in rows])
+    if table.name == "chunks_vec":  # vec0 takes no trigger: its change is logged here
+        conn.executemany("INSERT INTO chunk_changes(fts_rowid, op) SELECT fts_rowid, 'vector'"
+                         " FROM chunks WHERE chunk_id = ?", [(row["chunk_id"],) for row in rows])
     if table.name == "chunks":
         insert_rows(conn, "chunks_fts", FTS_COLUMNS, fts_rows(
             (row["fts_rowid"], row["session_id"], row["chunk_text"], row["scope_token"],

@@ -32,6 +32,8 @@ class SharedOperations:
     """The backend's database: ``read(fn, *args)`` and ``write(fn, *args)``."""
     _ops: ClassVar[Any]
     """The backend's operation modules, by the SQLite modules' names."""
+    vector_leg_name: str
+    """What answers a vector leg in the database (explanations and the retrieval log say it)."""
 
     location: Location
     read_only: bool
@@ -255,6 +257,11 @@ class SharedOperations:
                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:
         """Nearest chunks in a scope, tags filtered in SQL."""
         return await self._db.read(self._ops.search.vector_search, scope, query, k, model, tags)
+
+    async def vector_leg(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
+                         tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
+        """The nearest chunks in a scope and what answered (the database's own search)."""
+        return await self.vector_search(scope, query, k, model, tags), self.vector_leg_name
 
     async def fts_search(self, scope: search.Scope, terms: Sequence[str], k: int,
                          tags: Sequence[str] = (),

@@ -12,9 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
@@ -33,7 +36,9 @@ from core.storage import (
     vectors,
 )
 from core.storage.backend import BackendFeatures
-from core.storage.connection import Database
+from core.storage.connection import Database, select_in
+from core.storage.derived.holder import DerivedIndexes
+from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
@@ -63,10 +68,15 @@ SQLITE_FEATURES = BackendFeatures(
 )
 
 
+DERIVED_VECTOR_LEG = "namespace matrix (numpy, exact)"
+"""What answers a namespace's vector leg once its derived matrix is built."""
+
+
 class SqliteBackend(SharedOperations):
     """Async storage operations over one SQLite file."""
 
     features = SQLITE_FEATURES
+    vector_leg_name = "sqlite-vec"
     _ops = SimpleNamespace(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
@@ -81,6 +91,9 @@ class SqliteBackend(SharedOperations):
         self.schema_version = 0
         self.read_only_reason: str | None = None
         """Why the file is read-only when nobody asked for it (the app's banner says it)."""
+        self.namespace_vectors = NamespaceVectors()
+        self.derived = DerivedIndexes([self.namespace_vectors], db.connect_reader)
+        """Indexes derived from the file (:mod:`core.storage.derived`), built on first use."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -154,8 +167,31 @@ class SqliteBackend(SharedOperations):
         return backend
 
     async def close(self) -> None:
-        """Close every connection."""
+        """Close every connection (after a derived index's build in flight)."""
+        self.derived.close()
         self._db.close()
+
+    async def vector_leg(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
+                         tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
+        """A namespace's nearest chunks from its matrix in memory once that is built (the
+        scan of the same vectors in sqlite-vec until then); a session's, and tagged ones,
+        from sqlite-vec (a session's partition is already small)."""
+        if scope.namespace is None or tags:
+            return await self.vector_search(scope, query, k, model, tags), self.vector_leg_name
+        return await self._db.read(self._namespace_vector_leg, scope, query, k, model)
+
+    def _namespace_vector_leg(self, conn: Any, scope: search.Scope, query: np.ndarray, k: int,
+                              model: str) -> tuple[list[tuple[str, float]], str]:
+        with self.derived.locked():
+            ready = self.derived.synced(conn, self.namespace_vectors.name)
+            top = self.namespace_vectors.nearest(scope.value, query, k) if ready else []
+        if not ready:
+            return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
+        chunk_ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
+                                         " WHERE fts_rowid IN", [rowid for rowid, _ in top]))
+        # A chunk deleted since the sync is left out, as a later query would leave it.
+        return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
+                DERIVED_VECTOR_LEG)
 
     async def pulse(self) -> tuple[int, int, int]:
         """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""

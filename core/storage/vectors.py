@@ -102,6 +102,8 @@ def reset_vectors(conn: Any, dimension: int, model: str) -> int:
         conn.execute("DROP TABLE IF EXISTS chunks_vec")
         _create_vector_table(conn, dimension)
         set_meta(conn, "embedding_model", model)
+        # Indexes derived from the vectors rebuild, rather than read a change per chunk.
+        conn.execute("INSERT INTO chunk_changes(fts_rowid, op) VALUES (NULL, 'reset')")
         cursor = conn.execute(
             "UPDATE chunks SET embedding_status = 'pending', embedding_error = NULL,"
             " embedding_attempts = 0")

@@ -1,12 +1,15 @@
 """``workbench bench crash``: kill a writing process at random moments and check the file.
 
 A child process (``python -m workbench.bench.crash_child``) opens a memory file and writes to it
-without pause, one of three workloads:
+without pause, one of four workloads:
 
 - **ingest**: ``append`` and ``store`` of synthetic agent messages (tool calls and results
   among them, some repeating an earlier text so the dedup path runs) over three sessions;
 - **notes**: add, write, rename, alias, unalias and remove notes in one namespace;
-- **compact**: messages, then ``compact`` and ``summarize`` of their sessions.
+- **compact**: messages, then ``compact`` and ``summarize`` of their sessions;
+- **recall**: messages in one namespace, each followed by a namespace query, which brings
+  the child's derived namespace matrix up to the file (:mod:`workbench.bench.crash_recall`
+  checks that every chunk is then found by both legs in namespace scope).
 
 Before each operation the child appends a *begin* line to an acknowledgement file (opened
 with ``O_APPEND``); when the engine returns it appends a *done* line, or *refused* when the
@@ -57,11 +60,13 @@ from typing import Any
 import click
 
 from core.storage.locations import Location
+from workbench.bench import crash_recall
 from workbench.bench.crash_child import (
     CHAT_SESSIONS,
     CONVERSATIONS,
     CRASH_DB_VARIABLE,
     NOTES_NAMESPACE,
+    RECALL_SESSIONS,
     is_marker,
     note_state,
     payload_digest,
@@ -69,9 +74,12 @@ from workbench.bench.crash_child import (
 from workbench.cli.support import MEMORY, _load_config, _run, _with_model
 from workbench.text import to_json
 
-WORKLOADS = ("ingest", "notes", "compact")
+WORKLOADS = ("ingest", "notes", "compact", "recall")
+# recall drills the SQLite file's derived namespace index (PostgreSQL keeps none).
+PG_WORKLOADS = ("ingest", "notes", "compact")
 # The sessions each workload writes (the notes workload's live under the notes' own).
-WORKLOAD_SESSIONS = {"ingest": CHAT_SESSIONS, "notes": (), "compact": CONVERSATIONS}
+WORKLOAD_SESSIONS = {"ingest": CHAT_SESSIONS, "notes": (), "compact": CONVERSATIONS,
+                     "recall": RECALL_SESSIONS}
 WORKER_BATCH = 32  # chunks per embedding batch: the worker commits often, so kills land there too
 EARLY_SHARE = 0.125  # kills aimed at a child still importing or opening the engine
 EARLY_WINDOW_S = 0.6
@@ -140,6 +148,8 @@ def _read_acks(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line the kill cut short: never an acknowledgement
+        if entry["k"] == "synced":  # the recall workload's index update, no operation
+            continue
         if entry["k"] == "begin":
             open_op = entry
         else:
@@ -235,7 +245,8 @@ def _compare(expected: _Holdings, held: _Holdings, open_op: dict[str, Any] | Non
 
 
 MUST_BE_ZERO = ("lost", "phantom", "half_stored", "orphans", "integrity_failures",
-                "backlog_after", "failed_after", "archives_unwritten", "child_failures")
+                "backlog_after", "failed_after", "archives_unwritten", "child_failures",
+                "unfindable")
 
 
 @dataclass
@@ -259,6 +270,12 @@ class WorkloadFigures:
     # Where the kill landed: inside an operation that then was (or was not) committed.
     in_flight_committed: int = 0
     in_flight_rolled_back: int = 0
+    # The recall workload: kills after an acknowledged write and before the namespace query
+    # that brings the child's derived matrix up to it; chunks then looked for by both legs
+    # in namespace scope (by two engines), and those a leg did not find.
+    killed_before_sync: int = 0
+    chunks_looked_for: int = 0
+    unfindable: int = 0
 
     def add(self, other: WorkloadFigures) -> None:
         for item in dataclasses.fields(self):
@@ -322,6 +339,11 @@ class CrashFigures:
             f" {self.seconds:.0f} s in all",
             f"in flight at the kill {total.in_flight_committed} operations committed but not"
             f" yet acknowledged, {total.in_flight_rolled_back} rolled back",
+            *([f"recall workload       {total.killed_before_sync} kills between an "
+               f"acknowledged commit and the derived index update; {total.chunks_looked_for:,}"
+               f" chunks looked for in namespace scope by both legs, by a fresh engine and by"
+               f" one open across the kills: {total.unfindable} not found"]
+              if any(w.workload == "recall" for w in self.workloads) else []),
             f"after resume          failed chunks {total.failed_after}, archives without"
             f" markdown {total.archives_unwritten}, children that died by themselves"
             f" {total.child_failures}",
@@ -337,6 +359,8 @@ class _Workload:
     db: Path | str  # a SQLite file, or a PostgreSQL URL
     held: _Holdings = field(default_factory=_Holdings)
     figures: WorkloadFigures = field(init=False)
+    observer: Any = None  # recall: an engine open across the kills, its matrix built
+    checked_rowid: int = 0  # recall: the chunks up to this fts_rowid were looked for
 
     def __post_init__(self) -> None:
         self.figures = WorkloadFigures(self.name)
@@ -432,6 +456,15 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
         status = await engine.embedding_status()
         figures.backlog_after += status.backlog
         figures.failed_after += status.failed
+        if workload.name == "recall":
+            assert isinstance(workload.db, Path)
+            found = await crash_recall.check_after_kill(engine, workload.observer, workload.db,
+                                                        acks, workload.checked_rowid)
+            figures.killed_before_sync += found.killed_before_sync
+            figures.chunks_looked_for += found.looked_for
+            figures.unfindable += len(found.problems)
+            problems.extend(f"recall kill {run}: {p}" for p in found.problems)
+            workload.checked_rowid = found.checked_rowid
         if isinstance(workload.db, Path) or workload.name == "compact":
             # Repairs archive files only: none is idle.
             await engine.consolidate(idle_hours=10**6)
@@ -494,13 +527,12 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
             raise ValueError(f"{db} is not a postgresql:// URL; a SQLite drill makes its own "
                              "files")
         url = location.target
-    names = workloads or WORKLOADS
+    names = workloads or (PG_WORKLOADS if url is not None else WORKLOADS)
 
     rng = random.Random(seed)
     as_dict = _config_dict(config)
     started = time.perf_counter()
     problems: list[str] = []
-    model = ("", 0)
     with tempfile.TemporaryDirectory(prefix="workbench-crash-") as name:
         folder = Path(name)
         config_path = folder / "config.json"
@@ -515,29 +547,47 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
                 workload.db.parent.mkdir()
                 async with Engine.open(workload.db, config=as_dict):
                     pass
-        for run in range(1, kills + 1):
-            workload = workloads[(run - 1) % len(workloads)]
-            acks, early, died = await _kill_one(workload, run, folder, config_path, rng,
-                                                window, early_share)
-            figures = workload.figures
-            figures.kills += 1
-            figures.early_kills += early
-            if died is not None:
-                figures.child_failures += 1
-                problems.append(f"{workload.name} kill {run}: the child died by itself, {died}")
-            acked_before = figures.acknowledged
-            model = await _check(workload, as_dict, acks, problems, run)
-            say(f"kill {run}/{kills} {workload.name:<7} "
-                f"{'(starting) ' if early else ''}{figures.acknowledged - acked_before} "
-                f"acknowledged; lost {figures.lost}, half-stored {figures.half_stored}")
+                if workload.name == "recall":
+                    workload.observer = await crash_recall.open_observer(workload.db, as_dict)
+        try:
+            model = await _kill_all(workloads, kills, folder, config_path, rng, window,
+                                    early_share, as_dict, problems, say)
+        finally:
+            for workload in workloads:
+                if workload.observer is not None:
+                    await workload.observer.close()
     return CrashFigures(model=model[0], dimension=model[1], seed=seed,
                         seconds=time.perf_counter() - started, window=window, workloads=[
                             w.figures for w in workloads], problems=problems)
 
 
+async def _kill_all(workloads: list[_Workload], kills: int, folder: Path, config_path: Path,
+                    rng: random.Random, window: tuple[float, float], early_share: float,
+                    config: dict[str, Any], problems: list[str],
+                    say: Callable[[str], None]) -> tuple[str, int]:
+    """Kill ``kills`` children, the workloads in turn, and check after each; the model."""
+    model = ("", 0)
+    for run in range(1, kills + 1):
+        workload = workloads[(run - 1) % len(workloads)]
+        acks, early, died = await _kill_one(workload, run, folder, config_path, rng,
+                                            window, early_share)
+        figures = workload.figures
+        figures.kills += 1
+        figures.early_kills += early
+        if died is not None:
+            figures.child_failures += 1
+            problems.append(f"{workload.name} kill {run}: the child died by itself, {died}")
+        acked_before = figures.acknowledged
+        model = await _check(workload, config, acks, problems, run)
+        say(f"kill {run}/{kills} {workload.name:<7} "
+            f"{'(starting) ' if early else ''}{figures.acknowledged - acked_before} "
+            f"acknowledged; lost {figures.lost}, half-stored {figures.half_stored}")
+    return model
+
+
 @click.command("crash")
 @click.option("--kills", default=50, show_default=True, type=click.IntRange(min=1),
-              help="Children to kill with SIGKILL (the three workloads in turn).")
+              help="Children to kill with SIGKILL (the workloads in turn).")
 @click.option("--seed", default=1, show_default=True, type=int,
               help="Seed of the kill delays and of the children's operations.")
 @click.option("--model", default=None,
@@ -546,7 +596,8 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
 @click.option("--db", "db", default=None, type=MEMORY,
               help="A postgresql:// URL to write into (default: temporary SQLite files).")
 @click.option("--workload", "workloads", multiple=True, type=click.Choice(WORKLOADS),
-              help="A workload to run (repeatable); default: all three.")
+              help="A workload to run (repeatable); default: all four on SQLite, all but "
+                   "recall on PostgreSQL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
 def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None,

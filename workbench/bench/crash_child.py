@@ -1,7 +1,7 @@
 """The child process of ``workbench bench crash``: a workload that writes without pause.
 
 ``python -m workbench.bench.crash_child WORKLOAD DB ACKS CONFIG_JSON SEED`` opens the memory
-file and runs one workload (ingest, notes or compact; see :mod:`workbench.bench.crash`),
+file and runs one workload (ingest, notes, compact or recall; see :mod:`workbench.bench.crash`),
 appending a *begin* line to the acknowledgement file before each operation and a *done* (or
 *refused*) line after the engine returns, until it is killed. What an acknowledgement names
 (:func:`payload_digest`, :func:`note_state`) is shared with the parent's checks.
@@ -23,6 +23,8 @@ from typing import Any
 NOTES_NAMESPACE = "crash-notes"
 CHAT_SESSIONS = ("chat-1", "chat-2", "chat-3")
 CONVERSATIONS = ("conv-1", "conv-2", "conv-3")
+RECALL_NAMESPACE = "crash-recall"
+RECALL_SESSIONS = ("recall-1", "recall-2", "recall-3")
 SUMMARY_BUDGET = 300  # tokens: small enough that summarize() fires on a few messages
 CHILD_LIFETIME_S = 300.0  # a child nobody kills stops by itself
 MARKER_KEY = "compact_marker"
@@ -81,7 +83,8 @@ class _Messages:
 
 
 async def _store_one(engine: Any, acks: _Acks, rng: random.Random, messages: _Messages,
-                     sessions: tuple[str, ...], last: dict[str, int]) -> None:
+                     sessions: tuple[str, ...], last: dict[str, int],
+                     agent: str | None = None) -> None:
     from core.indexing import validate_message
 
     session_id = rng.choice(sessions)
@@ -89,11 +92,11 @@ async def _store_one(engine: Any, acks: _Acks, rng: random.Random, messages: _Me
     digest = payload_digest(validate_message(payload))
     if rng.random() < 0.5:
         acks.write("begin", op="store", session=session_id, sequence=None, digest=digest)
-        result = await engine.append(session_id, payload)
+        result = await engine.append(session_id, payload, agent=agent)
     else:
         sequence = last[session_id] + rng.choice((1, 1, 2))
         acks.write("begin", op="store", session=session_id, sequence=sequence, digest=digest)
-        result = await engine.store(session_id, sequence, payload)
+        result = await engine.store(session_id, sequence, payload, agent=agent)
     last[session_id] = result.sequence
     acks.write("done", op="store", session=session_id, sequence=result.sequence, digest=digest)
 
@@ -110,6 +113,23 @@ async def _ingest(engine: Any, acks: _Acks, rng: random.Random,
     ready()
     while True:
         await _store_one(engine, acks, rng, messages, CHAT_SESSIONS, last)
+
+
+async def _recall(engine: Any, acks: _Acks, rng: random.Random,
+                  ready: Callable[[], None]) -> None:
+    """Messages in one namespace, each followed by a namespace query: the query brings the
+    engine's derived matrix up to the file, so a kill after a done line and before the
+    next *synced* line lands between a commit and the index update that follows it."""
+    messages = _Messages(rng, RECALL_SESSIONS)
+    last = await _last_sequences(engine, RECALL_SESSIONS)
+    backend = engine.backend
+    await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+    ready()
+    while True:
+        await _store_one(engine, acks, rng, messages, RECALL_SESSIONS, last,
+                         agent=RECALL_NAMESPACE)
+        found = await engine.search(namespace=RECALL_NAMESPACE, query="what did we say")
+        acks.write("synced", path=found.legs.vector_path)
 
 
 async def _compact(engine: Any, acks: _Acks, rng: random.Random,
@@ -237,7 +257,8 @@ async def _child(workload: str, db: str, acks_path: Path, config: dict[str, Any]
     async with Engine.open(db, config=config) as engine:
         work = {"ingest": lambda: _ingest(engine, acks, rng, ready),
                 "notes": lambda: _notes(engine, acks, rng, seed, ready),
-                "compact": lambda: _compact(engine, acks, rng, ready)}[workload]
+                "compact": lambda: _compact(engine, acks, rng, ready),
+                "recall": lambda: _recall(engine, acks, rng, ready)}[workload]
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(work(), CHILD_LIFETIME_S)
 

@@ -17,14 +17,24 @@ def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
+def resident_mb() -> float:
+    """MiB of this process's resident memory now (Linux ``VmRSS``); 0 where the kernel does
+    not say."""
+    return _status_mb("VmRSS:")
+
+
 def resident_file_mb() -> float:
     """MiB of this process's resident memory that are mapped files (Linux ``RssFile``): with
     ``storage.mmap_mb`` mostly the database's pages, the operating system's file cache shared
     by every connection, not private memory. 0 where the kernel does not say."""
+    return _status_mb("RssFile:")
+
+
+def _status_mb(field: str) -> float:
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("RssFile:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.bench.derived import DerivedFigures, measure_derived
 from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
 
 AGENT = "bench-agent"
@@ -93,6 +94,7 @@ class QueryFigures:
     # vector search is exact by construction (sqlite-vec).
     recall_at_10: float | None = None
     reused: int = 0  # chunks the memory already held (--reuse)
+    derived: DerivedFigures | None = None  # SQLite's namespace matrix (None: PostgreSQL)
 
     @property
     def _session_goal(self) -> float:
@@ -134,6 +136,7 @@ class QueryFigures:
             f"  (cosine top-{TOP_K} over all {self.chunks:,} vectors in RAM)",
             f"namespace / numpy     {ratio:.2f}x at p95  (goal <= {NAMESPACE_GOAL_RATIO:g}x: "
             f"{_goal(ratio <= NAMESPACE_GOAL_RATIO)})",
+            *(self.derived.lines(TOP_K) if self.derived is not None else []),
             *([f"vector recall@{TOP_K}      {self.recall_at_10:.3f} namespace leg against "
                f"the exact top {TOP_K} (goal >= {RECALL_GOAL:g}: "
                f"{_goal(self.recall_at_10 >= RECALL_GOAL)})"]
@@ -392,6 +395,9 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             warm = asked[:min(20, len(asked))]
             say(f"embedding {len(asked):,} query texts …")
             vectors = embed_checked(engine.embedder, [text for _, text in asked])  # unit rows
+            # The namespace queries below are answered from the matrix it builds.
+            derived = await measure_derived(engine, vectors, AGENT, max(50, TOP_K * 5), TOP_K,
+                                            say)
 
             for session_id, text in warm:
                 await engine.embed_query(text)
@@ -474,7 +480,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
         matrix_mb=matrix_mb, rss_before_matrix_mb=rss_before_matrix, file_rss_mb=file_rss,
         peak_rss_mb=peak_rss_mb(), file_mb=file_mb,
         backend="postgresql" if url is not None else "sqlite", recall_at_10=recall,
-        reused=reused)
+        reused=reused, derived=derived)
 
 
 __all__ = ["QueryFigures", "run_query_bench"]

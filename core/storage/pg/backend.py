@@ -65,6 +65,7 @@ class PostgresBackend(SharedOperations):
     """Async storage operations over one PostgreSQL database."""
 
     features = POSTGRES_FEATURES
+    vector_leg_name = "pgvector"
     _ops = SimpleNamespace(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
