@@ -275,11 +275,13 @@ class Lane:
         with contextlib.suppress(Exception):  # a handle left open keeps it a zombie; so be it
             old.close()
 
-    def close(self) -> None:
-        """Finish queued jobs, close the connection and end the thread."""
+    def close(self, *, wait: bool = True) -> None:
+        """Finish queued jobs, close the connection and end the thread (without ``wait``,
+        the thread does so after its current job, and the caller does not wait for it)."""
         if self._thread.is_alive():
             self._jobs.put(_STOP)
-            self._thread.join()
+            if wait:
+                self._thread.join()
 
 
 def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -375,6 +377,17 @@ class Database:
             raise refusals.not_text() from None
         finally:
             self._idle.put_nowait(lane)
+
+    async def aside(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on a read connection of its own, closed afterwards: for
+        long reads (building a derived index) that must not hold a reader queries wait for.
+        A cancelled caller returns at once; the connection closes when ``fn`` returns."""
+        lane = self._lane("sqlite-aside", True)
+        lane.start()
+        try:
+            return await lane.run(fn, *args)
+        finally:
+            lane.close(wait=False)
 
     async def watch(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on the watch lane: one connection of its own, so

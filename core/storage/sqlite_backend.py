@@ -34,6 +34,7 @@ from core.storage import (
 )
 from core.storage.backend import BackendFeatures
 from core.storage.connection import Database
+from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
@@ -81,6 +82,8 @@ class SqliteBackend(SharedOperations):
         self.schema_version = 0
         self.read_only_reason: str | None = None
         """Why the file is read-only when nobody asked for it (the app's banner says it)."""
+        self.derived_full_text = DerivedFullText()
+        """The namespace full-text leg's in-memory index, built on the first such query."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -155,7 +158,18 @@ class SqliteBackend(SharedOperations):
 
     async def close(self) -> None:
         """Close every connection."""
+        await self.derived_full_text.close()
         self._db.close()
+
+    async def full_text_leg(self, request: search.LegRequest,
+                            ) -> tuple[list[tuple[str, float]], str | None]:
+        """bm25 (or raw syntax) rows, and which answered: "like" (the fallback), "derived"
+        (a namespace's typed words, from the in-memory index once it is built) or None."""
+        derived = None
+        if search.derived_answers(request):
+            self.derived_full_text.start(self._db.aside)
+            derived = self.derived_full_text
+        return await self._db.read(self._ops.search.full_text_leg, request, derived)
 
     async def pulse(self) -> tuple[int, int, int]:
         """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""
