@@ -12,6 +12,7 @@ import pytest
 from core import Engine
 from core.storage import connection
 from core.storage.derived.fulltext import FullTextIndex, varints
+from core.storage.derived.phrases import occurrences
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
 from core.storage.events import agent_token_for
 from tests.conftest import DETERMINISTIC
@@ -75,6 +76,12 @@ def test_tokens_equal_fts5s_on_the_locomo_dev_conversations() -> None:
     assert [tokenizer.tokens(text) for text in texts] == _fts5_tokens(texts)
 
 
+def test_phrase_occurrences_count_overlapping_places() -> None:
+    assert occurrences([1, 2, 1, 2, 1], (1, 2)) == 2
+    assert occurrences([3, 3, 3], (3, 3)) == 2
+    assert occurrences([1], (1, 2)) == 0
+
+
 def test_varints_read_sqlite_varints() -> None:
     assert varints(b"\x03\x00\x7f") == [3, 0, 127]
     assert varints(b"\x81\x00\x82\x81\x01") == [128, 2 * 16384 + 128 + 1]
@@ -130,17 +137,21 @@ async def test_the_index_ranks_as_fts5_in_every_namespace(db_path: Path) -> None
         index.build(conn)
         rng = random.Random(3)
         words = COMMON + TOPICAL + RARE[:12] + ["cafe", "naive", "run", "absent", "ecole"]
+        # Words FTS5 reads as phrases of several tokens, and one that is missing.
+        words += ["snake_case", "x86_64", "good_plan", "case_snake"]
         for terms in _queries(rng, words, 200):
             for namespace in ("ana", "bob"):
                 k = rng.choice([1, 5, 10, 50, 1000])
                 weight = rng.choice([0.5, 0.3, 1.0])
                 weights = f"1.0, 0, {weight!r}, 0, 0"
-                got = index.search(namespace, terms, k, weight)
+                got = index.search(namespace, terms, k, weight, conn)
                 assert got is not None
                 want = _fts5_top(conn, namespace, terms, k, weights)
                 assert_same_ranking(got, want)
         assert index.search("nobody", ["good"], 10) == []
-        assert index.search("ana", ["snake_case"], 10) is None  # a phrase: FTS5 answers
+        assert index.search("ana", ["___"], 10, conn=conn) is None  # no token: FTS5 answers
+        # A phrase not seen before needs the rows' text: without a connection, FTS5 answers.
+        assert FullTextIndex().search("ana", ["snake_case"], 10) is None
     finally:
         conn.close()
 
@@ -152,18 +163,21 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(db_path: Path) -> 
         index = FullTextIndex()
         index.build(conn)
         assert not index.sync(conn)
+        index.search("ana", ["snake_case", "x86_64"], 5, conn=conn)  # phrases kept up to date
         rng = random.Random(11)
         async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
             for round_ in range(4):
-                await engine.store_many([(f"new{round_}", n + 1, {"role": "user",
-                                          "content": _text(rng)}) for n in range(30)])
+                for session in (f"new{round_}", f"gone{round_}"):
+                    await engine.store_many([(session, n + 1, {"role": "user",
+                                              "content": _text(rng)}) for n in range(30)])
                 await engine.forget(f"s{round_}")
                 # The newest session goes too: the next insert takes its rowids again.
-                await engine.forget(f"new{round_}")
+                await engine.forget(f"gone{round_}")
                 await engine.store_many([(f"again{round_}", 1, {"role": "user",
-                                          "content": "garlic oven lisbon good"})])
+                                          "content": "garlic oven snake_case lisbon good"})])
                 assert index.sync(conn)
-                for terms in _queries(rng, COMMON + TOPICAL + RARE[:10], 40):
+                for terms in _queries(rng, COMMON + TOPICAL + RARE[:10] + ["snake_case",
+                                                                           "x86_64"], 40):
                     assert_same_ranking(index.search("ana", terms, 20) or [],
                                         _fts5_top(conn, "ana", terms, 20))
         fresh = FullTextIndex()

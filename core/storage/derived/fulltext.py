@@ -18,9 +18,10 @@ The score is FTS5's own (``fts5_aux.c``, ``fts5Bm25Function``), computed the sam
 - ``score = Σ idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))``, k1 1.2, b 0.75,
   summed over the query's terms in order.
 
-Ties are ordered by rowid. A query word that is not exactly one token (``foo_bar`` is the
-phrase "foo bar") is not answered here (:meth:`FullTextIndex.search` returns None); the
-caller keeps FTS5 for it.
+Ties are ordered by rowid. A query word that is several tokens (``foo_bar`` is the phrase
+"foo bar") is scored as FTS5 scores a phrase (:mod:`core.storage.derived.phrases`); one
+that is no token at all is not answered here (:meth:`FullTextIndex.search` returns None)
+and the caller keeps FTS5 for it.
 
 The index is kept in step with the file by :meth:`FullTextIndex.apply` (rowids inserted and
 deleted since the last sync) and :meth:`FullTextIndex.sync`, which finds them itself: the
@@ -41,16 +42,19 @@ from typing import Any
 import numpy as np
 
 from core.storage.connection import select_in
+from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
 
 K1 = 1.2  # fts5_aux.c
 B = 0.75
 _STRUCTURE_ROWID = 10  # FTS5's structure record: rewritten by every write to the index
 _AVERAGES_ROWID = 1  # FTS5's row count and per-column token totals
+_BUILD_BATCH = 5_000  # rows tokenized at a time: bounds the build's transient memory
 _ROWS = ("SELECT c.fts_rowid, c.chunk_text, c.context_text, coalesce(s.agent_identity, ''),"
          " d.sz, d.origin FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
          " JOIN chunks_fts_docsize d ON d.id = c.fts_rowid")
 Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # slots, tf in chunk_text, tf in context
+Key = int | Phrase  # a term id, or a phrase's term ids
 
 
 def varints(blob: bytes) -> list[int]:
@@ -102,8 +106,9 @@ class FullTextIndex:
         self._slot_of: dict[int, int] = {}
         self._origin_of: dict[int, int] = {}
         self._namespaces: dict[str, int] = {}
-        self._postings: dict[int, list[Postings]] = {}
-        self._clean: dict[int, int] = {}  # term -> deletions count its postings are clean of
+        self._postings: dict[Key, list[Postings]] = {}
+        self._clean: dict[Key, int] = {}  # key -> deletions its postings are clean of
+        self._phrases: list[Phrase] = []  # the phrases queries asked for, kept up to date
         self._deletions = 0
         self._max_origin = -1
         self._version: bytes | None = None
@@ -119,7 +124,11 @@ class FullTextIndex:
         with self._lock, snapshot(conn):
             self._reset()
             self._read_state(conn)
-            self._insert(conn.execute(_ROWS).fetchall())
+            rows = conn.execute(_ROWS)
+            while batch := rows.fetchmany(_BUILD_BATCH):
+                self._insert(batch)
+            for term in list(self._postings):
+                self._term_postings(term)  # one segment per term before the first query
         self.build_seconds = time.perf_counter() - started
 
     def apply(self, conn: Any, inserted: Sequence[int], deleted: Sequence[int]) -> None:
@@ -178,7 +187,13 @@ class FullTextIndex:
             self._slot_of[row[0]] = slot
             self._origin_of[row[0]] = row[5]
         self._max_origin = max(self._max_origin, max(row[5] for row in rows))
-        self._add_postings(first, [row[1] for row in rows], [row[2] for row in rows])
+        texts, contexts = [row[1] for row in rows], [row[2] for row in rows]
+        self._add_postings(first, texts, contexts)
+        if self._phrases:
+            found = phrase_postings(self.tokenizer, self._phrases, range(first, end), texts,
+                                    contexts)
+            for phrase, postings in found.items():
+                self._postings.setdefault(phrase, []).append(postings)
 
     def _grow(self, needed: int) -> None:
         if needed <= len(self._rowid):
@@ -195,7 +210,9 @@ class FullTextIndex:
         t_doc, t_term, t_tf = self.tokenizer.count(texts)
         c_doc, c_term, c_tf = self.tokenizer.count(contexts)
         text_keys, context_keys = t_term * count + t_doc, c_term * count + c_doc
-        keys = np.union1d(text_keys, context_keys)
+        keys = np.concatenate((text_keys, context_keys))
+        keys.sort()
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
         tf_text = np.zeros(len(keys), dtype=np.uint16)
         tf_text[np.searchsorted(keys, text_keys)] = t_tf
         tf_context = np.zeros(len(keys), dtype=np.uint16)
@@ -209,7 +226,27 @@ class FullTextIndex:
             self._postings.setdefault(term, []).append(
                 (slots[start:end], tf_text[start:end], tf_context[start:end]))
 
-    def _term_postings(self, term: int) -> Postings | None:
+    def _add_phrase(self, conn: Any, phrase: Phrase) -> None:
+        """A phrase's postings: its rows among those holding all its tokens."""
+        candidates: np.ndarray | None = None
+        for term in set(phrase):
+            postings = self._term_postings(term)
+            slots = postings[0] if postings is not None else np.zeros(0, dtype=np.int32)
+            candidates = slots if candidates is None else np.intersect1d(
+                candidates, slots, assume_unique=True)
+        assert candidates is not None
+        texts = {row[0]: row[1:] for row in select_in(
+            conn, "SELECT fts_rowid, chunk_text, context_text FROM chunks WHERE fts_rowid IN",
+            self._rowid[candidates].tolist())}
+        kept = [int(slot) for slot in candidates if int(self._rowid[slot]) in texts]
+        rows = [texts[int(self._rowid[slot])] for slot in kept]
+        found = phrase_postings(self.tokenizer, [phrase], kept, [row[0] for row in rows],
+                                [row[1] for row in rows])
+        self._postings[phrase] = [found[phrase]]
+        self._clean[phrase] = self._deletions
+        self._phrases.append(phrase)
+
+    def _term_postings(self, term: Key) -> Postings | None:
         """A term's postings over live rows, merged into one segment."""
         parts = self._postings.get(term)
         if not parts:
@@ -228,24 +265,32 @@ class FullTextIndex:
 
     # -- querying ----------------------------------------------------------------------------
 
-    def term_ids(self, terms: Sequence[str]) -> list[int] | None:
-        """Each query word's indexed term, or None when one is not exactly one token."""
-        found = []
+    def keys(self, terms: Sequence[str]) -> list[Key] | None:
+        """Each query word's term id, or its tokens' ids when it is a phrase; None when a
+        word is no token at all."""
+        found: list[Key] = []
         for term in terms:
             ids = self.tokenizer.token_ids(term)
-            if len(ids) != 1:
+            if not ids:
                 return None
-            found.append(ids[0])
+            found.append(ids[0] if len(ids) == 1 else tuple(ids))
         return found
 
     def search(self, namespace: str, terms: Sequence[str], k: int,
-               context_weight: float = 0.5) -> list[tuple[int, float]] | None:
+               context_weight: float = 0.5, conn: Any = None,
+               ) -> list[tuple[int, float]] | None:
         """The namespace's top ``k`` (rowid, -bm25) for ``terms`` ORed, as FTS5 ranks them;
-        None when a word is not one token (FTS5 matches it as a phrase)."""
-        term_ids = self.term_ids(terms)
+        None when a word is no token, or is a phrase not seen before and there is no
+        ``conn`` to read its rows' text with."""
+        term_ids = self.keys(terms)
         if term_ids is None:
             return None
         with self._lock:
+            for key in term_ids:
+                if isinstance(key, tuple) and key not in self._postings:
+                    if conn is None:
+                        return None
+                    self._add_phrase(conn, key)
             wanted = self._namespaces.get(namespace)
             if wanted is None or not term_ids or k <= 0:
                 return []

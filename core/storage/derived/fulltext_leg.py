@@ -69,12 +69,12 @@ class DerivedFullText:
     def rows(self, conn: Any, namespace: str, terms: Sequence[str], k: int,
              context_weight: float) -> list[tuple[str, float]] | None:
         """The namespace's top ``k`` (chunk_id, -bm25), or None when the index cannot answer
-        (not built yet, or a word FTS5 would match as a phrase)."""
+        (not built yet, or a word that is no token)."""
         if not self.ready:
             return None
         with snapshot(conn):
             self.index.sync(conn)
-            top = self.index.search(namespace, terms, k, context_weight)
+            top = self.index.search(namespace, terms, k, context_weight, conn)
             if top is None:
                 return None
             ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
