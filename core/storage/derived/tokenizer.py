@@ -39,7 +39,6 @@ class Tokenizer:
         self.terms: list[str] = []
         self._term_ids: dict[str, int] = {}
         self._runs: dict[str, tuple[int, ...]] = {}
-        self._sizes: dict[str, int] = {}  # tokens per run
         self._lock = threading.Lock()
         self._conn = sqlite_module().connect(":memory:", check_same_thread=False,
                                              isolation_level=None)
@@ -69,16 +68,16 @@ class Tokenizer:
         """
         runs_per_text = [_RUN.findall(text) for text in texts]
         self._learn(set(chain.from_iterable(runs_per_text)).difference(self._runs))
-        cache, sizes = self._runs, self._sizes
-        lengths = np.fromiter((sum(map(sizes.__getitem__, runs)) for runs in runs_per_text),
-                              dtype=np.int64, count=len(texts))
-        flat = np.fromiter(chain.from_iterable(map(cache.__getitem__,
-                                                   chain.from_iterable(runs_per_text))),
-                           dtype=np.int64, count=int(lengths.sum()))
+        runs = list(chain.from_iterable(runs_per_text))
+        tokens = list(map(self._runs.__getitem__, runs))
+        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        flat = np.fromiter(chain.from_iterable(tokens), dtype=np.int64, count=int(sizes.sum()))
         if not len(flat):
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty
-        keys = flat * len(texts) + np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        runs_per = np.fromiter(map(len, runs_per_text), dtype=np.int64, count=len(texts))
+        text_of_run = np.repeat(np.arange(len(texts), dtype=np.int64), runs_per)
+        keys = flat * len(texts) + np.repeat(text_of_run, sizes)
         keys.sort()
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         counts = np.diff(np.append(starts, len(keys)))
@@ -105,9 +104,7 @@ class Tokenizer:
         for term, doc, offset in conn.execute("SELECT term, doc, offset FROM probe_vocab"):
             found.setdefault(doc, []).append((offset, term))
         for n, run in enumerate(runs, 1):
-            ids = tuple(self._id(term) for _, term in sorted(found.get(n, ())))
-            self._sizes[run] = len(ids)
-            self._runs[run] = ids  # last: a reader that finds the run finds its size too
+            self._runs[run] = tuple(self._id(term) for _, term in sorted(found.get(n, ())))
 
     def _id(self, term: str) -> int:
         tid = self._term_ids.get(term)
