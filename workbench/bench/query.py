@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.bench.derived_index import DerivedFigures, build_derived_full_text
 from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
 
 AGENT = "bench-agent"
@@ -93,6 +94,7 @@ class QueryFigures:
     # vector search is exact by construction (sqlite-vec).
     recall_at_10: float | None = None
     reused: int = 0  # chunks the memory already held (--reuse)
+    derived: DerivedFigures | None = None  # the namespace full-text leg's in-memory index
 
     @property
     def _session_goal(self) -> float:
@@ -138,6 +140,7 @@ class QueryFigures:
                f"the exact top {TOP_K} (goal >= {RECALL_GOAL:g}: "
                f"{_goal(self.recall_at_10 >= RECALL_GOAL)})"]
               if self.recall_at_10 is not None else []),
+            *([self.derived.line()] if self.derived is not None else []),
             f"re-fusion (rerank)    p50 {self.refusion_p50_ms:.3f} ms, "
             f"p95 {self.refusion_p95_ms:.3f} ms  (goal p95 <= {REFUSION_GOAL_MS:g} ms: "
             f"{_goal(self.refusion_p95_ms <= REFUSION_GOAL_MS)})",
@@ -389,6 +392,8 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             del data, stored_data
             gc.collect()
             gc.freeze()
+            say("building the derived full-text index …")
+            derived = await build_derived_full_text(engine, AGENT)
             warm = asked[:min(20, len(asked))]
             say(f"embedding {len(asked):,} query texts …")
             vectors = embed_checked(engine.embedder, [text for _, text in asked])  # unit rows
@@ -474,7 +479,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
         matrix_mb=matrix_mb, rss_before_matrix_mb=rss_before_matrix, file_rss_mb=file_rss,
         peak_rss_mb=peak_rss_mb(), file_mb=file_mb,
         backend="postgresql" if url is not None else "sqlite", recall_at_10=recall,
-        reused=reused)
+        reused=reused, derived=derived)
 
 
 __all__ = ["QueryFigures", "run_query_bench"]
