@@ -185,3 +185,29 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(db_path: Path) -> 
         assert fresh.row_count == index.row_count
     finally:
         conn.close()
+
+
+@pytest.mark.skipif(not LOCOMO.is_dir(), reason="the LoCoMo dev data is not beside the worktree")
+async def test_the_index_ranks_as_fts5_on_the_locomo_dev_questions(db_path: Path) -> None:
+    from core.evaluation import convert_locomo_file
+    from core.retrieval.fts_query import query_terms
+
+    conversions = [c for path in sorted(LOCOMO.glob("*.json")) for c in convert_locomo_file(path)]
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        for conversion in conversions:
+            await engine.store_many([(m.session_id, m.sequence, m.message)
+                                     for messages in conversion.dataset.messages.values()
+                                     for m in messages])
+    questions = [q.query for c in conversions for q in c.dataset.queries]
+    assert len(questions) > 100
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        for question in questions:
+            terms = query_terms(question)
+            got = index.search("ana", terms, 50, 0.5, conn)
+            assert got is not None, question
+            assert_same_ranking(got, _fts5_top(conn, "ana", terms, 50))
+    finally:
+        conn.close()
