@@ -11,6 +11,7 @@ import pytest
 
 from core import Engine
 from core.storage import connection
+from core.storage.derived import fulltext
 from core.storage.derived.fulltext import FullTextIndex, varints
 from core.storage.derived.phrases import occurrences
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
@@ -211,3 +212,32 @@ async def test_the_index_ranks_as_fts5_on_the_locomo_dev_questions(db_path: Path
             assert_same_ranking(got, _fts5_top(conn, "ana", terms, 50))
     finally:
         conn.close()
+
+
+async def test_scoring_light_words_on_found_rows_only_stays_exact(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _file(db_path)
+    outcomes: list[bool] = []  # with light words: whether the bound held
+    real = FullTextIndex._scored
+
+    def spy(self: FullTextIndex, weighed: Any, light: set[int], *args: Any) -> Any:
+        top = real(self, weighed, light, *args)
+        if light:
+            outcomes.append(top is not None)
+        return top
+
+    monkeypatch.setattr(FullTextIndex, "_scored", spy)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        rng = random.Random(8)
+        for ceiling in (0.0, 1.0, 4.0, 1e9):
+            monkeypatch.setattr(fulltext, "LIGHT_CEILING", ceiling)
+            for terms in _queries(rng, COMMON + TOPICAL + RARE[:12], 60):
+                k = rng.choice([1, 10, 50])
+                assert_same_ranking(index.search("ana", terms, k, 0.5, conn) or [],
+                                    _fts5_top(conn, "ana", terms, k))
+    finally:
+        conn.close()
+    assert True in outcomes and False in outcomes  # both: answered early, and widened

@@ -49,6 +49,9 @@ K1 = 1.2  # fts5_aux.c
 B = 0.75
 _STRUCTURE_ROWID = 10  # FTS5's structure record: rewritten by every write to the index
 _AVERAGES_ROWID = 1  # FTS5's row count and per-column token totals
+# Below this bound, a word is scored only on rows other words found (see _scored); a top-k
+# row nearly always scores several times more, and the answer is checked either way.
+LIGHT_CEILING = 1.0
 _BUILD_BATCH = 5_000  # rows tokenized at a time: bounds the build's transient memory
 _ROWS = ("SELECT c.fts_rowid, c.chunk_text, c.context_text, coalesce(s.agent_identity, ''),"
          " d.sz, d.origin FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
@@ -294,26 +297,60 @@ class FullTextIndex:
             wanted = self._namespaces.get(namespace)
             if wanted is None or not term_ids or k <= 0:
                 return []
-            used = self._used
-            norm = self._row_norms()
-            scores = np.zeros(used, dtype=np.float64)
-            matched = np.zeros(used, dtype=bool)
-            for term in term_ids:
-                postings = self._term_postings(term)
-                if postings is None or not len(postings[0]):
-                    continue
-                slots, tf_text, tf_context = postings
-                hits = len(slots)
-                idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
-                if idf <= 0.0:
-                    idf = 1e-6
-                freq = tf_text + context_weight * tf_context
-                scores[slots] += idf * ((freq * (K1 + 1.0)) / (freq + norm[slots]))
-                matched[slots] = True
-            if len(self._namespaces) > 1:
-                matched &= self._namespace[:used] == wanted
-            candidates = np.flatnonzero(matched)
-            return self._top(candidates, scores[candidates], k)
+            weighed = []  # (postings, idf) of each word with rows, in query order
+            for key in term_ids:
+                postings = self._term_postings(key)
+                if postings is not None and len(postings[0]):
+                    hits = len(postings[0])
+                    idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
+                    weighed.append((postings, 1e-6 if idf <= 0.0 else idf))
+            in_namespace = (self._namespace[:self._used] == wanted
+                            if len(self._namespaces) > 1 else None)
+            light = _light_words([idf for _, idf in weighed])
+            if light:
+                top = self._scored(weighed, light, in_namespace, k, context_weight)
+                if top is not None:
+                    return top
+            top = self._scored(weighed, set(), in_namespace, k, context_weight)
+            assert top is not None
+            return top
+
+    def _scored(self, weighed: list[tuple[Postings, float]], light: set[int],
+                in_namespace: np.ndarray | None, k: int, context_weight: float,
+                ) -> list[tuple[int, float]] | None:
+        """The top ``k`` by bm25 summed over the words in query order (as FTS5 sums it).
+
+        With ``light`` words (MaxScore, Turtle and Flood 1995): rows are those holding
+        another word, and the light words are scored on those rows only. A row holding only
+        light words scores below ``(k1 + 1) * Σ idf(light)``; if the ``k``-th row found
+        scores above that, no such row could have entered the top ``k`` and the answer is
+        exact; otherwise None (the caller scores every row). Common words (in half the
+        rows or more, idf clamped to 1e-6) are light in almost every query, and scoring them
+        on every row was most of a query's time.
+        """
+        used = self._used
+        norm = self._row_norms()
+        matched = np.zeros(used, dtype=bool)
+        for index, (postings, _) in enumerate(weighed):
+            if index not in light:
+                matched[postings[0]] = True
+        if in_namespace is not None:
+            matched &= in_namespace
+        if light and np.count_nonzero(matched) < k:
+            return None
+        scores = np.zeros(used, dtype=np.float64)
+        for index, ((slots, tf_text, tf_context), idf) in enumerate(weighed):
+            if index in light:
+                keep = matched[slots]
+                slots, tf_text, tf_context = slots[keep], tf_text[keep], tf_context[keep]
+            freq = tf_text + context_weight * tf_context
+            scores[slots] += idf * ((freq * (K1 + 1.0)) / (freq + norm[slots]))
+        candidates = np.flatnonzero(matched)
+        top = self._top(candidates, scores[candidates], k)
+        ceiling = (K1 + 1.0) * sum(weighed[index][1] for index in light)
+        if light and not (len(top) == k and top[-1][1] > ceiling):
+            return None
+        return top
 
     def _row_norms(self) -> np.ndarray:
         """``k1 * (1 - b + b * D / avgdl)`` for every slot, as fts5_aux.c computes it."""
@@ -350,6 +387,19 @@ class FullTextIndex:
             for parts in self._postings.values():
                 total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
             return total
+
+
+def _light_words(idfs: Sequence[float]) -> set[int]:
+    """The words (by index) worth scoring only on rows other words found: the lowest-idf
+    ones whose bound ``(k1 + 1) * Σ idf`` stays under :data:`LIGHT_CEILING`; never all."""
+    light: set[int] = set()
+    total = 0.0
+    for index in sorted(range(len(idfs)), key=idfs.__getitem__)[:-1]:
+        total += (K1 + 1.0) * idfs[index]
+        if total >= LIGHT_CEILING:
+            break
+        light.add(index)
+    return light
 
 
 def _record(conn: Any, rowid: int) -> bytes | None:
