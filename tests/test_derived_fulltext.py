@@ -13,7 +13,7 @@ from core import Engine
 from core.storage import connection
 from core.storage.derived import fulltext
 from core.storage.derived.fulltext import FullTextIndex, varints
-from core.storage.derived.phrases import occurrences
+from core.storage.derived.phrases import occurrences, phrase_postings
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
 from core.storage.events import agent_token_for
 from tests.conftest import DETERMINISTIC
@@ -81,6 +81,23 @@ def test_phrase_occurrences_count_overlapping_places() -> None:
     assert occurrences([1, 2, 1, 2, 1], (1, 2)) == 2
     assert occurrences([3, 3, 3], (3, 3)) == 2
     assert occurrences([1], (1, 2)) == 0
+
+
+def test_phrase_postings_count_each_text_apart() -> None:
+    tokenizer = Tokenizer()
+    rng = random.Random(2)
+    texts = [" ".join(rng.choice("ab") for _ in range(rng.randint(0, 6))) for _ in range(300)]
+    contexts = [" ".join(rng.choice("abc") for _ in range(rng.randint(0, 4))) for _ in texts]
+    phrases = [tuple(tokenizer.token_ids(p)) for p in ("a b", "b a", "a a", "a b a", "c c")]
+    found = phrase_postings(tokenizer, phrases, range(100, 400), texts, contexts)
+    for phrase in phrases:
+        want = [(100 + n, occurrences(tokenizer.token_ids(text), phrase),
+                 occurrences(tokenizer.token_ids(context), phrase))
+                for n, (text, context) in enumerate(zip(texts, contexts, strict=True))]
+        want = [row for row in want if row[1] or row[2]]
+        slots, in_text, in_context = found[phrase]
+        assert list(zip(slots.tolist(), in_text.tolist(), in_context.tolist(),
+                        strict=True)) == want
 
 
 def test_varints_read_sqlite_varints() -> None:

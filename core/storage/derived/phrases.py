@@ -11,6 +11,7 @@ term's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -31,16 +32,36 @@ def phrase_postings(tokenizer: Tokenizer, phrases: Sequence[Phrase], slots: Sequ
                     texts: Sequence[str], contexts: Sequence[str],
                     ) -> dict[Phrase, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Each phrase's (slots, occurrences in the text, in the context) among these rows."""
-    found: dict[Phrase, tuple[list[int], list[int], list[int]]] = {
-        phrase: ([], [], []) for phrase in phrases}
-    for slot, text, context in zip(slots, texts, contexts, strict=True):
-        text_ids, context_ids = tokenizer.token_ids(text), tokenizer.token_ids(context)
-        for phrase in phrases:
-            in_text, in_context = occurrences(text_ids, phrase), occurrences(context_ids, phrase)
-            if in_text or in_context:
-                lists = found[phrase]
-                lists[0].append(slot)
-                lists[1].append(in_text)
-                lists[2].append(in_context)
-    return {phrase: (np.array(lists[0], dtype=np.int32), np.array(lists[1], dtype=np.uint16),
-                     np.array(lists[2], dtype=np.uint16)) for phrase, lists in found.items()}
+    slot_array = np.asarray(slots, dtype=np.int32)
+    text_counts = _counts(tokenizer, phrases, texts)
+    context_counts = _counts(tokenizer, phrases, contexts)
+    found = {}
+    for phrase in phrases:
+        in_text, in_context = text_counts[phrase], context_counts[phrase]
+        rows = np.flatnonzero((in_text > 0) | (in_context > 0))
+        found[phrase] = (slot_array[rows], in_text[rows].astype(np.uint16),
+                         in_context[rows].astype(np.uint16))
+    return found
+
+
+def _counts(tokenizer: Tokenizer, phrases: Sequence[Phrase],
+            texts: Sequence[str]) -> dict[Phrase, np.ndarray]:
+    """Per phrase, how many places it starts at in each text: every text's tokens in one
+    array, the phrase's tokens compared at each offset, starts whose end falls in another
+    text dropped."""
+    token_lists = [tokenizer.token_ids(text) for text in texts]
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(texts))
+    flat = np.fromiter(chain.from_iterable(token_lists), dtype=np.int64,
+                       count=int(lengths.sum()))
+    text_of = np.repeat(np.arange(len(texts)), lengths)
+    counts = {}
+    for phrase in phrases:
+        places = len(flat) - len(phrase) + 1
+        if places <= 0:
+            counts[phrase] = np.zeros(len(texts), dtype=np.int64)
+            continue
+        hit = text_of[:places] == text_of[len(phrase) - 1:]
+        for offset, term in enumerate(phrase):
+            hit &= flat[offset:offset + places] == term
+        counts[phrase] = np.bincount(text_of[:places][hit], minlength=len(texts))
+    return counts
