@@ -56,9 +56,11 @@ class Tokenizer:
     def token_ids(self, text: str) -> list[int]:
         """``text``'s tokens as term ids, in order."""
         runs = _RUN.findall(text)
-        self._learn(set(runs).difference(self._runs))
-        cache = self._runs
-        return [tid for run in runs for tid in cache[run]]
+        try:
+            return list(chain.from_iterable(map(self._runs.__getitem__, runs)))
+        except KeyError:  # a run not seen before: tokenize the new ones, then look up again
+            self._learn(set(runs).difference(self._runs))
+            return list(chain.from_iterable(map(self._runs.__getitem__, runs)))
 
     def count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (text index, term id, occurrences) of ``texts``, sorted by term then text.
