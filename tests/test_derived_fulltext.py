@@ -174,7 +174,10 @@ async def test_the_index_ranks_as_fts5_in_every_namespace(db_path: Path) -> None
         conn.close()
 
 
-async def test_sync_follows_inserts_deletes_and_reused_rowids(db_path: Path) -> None:
+@pytest.mark.parametrize("rebuild_floor", [fulltext.REBUILD_FLOOR, 0])
+async def test_sync_follows_inserts_deletes_and_reused_rowids(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch, rebuild_floor: int) -> None:
+    monkeypatch.setattr(fulltext, "REBUILD_FLOOR", rebuild_floor)
     await _file(db_path, messages=200)
     conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
     try:
@@ -198,6 +201,16 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(db_path: Path) -> 
                                                                            "x86_64"], 40):
                     assert_same_ranking(index.search("ana", terms, 20) or [],
                                         _fts5_top(conn, "ana", terms, 20))
+            # Deleted rows leave dead slots, until they outnumber the live rows (and the
+            # floor): then the index is built afresh.
+            assert index.slot_count > index.row_count
+            for session in [*(f"s{n}" for n in range(4, 9)), *(f"new{n}" for n in range(4))]:
+                await engine.forget(session)
+        assert index.sync(conn)
+        assert (index.slot_count == index.row_count) == (rebuild_floor == 0)
+        for terms in _queries(rng, COMMON + TOPICAL + ["snake_case"], 20):
+            assert_same_ranking(index.search("ana", terms, 20, 0.5, conn) or [],
+                                _fts5_top(conn, "ana", terms, 20))
         fresh = FullTextIndex()
         fresh.build(conn)
         assert fresh.row_count == index.row_count

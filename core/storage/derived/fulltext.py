@@ -52,6 +52,7 @@ _AVERAGES_ROWID = 1  # FTS5's row count and per-column token totals
 # Below this bound, a word is scored only on rows other words found (see _scored); a top-k
 # row nearly always scores several times more, and the answer is checked either way.
 LIGHT_CEILING = 1.0
+REBUILD_FLOOR = 4096  # dead slots (deleted rows) always tolerated before a rebuild
 _BUILD_BATCH = 5_000  # rows tokenized at a time: bounds the build's transient memory
 _ROWS = ("SELECT c.fts_rowid, c.chunk_text, c.context_text, coalesce(s.agent_identity, ''),"
          " d.sz, d.origin FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
@@ -107,7 +108,6 @@ class FullTextIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._used = 0
         self._slot_of: dict[int, int] = {}
-        self._origin_of: dict[int, int] = {}
         self._namespaces: dict[str, int] = {}
         self._postings: dict[Key, list[Postings]] = {}
         self._clean: dict[Key, int] = {}  # key -> deletions its postings are clean of
@@ -157,6 +157,10 @@ class FullTextIndex:
                     "SELECT id FROM chunks_fts_docsize")), dtype=np.int64)
                 mine = np.fromiter(self._slot_of, dtype=np.int64, count=len(self._slot_of))
                 deleted = np.setdiff1d(mine, ids).tolist()
+            live = len(self._slot_of) - len(deleted)
+            if self._used - live > max(live, REBUILD_FLOOR):
+                self.build(conn)  # more dead slots than live rows: start afresh
+                return True
             self.apply(conn, inserted, deleted)
             return True
 
@@ -171,7 +175,6 @@ class FullTextIndex:
             slot = self._slot_of.pop(rowid, None)
             if slot is not None:
                 self._alive[slot] = False
-                self._origin_of.pop(rowid, None)
                 self._deletions += 1
 
     def _insert(self, rows: Sequence[Sequence[Any]]) -> None:
@@ -188,7 +191,6 @@ class FullTextIndex:
         self._used = end
         for slot, row in enumerate(rows, first):
             self._slot_of[row[0]] = slot
-            self._origin_of[row[0]] = row[5]
         self._max_origin = max(self._max_origin, max(row[5] for row in rows))
         texts, contexts = [row[1] for row in rows], [row[2] for row in rows]
         self._add_postings(first, texts, contexts)
@@ -378,6 +380,11 @@ class FullTextIndex:
     def row_count(self) -> int:
         """Rows indexed (live)."""
         return len(self._slot_of)
+
+    @property
+    def slot_count(self) -> int:
+        """Rows indexed since the last build, deleted ones included."""
+        return self._used
 
     def nbytes(self) -> int:
         """Bytes of the numpy arrays (postings and per-row), not Python's dictionaries."""
