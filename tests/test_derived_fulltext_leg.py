@@ -3,9 +3,16 @@ equal to FTS5's answer, in step with other writers, and named by ``explain``."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
+import pytest
+
 from core import Engine
+from core.storage import connection
+from core.storage.connection import Lane, sqlite_module
+from core.storage.derived.fulltext import FullTextIndex
 from core.storage.search import LegRequest, Scope
 from tests.conftest import DETERMINISTIC
 
@@ -66,3 +73,35 @@ async def test_another_writers_chunks_are_found_by_the_next_query(db_path: Path)
         request = LegRequest(scope=Scope(namespace="ana"), depth=50, terms=("zanzibar", "garlic"))
         sql = await reader.backend.fts_search(request.scope, list(request.terms), 50)
         assert _ranked([(h.chunk_id, h.raw) for h in found.legs.fts]) == _ranked(sql)
+
+
+def test_a_lane_job_that_outlives_its_event_loop_ends_quietly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    failures: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    lane = Lane(lambda: sqlite_module().connect(":memory:"), "test-lane")
+    lane.start()
+    gate = threading.Event()
+
+    async def leave_early() -> None:
+        job = asyncio.ensure_future(lane.run(lambda conn: gate.wait(5)))
+        await asyncio.sleep(0.05)
+        job.cancel()
+
+    asyncio.run(leave_early())  # the loop is closed before the job finishes
+    gate.set()
+    lane.close()
+    assert failures == []
+
+
+async def test_a_stopped_build_leaves_nothing_indexed(db_path: Path) -> None:
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        await _fill(engine)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.stop()
+        index.build(conn)
+        assert index.row_count == 0
+    finally:
+        conn.close()

@@ -243,12 +243,12 @@ class Lane:
                 if loop is None:
                     future.set_exception(exc)
                 else:
-                    loop.call_soon_threadsafe(_settle, future, None, exc)
+                    _answer(loop, future, None, exc)
             else:
                 if loop is None:
                     future.set_result(result)
                 else:
-                    loop.call_soon_threadsafe(_settle, future, result, None)
+                    _answer(loop, future, result, None)
         self.conn.close()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -282,6 +282,16 @@ class Lane:
             self._jobs.put(_STOP)
             if wait:
                 self._thread.join()
+
+
+def _answer(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any,
+            exc: BaseException | None) -> None:
+    """Hand a job's outcome to its loop; a loop closed meanwhile (a background job that
+    outlived its caller, e.g. a cancelled index build) has nobody left to take it."""
+    try:
+        loop.call_soon_threadsafe(_settle, future, result, exc)
+    except RuntimeError:
+        log.debug("a lane job finished after its event loop closed; its result is dropped")
 
 
 def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:

@@ -98,8 +98,13 @@ class FullTextIndex:
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         self.tokenizer = tokenizer or Tokenizer()
         self._lock = threading.RLock()
+        self._stop = threading.Event()
         self.build_seconds = 0.0
         self._reset()
+
+    def stop(self) -> None:
+        """Make a build in progress (on another thread) give up at its next batch."""
+        self._stop.set()
 
     def _reset(self) -> None:
         self._rowid = np.zeros(0, dtype=np.int64)
@@ -129,6 +134,9 @@ class FullTextIndex:
             self._read_state(conn)
             rows = conn.execute(_ROWS)
             while batch := rows.fetchmany(_BUILD_BATCH):
+                if self._stop.is_set():
+                    self._reset()
+                    return
                 self._insert(batch)
             for term in list(self._postings):
                 self._term_postings(term)  # one segment per term before the first query

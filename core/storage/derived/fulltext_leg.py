@@ -62,6 +62,7 @@ class DerivedFullText:
     async def close(self) -> None:
         """Stop a build in progress (its connection closes when the work returns)."""
         if self._task is not None and not self._task.done():
+            self.index.stop()
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
