@@ -264,7 +264,8 @@ class FullTextIndex:
         parts = self._postings.get(term)
         if not parts:
             return None
-        if len(parts) > 1:
+        if len(parts) > 1 or parts[0][0].base is not None:
+            # One array per term: a slice of a build batch would keep the whole batch alive.
             parts[:] = [(np.concatenate([part[0] for part in parts]),
                          np.concatenate([part[1] for part in parts]),
                          np.concatenate([part[2] for part in parts]))]
