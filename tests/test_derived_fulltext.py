@@ -271,3 +271,24 @@ async def test_scoring_light_words_on_found_rows_only_stays_exact(
     finally:
         conn.close()
     assert True in outcomes and False in outcomes  # both: answered early, and widened
+
+
+async def test_a_build_in_many_batches_indexes_the_same(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _file(db_path, messages=300)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        whole = FullTextIndex()
+        whole.build(conn)
+        monkeypatch.setattr(fulltext, "_BUILD_BATCH", 37)
+        monkeypatch.setattr(fulltext, "_MERGE_EVERY", 3)
+        batched = FullTextIndex()
+        batched.build(conn)
+        assert batched.row_count == whole.row_count and batched.nbytes() == whole.nbytes()
+        rng = random.Random(4)
+        for terms in _queries(rng, COMMON + TOPICAL + RARE[:12], 40):
+            assert batched.search("ana", terms, 20) == whole.search("ana", terms, 20)
+            assert_same_ranking(batched.search("ana", terms, 20) or [],
+                                _fts5_top(conn, "ana", terms, 20))
+    finally:
+        conn.close()

@@ -54,6 +54,7 @@ _AVERAGES_ROWID = 1  # FTS5's row count and per-column token totals
 LIGHT_CEILING = 1.0
 REBUILD_FLOOR = 4096  # dead slots (deleted rows) always tolerated before a rebuild
 _BUILD_BATCH = 5_000  # rows tokenized at a time: bounds the build's transient memory
+_MERGE_EVERY = 16  # batches between merges of the terms' segments (each pins its batch)
 _ROWS = ("SELECT c.fts_rowid, c.chunk_text, c.context_text, coalesce(s.agent_identity, ''),"
          " d.sz, d.origin FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
          " JOIN chunks_fts_docsize d ON d.id = c.fts_rowid")
@@ -133,13 +134,16 @@ class FullTextIndex:
             self._reset()
             self._read_state(conn)
             rows = conn.execute(_ROWS)
+            batches = 0
             while batch := rows.fetchmany(_BUILD_BATCH):
                 if self._stop.is_set():
                     self._reset()
                     return
                 self._insert(batch)
-            for term in list(self._postings):
-                self._term_postings(term)  # one segment per term before the first query
+                batches += 1
+                if batches % _MERGE_EVERY == 0:
+                    self._merge_all()
+            self._merge_all()  # one array per term before the first query
         self.build_seconds = time.perf_counter() - started
 
     def apply(self, conn: Any, inserted: Sequence[int], deleted: Sequence[int]) -> None:
@@ -258,6 +262,11 @@ class FullTextIndex:
         self._postings[phrase] = [found[phrase]]
         self._clean[phrase] = self._deletions
         self._phrases.append(phrase)
+
+    def _merge_all(self) -> None:
+        """Every term's segments merged: the batches they were sliced from can be freed."""
+        for term in list(self._postings):
+            self._term_postings(term)
 
     def _term_postings(self, term: Key) -> Postings | None:
         """A term's postings over live rows, merged into one segment."""
