@@ -32,11 +32,14 @@ def test_bench_query_measures_every_path(tmp_path: Path) -> None:
     assert 0 <= figures.file_rss_mb <= figures.rss_before_matrix_mb
     assert figures.namespace_p95_ms >= figures.namespace_p50_ms
     assert any("chunks from" in line for line in said)  # progress while building
+    # The namespace full-text leg's derived index was built before the timings, all of it.
+    assert figures.derived is not None and figures.derived.rows == figures.chunks
+    assert figures.derived.build_seconds > 0 and figures.derived.arrays_mb > 0
 
     text = "\n".join(figures.lines())
     for label in ("model", "database", "queries", "query embedding", "session hybrid",
                   "namespace hybrid", "numpy brute force", "namespace / numpy",
-                  "re-fusion (rerank)", "peak RSS", "legs p50"):
+                  "re-fusion (rerank)", "peak RSS", "legs p50", "derived full text"):
         assert label in text, label
     assert text.count("goal met") + text.count("goal missed") == 4
     # The derived namespace matrix: built, within its memory goal, exact.

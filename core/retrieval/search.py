@@ -58,6 +58,7 @@ class KeptLegs:
     vector: list[LegHit] = field(default_factory=list)
     fts: list[LegHit] = field(default_factory=list)
     fts_fallback: str | None = None  # "like" when FTS found nothing and LIKE answered
+    fts_derived: bool = False  # bm25 came from the derived in-memory index, not FTS5's SQL
     vector_note: str | None = None  # why the vector leg did not run, when it did not
     # How the vector leg's neighbours may fall short of the exact ones (None: exact).
     vector_approximate: str | None = None
@@ -136,6 +137,9 @@ class SearchResult:
         if legs.fts_fallback == "like":
             notes.append("full-text search matched nothing; the LIKE substring fallback "
                          "answered, as pynchy's does")
+        if legs.fts_derived:
+            notes.append("full-text leg: bm25 ranked by the derived in-memory index (the same "
+                         "ranking as FTS5's, without scoring every matching chunk in SQL)")
         if legs.vector_note:
             notes.append(legs.vector_note)
         if legs.vector_approximate:
@@ -146,7 +150,8 @@ class SearchResult:
             "raw_fts": legs.raw_fts,
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
-                     "fts_fallback": legs.fts_fallback, "vector_path": legs.vector_path},
+                     "fts_fallback": legs.fts_fallback, "vector_path": legs.vector_path,
+                     "fts_path": "derived index" if legs.fts_derived else "database"},
             "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
                        "date_boost": ranking.date_boost,
                        "period": self.period.describe() if self.period else None,

@@ -178,7 +178,8 @@ class Retrieval:
               vector_rows: list[tuple[str, float]]) -> None:
         """The legs' rows as ranked hits (a vector distance becomes a similarity)."""
         legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(fts_rows, 1)]
-        legs.fts_fallback = fallback
+        legs.fts_fallback = "like" if fallback == "like" else None
+        legs.fts_derived = fallback == "derived"
         legs.vector = [retrieval.LegHit(cid, 1.0 - dist, n) for n, (cid, dist) in enumerate(
             [row for row in vector_rows if row[1] is not None], 1)]
 

@@ -200,7 +200,8 @@ class Backend(Protocol):
         """The full-text leg: ranked rows for the terms (or for the raw expression, whose
         syntax error raises the driver's own error, for the engine to word), else, when the
         terms find nothing and ``like_text`` is set, substring matches (seed 002's
-        fallback); and which answered (None: full text, "like": the fallback)."""
+        fallback); and which answered (None: full text, "like": the fallback, "derived":
+        full text ranked by a derived in-memory index, equal to the database's ranking)."""
 
     async def vector_search(self, scope: Scope, query: np.ndarray, k: int, model: str,
                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:

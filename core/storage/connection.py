@@ -243,12 +243,12 @@ class Lane:
                 if loop is None:
                     future.set_exception(exc)
                 else:
-                    loop.call_soon_threadsafe(_settle, future, None, exc)
+                    _answer(loop, future, None, exc)
             else:
                 if loop is None:
                     future.set_result(result)
                 else:
-                    loop.call_soon_threadsafe(_settle, future, result, None)
+                    _answer(loop, future, result, None)
         self.conn.close()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -275,11 +275,23 @@ class Lane:
         with contextlib.suppress(Exception):  # a handle left open keeps it a zombie; so be it
             old.close()
 
-    def close(self) -> None:
-        """Finish queued jobs, close the connection and end the thread."""
+    def close(self, *, wait: bool = True) -> None:
+        """Finish queued jobs, close the connection and end the thread (without ``wait``,
+        the thread does so after its current job, and the caller does not wait for it)."""
         if self._thread.is_alive():
             self._jobs.put(_STOP)
-            self._thread.join()
+            if wait:
+                self._thread.join()
+
+
+def _answer(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any,
+            exc: BaseException | None) -> None:
+    """Hand a job's outcome to its loop; a loop closed meanwhile (a background job that
+    outlived its caller, e.g. a cancelled index build) has nobody left to take it."""
+    try:
+        loop.call_soon_threadsafe(_settle, future, result, exc)
+    except RuntimeError:
+        log.debug("a lane job finished after its event loop closed; its result is dropped")
 
 
 def _settle(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
@@ -381,6 +393,17 @@ class Database:
             raise refusals.not_text() from None
         finally:
             self._idle.put_nowait(lane)
+
+    async def aside(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on a read connection of its own, closed afterwards: for
+        long reads (building a derived index) that must not hold a reader queries wait for.
+        A cancelled caller returns at once; the connection closes when ``fn`` returns."""
+        lane = self._lane("sqlite-aside", True)
+        lane.start()
+        try:
+            return await lane.run(fn, *args)
+        finally:
+            lane.close(wait=False)
 
     async def watch(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on the watch lane: one connection of its own, so

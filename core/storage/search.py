@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
 from core.storage.fts_maxscore import bm25_rowids, quoted
 from core.storage.fts_rows import prefixed, session_prefix, words
+
+if TYPE_CHECKING:
+    from core.storage.derived.fulltext_leg import DerivedFullText
 
 
 @dataclass(frozen=True)
@@ -250,17 +253,32 @@ class LegRows:
     timings_ms: dict[str, float]
 
 
-def full_text_leg(conn: Any, request: LegRequest) -> tuple[list[tuple[str, float]], str | None]:
-    """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback."""
+def derived_answers(request: LegRequest) -> bool:
+    """Whether the derived index may answer: a namespace's typed words, without tags (a
+    tag filter and FTS5 syntax stay in SQL)."""
+    return (request.scope.namespace is not None and not request.tags
+            and request.raw_expression is None)
+
+
+def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | None = None,
+                  ) -> tuple[list[tuple[str, float]], str | None]:
+    """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback; and
+    which answered: "like", "derived" (``derived``'s index, when it could) or None (FTS5)."""
     scope, depth, tags = request.scope, request.depth, request.tags
     if request.raw_expression is not None:
         return fts_search_raw(conn, scope, request.raw_expression, depth, tags,
                               request.context_weight), None
-    rows = fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
+    rows = None
+    if derived is not None and derived_answers(request):
+        rows = derived.rows(conn, scope.namespace or "", request.terms, depth,
+                            request.context_weight)
+    answered = None if rows is None else "derived"
+    if rows is None:
+        rows = fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
     if not rows and request.like_text:
         rows = like_search(conn, scope, request.like_text, depth, tags)
         return rows, "like" if rows else None
-    return rows, None
+    return rows, answered
 
 
 def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:

@@ -37,6 +37,7 @@ from core.storage import (
 )
 from core.storage.backend import BackendFeatures
 from core.storage.connection import Database, select_in
+from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.locations import parse_location
@@ -94,6 +95,8 @@ class SqliteBackend(SharedOperations):
         self.namespace_vectors = NamespaceVectors()
         self.derived = DerivedIndexes([self.namespace_vectors], db.connect_reader)
         """Indexes derived from the file (:mod:`core.storage.derived`), built on first use."""
+        self.derived_full_text = DerivedFullText()
+        """The namespace full-text leg's in-memory index, built on the first such query."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -169,6 +172,7 @@ class SqliteBackend(SharedOperations):
     async def close(self) -> None:
         """Close every connection (after a derived index's build in flight)."""
         self.derived.close()
+        await self.derived_full_text.close()
         self._db.close()
 
     async def vector_leg(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
@@ -192,6 +196,16 @@ class SqliteBackend(SharedOperations):
         # A chunk deleted since the sync is left out, as a later query would leave it.
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)
+
+    async def full_text_leg(self, request: search.LegRequest,
+                            ) -> tuple[list[tuple[str, float]], str | None]:
+        """bm25 (or raw syntax) rows, and which answered: "like" (the fallback), "derived"
+        (a namespace's typed words, from the in-memory index once it is built) or None."""
+        derived = None
+        if search.derived_answers(request):
+            self.derived_full_text.start(self._db.aside)
+            derived = self.derived_full_text
+        return await self._db.read(self._ops.search.full_text_leg, request, derived)
 
     async def pulse(self) -> tuple[int, int, int]:
         """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""

@@ -39,3 +39,16 @@ def _status_mb(field: str) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def resident_anon_mb() -> float:
+    """MiB of this process's private resident memory now (Linux ``RssAnon``); 0 where the
+    kernel does not say. Before and after a build, what the built structure holds."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.bench.derived import DerivedFigures, measure_derived
+from workbench.bench.derived_index import FullTextFigures, build_derived_full_text
 from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
 
 AGENT = "bench-agent"
@@ -95,6 +96,7 @@ class QueryFigures:
     recall_at_10: float | None = None
     reused: int = 0  # chunks the memory already held (--reuse)
     derived: DerivedFigures | None = None  # SQLite's namespace matrix (None: PostgreSQL)
+    derived_full_text: FullTextFigures | None = None  # the namespace full-text leg's index
 
     @property
     def _session_goal(self) -> float:
@@ -141,6 +143,7 @@ class QueryFigures:
                f"the exact top {TOP_K} (goal >= {RECALL_GOAL:g}: "
                f"{_goal(self.recall_at_10 >= RECALL_GOAL)})"]
               if self.recall_at_10 is not None else []),
+            *([self.derived_full_text.line()] if self.derived_full_text is not None else []),
             f"re-fusion (rerank)    p50 {self.refusion_p50_ms:.3f} ms, "
             f"p95 {self.refusion_p95_ms:.3f} ms  (goal p95 <= {REFUSION_GOAL_MS:g} ms: "
             f"{_goal(self.refusion_p95_ms <= REFUSION_GOAL_MS)})",
@@ -392,6 +395,8 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             del data, stored_data
             gc.collect()
             gc.freeze()
+            say("building the derived full-text index …")
+            derived_full_text = await build_derived_full_text(engine, AGENT)
             warm = asked[:min(20, len(asked))]
             say(f"embedding {len(asked):,} query texts …")
             vectors = embed_checked(engine.embedder, [text for _, text in asked])  # unit rows
@@ -480,7 +485,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
         matrix_mb=matrix_mb, rss_before_matrix_mb=rss_before_matrix, file_rss_mb=file_rss,
         peak_rss_mb=peak_rss_mb(), file_mb=file_mb,
         backend="postgresql" if url is not None else "sqlite", recall_at_10=recall,
-        reused=reused, derived=derived)
+        reused=reused, derived=derived, derived_full_text=derived_full_text)
 
 
 __all__ = ["QueryFigures", "run_query_bench"]

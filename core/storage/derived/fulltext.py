@@ -1,0 +1,432 @@
+"""A namespace's full-text top ``k`` from memory, equal to FTS5's bm25 ranking.
+
+FTS5 ranks a namespace query by computing bm25 for every row a query word matches, common
+words included (~46 ms at 100k chunks). This index keeps, per term, the rows holding it
+(numpy arrays: row slot, occurrences in ``chunk_text``, occurrences in ``context``) and
+scores a query with a few vectorised passes over its terms' postings.
+
+The score is FTS5's own (``fts5_aux.c``, ``fts5Bm25Function``), computed the same way:
+
+- ``idf = log((N - n + 0.5) / (n + 0.5))``, set to 1e-6 when ≤ 0, where ``N`` is the rows of
+  the whole table and ``n`` the rows holding the term in ``chunk_text`` or ``context`` (the
+  query's column filter) anywhere in the file, not only in the namespace;
+- a term's frequency is its occurrences weighted by column (``chunk_text`` 1.0,
+  ``context`` the context weight; the session columns and the scope token weigh 0);
+- a row's length ``D`` is its tokens in all five columns and ``avgdl`` the table's tokens
+  over ``N``: both read from FTS5's own records (``chunks_fts_docsize``, the averages record
+  in ``chunks_fts_data``), so they are the numbers bm25 uses;
+- ``score = Σ idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))``, k1 1.2, b 0.75,
+  summed over the query's terms in order.
+
+Ties are ordered by rowid. A query word that is several tokens (``foo_bar`` is the phrase
+"foo bar") is scored as FTS5 scores a phrase (:mod:`core.storage.derived.phrases`); one
+that is no token at all is not answered here (:meth:`FullTextIndex.search` returns None)
+and the caller keeps FTS5 for it.
+
+The index is kept in step with the file by :meth:`FullTextIndex.apply` (rowids inserted and
+deleted since the last sync) and :meth:`FullTextIndex.sync`, which finds them itself: the
+FTS structure record changes with every write to the index, and every row of
+``chunks_fts_docsize`` carries the ``origin`` of the write that made it, so new rows are
+those above the last origin seen and deletions show as a row count lower than expected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from core.storage.connection import select_in
+from core.storage.derived.phrases import Phrase, phrase_postings
+from core.storage.derived.tokenizer import Tokenizer
+
+K1 = 1.2  # fts5_aux.c
+B = 0.75
+_STRUCTURE_ROWID = 10  # FTS5's structure record: rewritten by every write to the index
+_AVERAGES_ROWID = 1  # FTS5's row count and per-column token totals
+# Below this bound, a word is scored only on rows other words found (see _scored); a top-k
+# row nearly always scores several times more, and the answer is checked either way.
+LIGHT_CEILING = 1.0
+REBUILD_FLOOR = 4096  # dead slots (deleted rows) always tolerated before a rebuild
+_BUILD_BATCH = 5_000  # rows tokenized at a time: bounds the build's transient memory
+_MERGE_EVERY = 16  # batches between merges of the terms' segments (each pins its batch)
+_ROWS = ("SELECT c.fts_rowid, c.chunk_text, c.context_text, coalesce(s.agent_identity, ''),"
+         " d.sz, d.origin FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
+         " JOIN chunks_fts_docsize d ON d.id = c.fts_rowid")
+Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # slots, tf in chunk_text, tf in context
+Key = int | Phrase  # a term id, or a phrase's term ids
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints (as FTS5 writes its records) packed in ``blob``."""
+    if max(blob, default=0) < 0x80:
+        return list(blob)
+    values, value, count = [], 0, 0
+    for byte in blob:
+        count += 1
+        if count == 9:
+            values.append((value << 8) | byte)
+            value, count = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            values.append((value << 7) | byte)
+            value, count = 0, 0
+    return values
+
+
+@contextlib.contextmanager
+def snapshot(conn: Any) -> Iterator[None]:
+    """One read transaction around the block, so everything it reads is of one commit."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+
+
+class FullTextIndex:
+    """Postings and row lengths of ``chunks_fts``'s text and context columns, by namespace."""
+
+    def __init__(self, tokenizer: Tokenizer | None = None) -> None:
+        self.tokenizer = tokenizer or Tokenizer()
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self.build_seconds = 0.0
+        self._reset()
+
+    def stop(self) -> None:
+        """Make a build in progress (on another thread) give up at its next batch."""
+        self._stop.set()
+
+    def _reset(self) -> None:
+        self._rowid = np.zeros(0, dtype=np.int64)
+        self._namespace = np.zeros(0, dtype=np.int32)
+        self._length = np.zeros(0, dtype=np.float64)
+        self._alive = np.zeros(0, dtype=bool)
+        self._used = 0
+        self._slot_of: dict[int, int] = {}
+        self._namespaces: dict[str, int] = {}
+        self._postings: dict[Key, list[Postings]] = {}
+        self._clean: dict[Key, int] = {}  # key -> deletions its postings are clean of
+        self._phrases: list[Phrase] = []  # the phrases queries asked for, kept up to date
+        self._deletions = 0
+        self._max_origin = -1
+        self._version: bytes | None = None
+        self._rows = 0  # FTS5's N
+        self._tokens = 0  # FTS5's token total over every column
+        self._norm: tuple[int, int, np.ndarray] | None = None
+
+    # -- keeping in step -------------------------------------------------------------------
+
+    def build(self, conn: Any) -> None:
+        """Everything from the file (one read transaction)."""
+        started = time.perf_counter()
+        with self._lock, snapshot(conn):
+            self._reset()
+            self._read_state(conn)
+            rows = conn.execute(_ROWS)
+            batches = 0
+            while batch := rows.fetchmany(_BUILD_BATCH):
+                if self._stop.is_set():
+                    self._reset()
+                    return
+                self._insert(batch)
+                batches += 1
+                if batches % _MERGE_EVERY == 0:
+                    self._merge_all()
+            self._merge_all()  # one array per term before the first query
+        self.build_seconds = time.perf_counter() - started
+
+    def apply(self, conn: Any, inserted: Sequence[int], deleted: Sequence[int]) -> None:
+        """Chunk fts_rowids inserted and deleted since the last sync (a rowid may be both)."""
+        with self._lock, snapshot(conn):
+            self._read_state(conn)
+            self._kill([*deleted, *inserted])
+            self._insert(select_in(conn, _ROWS + " WHERE c.fts_rowid IN", sorted(set(inserted))))
+
+    def sync(self, conn: Any) -> bool:
+        """Bring the index up to the file's last commit; True when anything changed."""
+        with self._lock, snapshot(conn):
+            if _record(conn, _STRUCTURE_ROWID) == self._version:
+                return False
+            changed = conn.execute("SELECT id FROM chunks_fts_docsize WHERE origin > ?",
+                                   (self._max_origin,)).fetchall()
+            inserted = [row[0] for row in changed]
+            expected = len(self._slot_of) + sum(rowid not in self._slot_of for rowid in inserted)
+            (present,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
+            deleted: list[int] = []
+            if present != expected:
+                ids = np.fromiter((row[0] for row in conn.execute(
+                    "SELECT id FROM chunks_fts_docsize")), dtype=np.int64)
+                mine = np.fromiter(self._slot_of, dtype=np.int64, count=len(self._slot_of))
+                deleted = np.setdiff1d(mine, ids).tolist()
+            live = len(self._slot_of) - len(deleted)
+            if self._used - live > max(live, REBUILD_FLOOR):
+                self.build(conn)  # more dead slots than live rows: start afresh
+                return True
+            self.apply(conn, inserted, deleted)
+            return True
+
+    def _read_state(self, conn: Any) -> None:
+        self._version = _record(conn, _STRUCTURE_ROWID)
+        averages = varints(_record(conn, _AVERAGES_ROWID) or b"")
+        self._rows = averages[0] if averages else 0
+        self._tokens = sum(averages[1:])
+
+    def _kill(self, rowids: Sequence[int]) -> None:
+        for rowid in rowids:
+            slot = self._slot_of.pop(rowid, None)
+            if slot is not None:
+                self._alive[slot] = False
+                self._deletions += 1
+
+    def _insert(self, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        first = self._used
+        self._grow(first + len(rows))
+        end = first + len(rows)
+        self._rowid[first:end] = [row[0] for row in rows]
+        self._namespace[first:end] = [self._namespaces.setdefault(row[3], len(self._namespaces))
+                                      for row in rows]
+        self._length[first:end] = [sum(varints(row[4])) for row in rows]
+        self._alive[first:end] = True
+        self._used = end
+        for slot, row in enumerate(rows, first):
+            self._slot_of[row[0]] = slot
+        self._max_origin = max(self._max_origin, max(row[5] for row in rows))
+        texts, contexts = [row[1] for row in rows], [row[2] for row in rows]
+        self._add_postings(first, texts, contexts)
+        if self._phrases:
+            found = phrase_postings(self.tokenizer, self._phrases, range(first, end), texts,
+                                    contexts)
+            for phrase, postings in found.items():
+                self._postings.setdefault(phrase, []).append(postings)
+
+    def _grow(self, needed: int) -> None:
+        if needed <= len(self._rowid):
+            return
+        size = max(needed, 2 * len(self._rowid), 1024)
+        for name in ("_rowid", "_namespace", "_length", "_alive"):
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[:len(old)] = old
+            setattr(self, name, new)
+
+    def _add_postings(self, first: int, texts: list[str], contexts: list[str]) -> None:
+        count = len(texts)
+        t_doc, t_term, t_tf = self.tokenizer.count(texts)
+        c_doc, c_term, c_tf = self.tokenizer.count(contexts)
+        text_keys, context_keys = t_term * count + t_doc, c_term * count + c_doc
+        keys = np.concatenate((text_keys, context_keys))
+        keys.sort()
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+        tf_text = np.zeros(len(keys), dtype=np.uint16)
+        tf_text[np.searchsorted(keys, text_keys)] = t_tf
+        tf_context = np.zeros(len(keys), dtype=np.uint16)
+        tf_context[np.searchsorted(keys, context_keys)] = c_tf
+        terms = keys // count
+        slots = (keys % count + first).astype(np.int32)
+        bounds = np.flatnonzero(np.diff(terms)) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        ends = np.concatenate((bounds, [len(keys)])).tolist()
+        for term, start, end in zip(terms[starts].tolist(), starts, ends, strict=True):
+            self._postings.setdefault(term, []).append(
+                (slots[start:end], tf_text[start:end], tf_context[start:end]))
+
+    def _add_phrase(self, conn: Any, phrase: Phrase) -> None:
+        """A phrase's postings: its rows among those holding all its tokens."""
+        candidates: np.ndarray | None = None
+        for term in set(phrase):
+            postings = self._term_postings(term)
+            slots = postings[0] if postings is not None else np.zeros(0, dtype=np.int32)
+            candidates = slots if candidates is None else np.intersect1d(
+                candidates, slots, assume_unique=True)
+        assert candidates is not None
+        texts = {row[0]: row[1:] for row in select_in(
+            conn, "SELECT fts_rowid, chunk_text, context_text FROM chunks WHERE fts_rowid IN",
+            self._rowid[candidates].tolist())}
+        kept = [int(slot) for slot in candidates if int(self._rowid[slot]) in texts]
+        rows = [texts[int(self._rowid[slot])] for slot in kept]
+        found = phrase_postings(self.tokenizer, [phrase], kept, [row[0] for row in rows],
+                                [row[1] for row in rows])
+        self._postings[phrase] = [found[phrase]]
+        self._clean[phrase] = self._deletions
+        self._phrases.append(phrase)
+
+    def _merge_all(self) -> None:
+        """Every term's segments merged: the batches they were sliced from can be freed."""
+        for term in list(self._postings):
+            self._term_postings(term)
+
+    def _term_postings(self, term: Key) -> Postings | None:
+        """A term's postings over live rows, merged into one segment."""
+        parts = self._postings.get(term)
+        if not parts:
+            return None
+        if len(parts) > 1 or parts[0][0].base is not None:
+            # One array per term: a slice of a build batch would keep the whole batch alive.
+            parts[:] = [(np.concatenate([part[0] for part in parts]),
+                         np.concatenate([part[1] for part in parts]),
+                         np.concatenate([part[2] for part in parts]))]
+        if self._clean.get(term, 0) != self._deletions:
+            slots, tf_text, tf_context = parts[0]
+            live = self._alive[slots]
+            if not live.all():
+                parts[0] = (slots[live], tf_text[live], tf_context[live])
+            self._clean[term] = self._deletions
+        return parts[0]
+
+    # -- querying ----------------------------------------------------------------------------
+
+    def keys(self, terms: Sequence[str]) -> list[Key] | None:
+        """Each query word's term id, or its tokens' ids when it is a phrase; None when a
+        word is no token at all."""
+        found: list[Key] = []
+        for term in terms:
+            ids = self.tokenizer.token_ids(term)
+            if not ids:
+                return None
+            found.append(ids[0] if len(ids) == 1 else tuple(ids))
+        return found
+
+    def search(self, namespace: str, terms: Sequence[str], k: int,
+               context_weight: float = 0.5, conn: Any = None,
+               ) -> list[tuple[int, float]] | None:
+        """The namespace's top ``k`` (rowid, -bm25) for ``terms`` ORed, as FTS5 ranks them;
+        None when a word is no token, or is a phrase not seen before and there is no
+        ``conn`` to read its rows' text with."""
+        term_ids = self.keys(terms)
+        if term_ids is None:
+            return None
+        with self._lock:
+            for key in term_ids:
+                if isinstance(key, tuple) and key not in self._postings:
+                    if conn is None:
+                        return None
+                    self._add_phrase(conn, key)
+            wanted = self._namespaces.get(namespace)
+            if wanted is None or not term_ids or k <= 0:
+                return []
+            weighed = []  # (postings, idf) of each word with rows, in query order
+            for key in term_ids:
+                postings = self._term_postings(key)
+                if postings is not None and len(postings[0]):
+                    hits = len(postings[0])
+                    idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
+                    weighed.append((postings, 1e-6 if idf <= 0.0 else idf))
+            in_namespace = (self._namespace[:self._used] == wanted
+                            if len(self._namespaces) > 1 else None)
+            light = _light_words([idf for _, idf in weighed])
+            if light:
+                top = self._scored(weighed, light, in_namespace, k, context_weight)
+                if top is not None:
+                    return top
+            top = self._scored(weighed, set(), in_namespace, k, context_weight)
+            assert top is not None
+            return top
+
+    def _scored(self, weighed: list[tuple[Postings, float]], light: set[int],
+                in_namespace: np.ndarray | None, k: int, context_weight: float,
+                ) -> list[tuple[int, float]] | None:
+        """The top ``k`` by bm25 summed over the words in query order (as FTS5 sums it).
+
+        With ``light`` words (MaxScore, Turtle and Flood 1995): rows are those holding
+        another word, and the light words are scored on those rows only. A row holding only
+        light words scores below ``(k1 + 1) * Σ idf(light)``; if the ``k``-th row found
+        scores above that, no such row could have entered the top ``k`` and the answer is
+        exact; otherwise None (the caller scores every row). Common words (in half the
+        rows or more, idf clamped to 1e-6) are light in almost every query, and scoring them
+        on every row was most of a query's time.
+        """
+        used = self._used
+        norm = self._row_norms()
+        matched = np.zeros(used, dtype=bool)
+        for index, (postings, _) in enumerate(weighed):
+            if index not in light:
+                matched[postings[0]] = True
+        if in_namespace is not None:
+            matched &= in_namespace
+        if light and np.count_nonzero(matched) < k:
+            return None
+        scores = np.zeros(used, dtype=np.float64)
+        for index, ((slots, tf_text, tf_context), idf) in enumerate(weighed):
+            if index in light:
+                keep = matched[slots]
+                slots, tf_text, tf_context = slots[keep], tf_text[keep], tf_context[keep]
+            freq = tf_text + context_weight * tf_context
+            scores[slots] += idf * ((freq * (K1 + 1.0)) / (freq + norm[slots]))
+        candidates = np.flatnonzero(matched)
+        top = self._top(candidates, scores[candidates], k)
+        ceiling = (K1 + 1.0) * sum(weighed[index][1] for index in light)
+        if light and not (len(top) == k and top[-1][1] > ceiling):
+            return None
+        return top
+
+    def _row_norms(self) -> np.ndarray:
+        """``k1 * (1 - b + b * D / avgdl)`` for every slot, as fts5_aux.c computes it."""
+        key = (self._rows, self._tokens)
+        if self._norm is None or self._norm[:2] != key or len(self._norm[2]) < self._used:
+            avgdl = self._tokens / self._rows if self._rows else 1.0
+            norm = K1 * ((1 - B) + (B * self._length[:self._used]) / avgdl)
+            self._norm = (key[0], key[1], norm)
+        return self._norm[2]
+
+    def _top(self, candidates: np.ndarray, scores: np.ndarray,
+             k: int) -> list[tuple[int, float]]:
+        """The best ``k`` by score, ties by rowid."""
+        if len(candidates) > k:
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            candidates, scores = candidates[keep], scores[keep]
+        rowids = self._rowid[candidates]
+        order = np.lexsort((rowids, -scores))[:k]
+        return list(zip(rowids[order].tolist(), scores[order].tolist(), strict=True))
+
+    # -- what it holds -----------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        """Rows indexed (live)."""
+        return len(self._slot_of)
+
+    @property
+    def slot_count(self) -> int:
+        """Rows indexed since the last build, deleted ones included."""
+        return self._used
+
+    def nbytes(self) -> int:
+        """Bytes of the numpy arrays (postings and per-row), not Python's dictionaries."""
+        with self._lock:
+            arrays: list[np.ndarray] = [self._rowid, self._namespace, self._length, self._alive]
+            total = sum(a.nbytes for a in arrays)
+            for parts in self._postings.values():
+                total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
+            return total
+
+
+def _light_words(idfs: Sequence[float]) -> set[int]:
+    """The words (by index) worth scoring only on rows other words found: the lowest-idf
+    ones whose bound ``(k1 + 1) * Σ idf`` stays under :data:`LIGHT_CEILING`; never all."""
+    light: set[int] = set()
+    total = 0.0
+    for index in sorted(range(len(idfs)), key=idfs.__getitem__)[:-1]:
+        total += (K1 + 1.0) * idfs[index]
+        if total >= LIGHT_CEILING:
+            break
+        light.add(index)
+    return light
+
+
+def _record(conn: Any, rowid: int) -> bytes | None:
+    row = conn.execute("SELECT block FROM chunks_fts_data WHERE id = ?", (rowid,)).fetchone()
+    return None if row is None else bytes(row[0])

@@ -1,0 +1,116 @@
+"""The tokens ``chunks_fts`` indexes for a text, computed outside FTS5 but by FTS5's rules.
+
+The table's tokenizer is ``porter unicode61 remove_diacritics 2``. unicode61 (with its
+default options) treats every ASCII character other than ``0-9 A-Z a-z`` as a separator,
+so no token spans one: a text's tokens are the tokens of its runs between ASCII separators,
+in order. Each distinct run is handed to FTS5 itself once (a throwaway in-memory FTS5 table
+with the same tokenizer, read back through ``fts5vocab``) and its tokens are cached, so
+case folding, diacritics, Unicode categories and porter stemming are FTS5's own, never a
+re-implementation. Texts repeat few distinct runs (words), so almost every run is a cache
+hit and a text costs one regular-expression split and a dictionary look-up per word.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+from core.storage.connection import sqlite_module
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's (migration 0003)
+# Runs of anything but an ASCII separator: ASCII letters and digits, and every non-ASCII
+# character (FTS5 decides whether those are token characters).
+_RUN = re.compile(r"[0-9A-Za-z\u0080-\U0010ffff]+")
+_BATCH = 50_000  # runs tokenized per FTS5 round trip
+
+
+class Tokenizer:
+    """Texts to term ids by ``chunks_fts``'s tokenizer, with every run's tokens cached.
+
+    Term ids are dense integers in order of first sight; :attr:`terms` names them.
+    Thread-safe: the cache only grows, under a lock.
+    """
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self._term_ids: dict[str, int] = {}
+        self._runs: dict[str, tuple[int, ...]] = {}
+        self._lock = threading.Lock()
+        self._conn = sqlite_module().connect(":memory:", check_same_thread=False,
+                                             isolation_level=None)
+        self._conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize = '{TOKENIZER}')")
+        self._conn.execute("CREATE VIRTUAL TABLE probe_vocab USING fts5vocab(probe, 'instance')")
+
+    def term_id(self, term: str) -> int | None:
+        """The id of an indexed term (a stem), None when no text held it yet."""
+        return self._term_ids.get(term)
+
+    def tokens(self, text: str) -> list[str]:
+        """``text``'s tokens, as FTS5 would index them, in order."""
+        return [self.terms[tid] for tid in self.token_ids(text)]
+
+    def token_ids(self, text: str) -> list[int]:
+        """``text``'s tokens as term ids, in order."""
+        runs = _RUN.findall(text)
+        try:
+            return list(chain.from_iterable(map(self._runs.__getitem__, runs)))
+        except KeyError:  # a run not seen before: tokenize the new ones, then look up again
+            self._learn(set(runs).difference(self._runs))
+            return list(chain.from_iterable(map(self._runs.__getitem__, runs)))
+
+    def count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (text index, term id, occurrences) of ``texts``, sorted by term then text.
+
+        The texts' runs are looked up and flattened by C-level iterators, and counted by
+        one sort: a Python loop per token cost several times more at 100k chunks.
+        """
+        runs_per_text = [_RUN.findall(text) for text in texts]
+        self._learn(set(chain.from_iterable(runs_per_text)).difference(self._runs))
+        runs = list(chain.from_iterable(runs_per_text))
+        tokens = list(map(self._runs.__getitem__, runs))
+        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        flat = np.fromiter(chain.from_iterable(tokens), dtype=np.int64, count=int(sizes.sum()))
+        if not len(flat):
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        runs_per = np.fromiter(map(len, runs_per_text), dtype=np.int64, count=len(texts))
+        text_of_run = np.repeat(np.arange(len(texts), dtype=np.int64), runs_per)
+        keys = flat * len(texts) + np.repeat(text_of_run, sizes)
+        keys.sort()
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        counts = np.diff(np.append(starts, len(keys)))
+        unique = keys[starts]
+        return unique % len(texts), unique // len(texts), counts
+
+    def _learn(self, unknown: set[str]) -> None:
+        """Tokenize, through FTS5, runs not seen before."""
+        if not unknown:
+            return
+        with self._lock:
+            runs = [run for run in unknown if run not in self._runs]
+            for start in range(0, len(runs), _BATCH):
+                self._tokenize(runs[start:start + _BATCH])
+
+    def _tokenize(self, runs: list[str]) -> None:
+        conn = self._conn
+        conn.execute("BEGIN")
+        conn.execute("DELETE FROM probe")
+        conn.executemany("INSERT INTO probe(rowid, x) VALUES (?, ?)",
+                         [(n, run) for n, run in enumerate(runs, 1)])
+        conn.execute("COMMIT")
+        found: dict[int, list[tuple[int, str]]] = {}
+        for term, doc, offset in conn.execute("SELECT term, doc, offset FROM probe_vocab"):
+            found.setdefault(doc, []).append((offset, term))
+        for n, run in enumerate(runs, 1):
+            self._runs[run] = tuple(self._id(term) for _, term in sorted(found.get(n, ())))
+
+    def _id(self, term: str) -> int:
+        tid = self._term_ids.get(term)
+        if tid is None:
+            tid = self._term_ids[term] = len(self.terms)
+            self.terms.append(term)
+        return tid

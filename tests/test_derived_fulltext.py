@@ -1,0 +1,294 @@
+"""The derived full-text index: FTS5's tokens, FTS5's bm25 ranking, kept in step with writes."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import Engine
+from core.storage import connection
+from core.storage.derived import fulltext
+from core.storage.derived.fulltext import FullTextIndex, varints
+from core.storage.derived.phrases import occurrences, phrase_postings
+from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
+from core.storage.events import agent_token_for
+from tests.conftest import DETERMINISTIC
+
+LOCOMO = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo-dev"
+COMMON = ["good", "plan", "today", "check", "painting", "paints"]
+TOPICAL = ["lisbon", "flight", "hotel", "recipe", "garlic", "oven", "budget", "invoice"]
+ODD = ["Café", "naïve", "ÉCOLE", "straße", "snake_case", "x86_64", "don’t", "über-cool",
+       "日本語", "emoji🙂ok", "İstanbul", "ﬁne", "a.b.c", "Running", "RUNS", "42nd"]
+RARE = [f"word{n}" for n in range(40)]
+WEIGHTS = "1.0, 0, 0.5, 0, 0"
+
+
+def _text(rng: random.Random) -> str:
+    words = [w for w in COMMON if rng.random() < 0.5]
+    words += rng.sample(TOPICAL, rng.randint(0, 2)) + rng.sample(RARE, rng.randint(0, 2))
+    words += rng.sample(ODD, rng.randint(0, 2))
+    words += [rng.choice(COMMON) for _ in range(rng.randint(0, 3))]  # repeats: tf > 1
+    rng.shuffle(words)
+    return " ".join(words) or "hello"
+
+
+def _fts5_tokens(texts: list[str]) -> list[list[str]]:
+    """Each text's tokens as a real FTS5 table with chunks_fts's tokenizer indexes them."""
+    conn = connection.sqlite_module().connect(":memory:", isolation_level=None)
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '{TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(texts, 1)))
+    found: dict[int, list[tuple[int, str]]] = {}
+    for term, doc, offset in conn.execute("SELECT term, doc, offset FROM v"):
+        found.setdefault(doc, []).append((offset, term))
+    conn.close()
+    return [[term for _, term in sorted(found.get(n, []))] for n in range(1, len(texts) + 1)]
+
+
+def _locomo_texts() -> list[str]:
+    texts = []
+    for path in sorted(LOCOMO.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record = record.get("conversation", record)
+        for key, turns in record.items():
+            if key.startswith("session_") and isinstance(turns, list):
+                texts += [turn.get("text", "") for turn in turns if isinstance(turn, dict)]
+    return texts
+
+
+def test_tokens_equal_fts5s_on_generated_text() -> None:
+    rng = random.Random(5)
+    texts = [_text(rng) for _ in range(500)]
+    texts += ["", "___", "ÀÉÎÕÜ àéîõü", "e\u0301te\u0301", "tab\tnew\nline", "ＦＵＬＬ width",
+              "caféS CAFÉ", "under_score__double", "x" * 80 + "ing", "runnings'"]
+    tokenizer = Tokenizer()
+    assert [tokenizer.tokens(text) for text in texts] == _fts5_tokens(texts)
+
+
+@pytest.mark.skipif(not LOCOMO.is_dir(), reason="the LoCoMo dev data is not beside the worktree")
+def test_tokens_equal_fts5s_on_the_locomo_dev_conversations() -> None:
+    texts = _locomo_texts()
+    assert len(texts) > 500
+    tokenizer = Tokenizer()
+    assert [tokenizer.tokens(text) for text in texts] == _fts5_tokens(texts)
+
+
+def test_phrase_occurrences_count_overlapping_places() -> None:
+    assert occurrences([1, 2, 1, 2, 1], (1, 2)) == 2
+    assert occurrences([3, 3, 3], (3, 3)) == 2
+    assert occurrences([1], (1, 2)) == 0
+
+
+def test_phrase_postings_count_each_text_apart() -> None:
+    tokenizer = Tokenizer()
+    rng = random.Random(2)
+    texts = [" ".join(rng.choice("ab") for _ in range(rng.randint(0, 6))) for _ in range(300)]
+    contexts = [" ".join(rng.choice("abc") for _ in range(rng.randint(0, 4))) for _ in texts]
+    phrases = [tuple(tokenizer.token_ids(p)) for p in ("a b", "b a", "a a", "a b a", "c c")]
+    found = phrase_postings(tokenizer, phrases, range(100, 400), texts, contexts)
+    for phrase in phrases:
+        want = [(100 + n, occurrences(tokenizer.token_ids(text), phrase),
+                 occurrences(tokenizer.token_ids(context), phrase))
+                for n, (text, context) in enumerate(zip(texts, contexts, strict=True))]
+        want = [row for row in want if row[1] or row[2]]
+        slots, in_text, in_context = found[phrase]
+        assert list(zip(slots.tolist(), in_text.tolist(), in_context.tolist(),
+                        strict=True)) == want
+
+
+def test_varints_read_sqlite_varints() -> None:
+    assert varints(b"\x03\x00\x7f") == [3, 0, 127]
+    assert varints(b"\x81\x00\x82\x81\x01") == [128, 2 * 16384 + 128 + 1]
+
+
+async def _file(path: Path, messages: int = 600) -> None:
+    rng = random.Random(7)
+    async with Engine.open(path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        await engine.store_many([(f"s{n % 9}", n // 9 + 1,
+                                  {"role": "user", "content": _text(rng)})
+                                 for n in range(messages)])
+        await engine.store_many([(f"b{n % 3}", n // 3 + 1,
+                                  {"role": "user", "content": _text(rng)})
+                                 for n in range(200)], agent="bob")
+
+
+def _fts5_top(conn: Any, namespace: str, terms: list[str], k: int,
+              weights: str = WEIGHTS) -> list[tuple[int, float]]:
+    """FTS5's plain namespace ranking: what the engine's SQL path computes."""
+    ors = " OR ".join(f'"{t}"' for t in terms)
+    return conn.execute(
+        f"SELECT rowid, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
+        " WHERE chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
+        (f'{{chunk_text context}} : ({ors}) AND scope_token : "{agent_token_for(namespace)}"',
+         k)).fetchall()
+
+
+def assert_same_ranking(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    """Same scores (to 1e-9 relative) rank by rank, and the same rows; rows whose scores tie
+    are compared as sets, the last tied group as a subset of the rows that tie at the cut."""
+    assert len(got) == len(want)
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9, abs=1e-12)
+    groups: dict[float, tuple[set[int], set[int]]] = {}
+    for (mine, score), (theirs, _) in zip(got, want, strict=True):
+        key = round(score, 9)
+        groups.setdefault(key, (set(), set()))
+        groups[key][0].add(mine)
+        groups[key][1].add(theirs)
+    for mine_set, theirs_set in groups.values():
+        assert mine_set == theirs_set
+
+
+def _queries(rng: random.Random, vocabulary: list[str], count: int) -> list[list[str]]:
+    return [list(dict.fromkeys(rng.sample(vocabulary, rng.randint(1, 6))))
+            for _ in range(count)]
+
+
+async def test_the_index_ranks_as_fts5_in_every_namespace(db_path: Path) -> None:
+    await _file(db_path)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        rng = random.Random(3)
+        words = COMMON + TOPICAL + RARE[:12] + ["cafe", "naive", "run", "absent", "ecole"]
+        # Words FTS5 reads as phrases of several tokens, and one that is missing.
+        words += ["snake_case", "x86_64", "good_plan", "case_snake"]
+        for terms in _queries(rng, words, 200):
+            for namespace in ("ana", "bob"):
+                k = rng.choice([1, 5, 10, 50, 1000])
+                weight = rng.choice([0.5, 0.3, 1.0])
+                weights = f"1.0, 0, {weight!r}, 0, 0"
+                got = index.search(namespace, terms, k, weight, conn)
+                assert got is not None
+                want = _fts5_top(conn, namespace, terms, k, weights)
+                assert_same_ranking(got, want)
+        assert index.search("nobody", ["good"], 10) == []
+        assert index.search("ana", ["___"], 10, conn=conn) is None  # no token: FTS5 answers
+        # A phrase not seen before needs the rows' text: without a connection, FTS5 answers.
+        assert FullTextIndex().search("ana", ["snake_case"], 10) is None
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("rebuild_floor", [fulltext.REBUILD_FLOOR, 0])
+async def test_sync_follows_inserts_deletes_and_reused_rowids(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch, rebuild_floor: int) -> None:
+    monkeypatch.setattr(fulltext, "REBUILD_FLOOR", rebuild_floor)
+    await _file(db_path, messages=200)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        assert not index.sync(conn)
+        index.search("ana", ["snake_case", "x86_64"], 5, conn=conn)  # phrases kept up to date
+        rng = random.Random(11)
+        async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+            for round_ in range(4):
+                for session in (f"new{round_}", f"gone{round_}"):
+                    await engine.store_many([(session, n + 1, {"role": "user",
+                                              "content": _text(rng)}) for n in range(30)])
+                await engine.forget(f"s{round_}")
+                # The newest session goes too: the next insert takes its rowids again.
+                await engine.forget(f"gone{round_}")
+                await engine.store_many([(f"again{round_}", 1, {"role": "user",
+                                          "content": "garlic oven snake_case lisbon good"})])
+                assert index.sync(conn)
+                for terms in _queries(rng, COMMON + TOPICAL + RARE[:10] + ["snake_case",
+                                                                           "x86_64"], 40):
+                    assert_same_ranking(index.search("ana", terms, 20) or [],
+                                        _fts5_top(conn, "ana", terms, 20))
+            # Deleted rows leave dead slots, until they outnumber the live rows (and the
+            # floor): then the index is built afresh.
+            assert index.slot_count > index.row_count
+            for session in [*(f"s{n}" for n in range(4, 9)), *(f"new{n}" for n in range(4))]:
+                await engine.forget(session)
+        assert index.sync(conn)
+        assert (index.slot_count == index.row_count) == (rebuild_floor == 0)
+        for terms in _queries(rng, COMMON + TOPICAL + ["snake_case"], 20):
+            assert_same_ranking(index.search("ana", terms, 20, 0.5, conn) or [],
+                                _fts5_top(conn, "ana", terms, 20))
+        fresh = FullTextIndex()
+        fresh.build(conn)
+        assert fresh.row_count == index.row_count
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(not LOCOMO.is_dir(), reason="the LoCoMo dev data is not beside the worktree")
+async def test_the_index_ranks_as_fts5_on_the_locomo_dev_questions(db_path: Path) -> None:
+    from core.evaluation import convert_locomo_file
+    from core.retrieval.fts_query import query_terms
+
+    conversions = [c for path in sorted(LOCOMO.glob("*.json")) for c in convert_locomo_file(path)]
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        for conversion in conversions:
+            await engine.store_many([(m.session_id, m.sequence, m.message)
+                                     for messages in conversion.dataset.messages.values()
+                                     for m in messages])
+    questions = [q.query for c in conversions for q in c.dataset.queries]
+    assert len(questions) > 100
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        for question in questions:
+            terms = query_terms(question)
+            got = index.search("ana", terms, 50, 0.5, conn)
+            assert got is not None, question
+            assert_same_ranking(got, _fts5_top(conn, "ana", terms, 50))
+    finally:
+        conn.close()
+
+
+async def test_scoring_light_words_on_found_rows_only_stays_exact(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _file(db_path)
+    outcomes: list[bool] = []  # with light words: whether the bound held
+    real = FullTextIndex._scored
+
+    def spy(self: FullTextIndex, weighed: Any, light: set[int], *args: Any) -> Any:
+        top = real(self, weighed, light, *args)
+        if light:
+            outcomes.append(top is not None)
+        return top
+
+    monkeypatch.setattr(FullTextIndex, "_scored", spy)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        rng = random.Random(8)
+        for ceiling in (0.0, 1.0, 4.0, 1e9):
+            monkeypatch.setattr(fulltext, "LIGHT_CEILING", ceiling)
+            for terms in _queries(rng, COMMON + TOPICAL + RARE[:12], 60):
+                k = rng.choice([1, 10, 50])
+                assert_same_ranking(index.search("ana", terms, k, 0.5, conn) or [],
+                                    _fts5_top(conn, "ana", terms, k))
+    finally:
+        conn.close()
+    assert True in outcomes and False in outcomes  # both: answered early, and widened
+
+
+async def test_a_build_in_many_batches_indexes_the_same(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _file(db_path, messages=300)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        whole = FullTextIndex()
+        whole.build(conn)
+        monkeypatch.setattr(fulltext, "_BUILD_BATCH", 37)
+        monkeypatch.setattr(fulltext, "_MERGE_EVERY", 3)
+        batched = FullTextIndex()
+        batched.build(conn)
+        assert batched.row_count == whole.row_count and batched.nbytes() == whole.nbytes()
+        rng = random.Random(4)
+        for terms in _queries(rng, COMMON + TOPICAL + RARE[:12], 40):
+            assert batched.search("ana", terms, 20) == whole.search("ana", terms, 20)
+            assert_same_ranking(batched.search("ana", terms, 20) or [],
+                                _fts5_top(conn, "ana", terms, 20))
+    finally:
+        conn.close()

@@ -1,0 +1,107 @@
+"""The namespace full-text leg answered from the derived index: built in the background,
+equal to FTS5's answer, in step with other writers, and named by ``explain``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from core import Engine
+from core.storage import connection
+from core.storage.connection import Lane, sqlite_module
+from core.storage.derived.fulltext import FullTextIndex
+from core.storage.search import LegRequest, Scope
+from tests.conftest import DETERMINISTIC
+
+TEXTS = ["the garlic bread in lisbon", "a flight to lisbon on friday", "garlic and oven",
+         "budget for the hotel", "search_web found the hotel", "nothing to see"]
+
+
+async def _fill(engine: Engine) -> None:
+    await engine.store_many([(f"s{n % 3}", n // 3 + 1, {"role": "user", "content": text})
+                             for n, text in enumerate(TEXTS * 5)])
+
+
+async def test_namespace_queries_switch_to_the_index_once_it_is_built(db_path: Path) -> None:
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        await _fill(engine)
+        derived = engine.backend.derived_full_text  # type: ignore[attr-defined]
+        assert not derived.ready
+        first = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
+        assert first.explain()["legs"]["fts_path"] == "database"  # FTS5 while it builds
+        assert await derived.wait_ready()
+        second = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
+        explained = second.explain()
+        assert explained["legs"]["fts_path"] == "derived index"
+        assert any("derived in-memory index" in note for note in explained["notes"])
+        assert _ranked([(h.chunk_id, h.raw) for h in second.legs.fts]) == _ranked(
+            [(h.chunk_id, h.raw) for h in first.legs.fts])
+        # A phrase (search_web is "search web" to FTS5) is answered too.
+        phrase = await engine.search(namespace="ana", query="search_web", mode="keyword")
+        assert phrase.explain()["legs"]["fts_path"] == "derived index"
+        assert {r.text for r in phrase.results} == {"search_web found the hotel"}
+        # Tags, FTS5 syntax and a session's query stay in SQL.
+        for found in (
+                await engine.search(namespace="ana", query="garlic", tags=["x"], mode="keyword"),
+                await engine.search(namespace="ana", query="garlic OR oven", raw_fts=True,
+                                    mode="keyword"),
+                await engine.search(session_id="s0", query="garlic", mode="keyword")):
+            assert found.explain()["legs"]["fts_path"] == "database"
+
+
+def _ranked(rows: list[tuple[str, float]]) -> list[tuple[float, str]]:
+    """Rows by score (to 1e-9), ties by id: equal scores may come in either order."""
+    return sorted((-round(score, 9), chunk_id) for chunk_id, score in rows)
+
+
+async def test_another_writers_chunks_are_found_by_the_next_query(db_path: Path) -> None:
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as reader:
+        await _fill(reader)
+        await reader.search(namespace="ana", query="garlic", mode="keyword")
+        assert await reader.backend.derived_full_text.wait_ready()  # type: ignore[attr-defined]
+        async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as writer:
+            await writer.store("s9", 1, {"role": "user", "content": "a zanzibar holiday"})
+            await writer.forget("s1")
+        found = await reader.search(namespace="ana", query="zanzibar garlic", mode="keyword",
+                                    top_k=50)
+        assert found.explain()["legs"]["fts_path"] == "derived index"
+        sessions = {r.session_id for r in found.results}
+        assert "s9" in sessions and "s1" not in sessions
+        request = LegRequest(scope=Scope(namespace="ana"), depth=50, terms=("zanzibar", "garlic"))
+        sql = await reader.backend.fts_search(request.scope, list(request.terms), 50)
+        assert _ranked([(h.chunk_id, h.raw) for h in found.legs.fts]) == _ranked(sql)
+
+
+def test_a_lane_job_that_outlives_its_event_loop_ends_quietly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    failures: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    lane = Lane(lambda: sqlite_module().connect(":memory:"), "test-lane")
+    lane.start()
+    gate = threading.Event()
+
+    async def leave_early() -> None:
+        job = asyncio.ensure_future(lane.run(lambda conn: gate.wait(5)))
+        await asyncio.sleep(0.05)
+        job.cancel()
+
+    asyncio.run(leave_early())  # the loop is closed before the job finishes
+    gate.set()
+    lane.close()
+    assert failures == []
+
+
+async def test_a_stopped_build_leaves_nothing_indexed(db_path: Path) -> None:
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        await _fill(engine)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.stop()
+        index.build(conn)
+        assert index.row_count == 0
+    finally:
+        conn.close()
