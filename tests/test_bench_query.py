@@ -33,8 +33,9 @@ def test_bench_query_measures_every_path(tmp_path: Path) -> None:
     assert figures.namespace_p95_ms >= figures.namespace_p50_ms
     assert any("chunks from" in line for line in said)  # progress while building
     # The namespace full-text leg's derived index was built before the timings, all of it.
-    assert figures.derived is not None and figures.derived.rows == figures.chunks
-    assert figures.derived.build_seconds > 0 and figures.derived.arrays_mb > 0
+    full_text = figures.derived_full_text
+    assert full_text is not None and full_text.rows == figures.chunks
+    assert full_text.build_seconds > 0 and full_text.arrays_mb > 0
 
     text = "\n".join(figures.lines())
     for label in ("model", "database", "queries", "query embedding", "session hybrid",
