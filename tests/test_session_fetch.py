@@ -1,5 +1,6 @@
-"""A session query reads its chunk rows from the index that clusters them by session: a small
-session in one range, a large one by lookups; both give the same answers."""
+"""A session query reads its chunk rows from the index that clusters them by session: a
+session little larger than what it wants in one range, a longer one by lookups; both give the
+same answers."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_session_rows_are_read_through_the_clustering_index(db_path: Path) -> No
     assert "COVERING INDEX chunks_session_rows" in plan
 
 
-@pytest.mark.parametrize("read_whole", [search.SESSION_READ_WHOLE, 0])
+@pytest.mark.parametrize("read_whole", [search.READ_WHOLE_RATIO, 100, 0])
 async def test_both_ways_of_reading_a_session_answer_alike(
         db_path: Path, monkeypatch: pytest.MonkeyPatch, read_whole: int) -> None:
     await _fill(db_path)
@@ -43,7 +44,7 @@ async def test_both_ways_of_reading_a_session_answer_alike(
                             for r in await engine.hybrid_query(
                                 session_id="session-00001", query=query, top_k=10)]
                     for query in queries}
-    monkeypatch.setattr(search, "SESSION_READ_WHOLE", read_whole)
+    monkeypatch.setattr(search, "READ_WHOLE_RATIO", read_whole)
     fetched: list[int] = []
     original = search.session_chunks
 

@@ -321,9 +321,10 @@ def _session_legs(conn: Any, request: LegRequest) -> LegRows:
     return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
 
 
-# A session this small is read whole, in one range of chunks_session_rows: its rows are a
-# few adjacent pages there, cheaper than even a handful of lookups scattered over the file.
-SESSION_READ_WHOLE = 512
+# A session with at most this many rows per wanted row is read whole, in one range of
+# chunks_session_rows: most of it is wanted anyway, and its rows are adjacent pages there. A
+# larger one is looked up row by row (reading all of a long session would cost more).
+READ_WHOLE_RATIO = 2
 
 
 def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids: Sequence[str],
@@ -331,17 +332,18 @@ def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids:
     """A session's candidate rows: by full-text rowid (the rows themselves, for the owner
     check) and every candidate as a chunk, by chunk id.
 
-    A small session is read whole from the index that clusters its rows (the migration
-    ``0008``); a larger one is looked up: rowids on that same index, the vector leg's ids
-    by primary key.
+    A session barely larger than what is wanted is read whole from the index that clusters
+    its rows (the migration ``0008``); a larger one is looked up: rowids on that same index,
+    the vector leg's ids by primary key.
     """
     wanted_rowids, wanted_ids = set(rowids), set(chunk_ids)
     if not wanted_rowids and not wanted_ids:
         return {}, {}
+    read_whole = READ_WHOLE_RATIO * (len(wanted_rowids) + len(wanted_ids))
     size = conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE session_id = ? LIMIT ?)",
-        (session_id, SESSION_READ_WHOLE + 1)).fetchone()[0]
-    if size <= SESSION_READ_WHOLE:
+        (session_id, read_whole + 1)).fetchone()[0]
+    if size <= read_whole:
         rows = [row for row in conn.execute(
             _CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?",
             (session_id,)) if row[0] in wanted_rowids or row[1] in wanted_ids]
