@@ -321,12 +321,8 @@ def _session_legs(conn: Any, request: LegRequest) -> LegRows:
     vector_rows = _timed_vector_leg(conn, request, timings)
 
     began = time.perf_counter()
-    by_rowid = {row[0]: row for row in select_in(conn, _CHUNK_SELECT + " WHERE fts_rowid IN",
-                                                 [rowid for rowid, _ in top])}
-    chunks = {row[1]: _chunk(row) for row in by_rowid.values() if row[2] == session_id}
-    missing = sorted({row[0] for row in vector_rows} - chunks.keys())
-    chunks.update((row[1], _chunk(row)) for row in select_in(
-        conn, _CHUNK_SELECT + " WHERE chunk_id IN", missing))
+    by_rowid, chunks = session_chunks(conn, session_id, [rowid for rowid, _ in top],
+                                      [row[0] for row in vector_rows])
     fts_rows = _owned(top, {rowid: (row[1], row[2]) for rowid, row in by_rowid.items()},
                       session_id)
     timings["fetch"] = (time.perf_counter() - began) * 1000
@@ -341,6 +337,44 @@ def _session_legs(conn: Any, request: LegRequest) -> LegRows:
                                                     - chunks.keys())))
         timings["fts"] += (time.perf_counter() - began) * 1000
     return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
+
+
+# A session with at most this many rows per wanted row is read whole, in one range of
+# chunks_session_rows: most of it is wanted anyway, and its rows are adjacent pages there. A
+# larger one is looked up row by row (reading all of a long session would cost more).
+READ_WHOLE_RATIO = 2
+
+
+def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids: Sequence[str],
+                   ) -> tuple[dict[int, Sequence[Any]], dict[str, dict[str, Any]]]:
+    """A session's candidate rows: by full-text rowid (the rows themselves, for the owner
+    check) and every candidate as a chunk, by chunk id.
+
+    A session barely larger than what is wanted is read whole from the index that clusters
+    its rows (the migration ``0009``); a larger one is looked up: rowids on that same index,
+    the vector leg's ids by primary key.
+    """
+    wanted_rowids, wanted_ids = set(rowids), set(chunk_ids)
+    if not wanted_rowids and not wanted_ids:
+        return {}, {}
+    read_whole = READ_WHOLE_RATIO * (len(wanted_rowids) + len(wanted_ids))
+    size = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE session_id = ? LIMIT ?)",
+        (session_id, read_whole + 1)).fetchone()[0]
+    if size <= read_whole:
+        rows = [row for row in conn.execute(
+            _CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?",
+            (session_id,)) if row[0] in wanted_rowids or row[1] in wanted_ids]
+    else:
+        rows = select_in(conn, _CHUNK_SELECT + " INDEXED BY chunks_session_rows"
+                         " WHERE session_id = ? AND fts_rowid IN", list(wanted_rowids),
+                         [session_id])
+    by_rowid = {row[0]: row for row in rows if row[0] in wanted_rowids}
+    chunks = {row[1]: _chunk(row) for row in rows}
+    missing = sorted(wanted_ids - chunks.keys())
+    chunks.update((row[1], _chunk(row)) for row in select_in(
+        conn, _CHUNK_SELECT + " WHERE chunk_id IN", missing))
+    return by_rowid, chunks
 
 
 def _timed_vector_leg(conn: Any, request: LegRequest,

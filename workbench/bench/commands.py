@@ -1,5 +1,5 @@
-"""``workbench bench``: the group, its ingest, query and app benchmarks, and the drills kept
-in their own modules (concurrency, crash, isolation, disk full), added here."""
+"""``workbench bench``: the group, its ingest, query, peers and app benchmarks, and the
+drills kept in their own modules (concurrency, crash, isolation, disk full), added here."""
 
 from __future__ import annotations
 
@@ -68,6 +68,33 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
                                                   say=say))
     except FileExistsError as error:
         raise click.ClickException(str(error)) from error
+
+
+@bench.command("peers")
+@model_option
+@click.option("--chunks", default=100_000, show_default=True, type=click.IntRange(min=100),
+              help="Chunks to build both systems with.")
+@click.option("--sessions", default=1_000, show_default=True, type=click.IntRange(min=1),
+              help="Sessions to spread them over (all under one agent).")
+@click.option("--queries", default=200, show_default=True, type=click.IntRange(min=10),
+              help="Queries to time on each path, on each system.")
+@click.pass_context
+def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: int,
+                queries: int) -> None:
+    """This engine beside LanceDB on the same chunks, vectors and queries: session and
+    namespace hybrid, vector only, full text only, bulk ingest, and the ratios."""
+    import sys
+
+    from workbench.bench.peers import PeersUnavailable, import_lancedb, run_peers_bench
+
+    try:
+        import_lancedb()
+    except PeersUnavailable as error:
+        click.echo(str(error), err=True)
+        sys.exit(2)
+    config = _with_model(_load_config(ctx), model)
+    _echo_figures(lambda say: run_peers_bench(config, chunks, sessions, queries=queries,
+                                              say=say))
 
 
 @bench.command("writers")
