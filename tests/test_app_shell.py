@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from core.storage.migrations import latest_version
 from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
 from workbench.app.widgets.header import StatusHeader
 
@@ -20,7 +21,7 @@ async def test_the_header_shows_file_schema_model_and_backlog(fixture_db: Path) 
     async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
         await settle(pilot)
         text = str(app.query_one(StatusHeader).render())
-        assert "fixture.db" in text and "schema 7" in text
+        assert "fixture.db" in text and f"schema {latest_version()}" in text
         assert "deterministic" in text and "backlog 0" in text
 
 
