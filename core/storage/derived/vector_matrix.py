@@ -14,10 +14,12 @@ rowid -> (namespace, row) table (8 bytes each).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from core.storage.connection import select_in
 
@@ -25,6 +27,12 @@ _MIN_ROWS = 16
 _BUILD_BATCH = 4096
 _GROWTH = 1.125
 _NOT_HELD = -1
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS thread pools (found once: the search costs milliseconds)."""
+    return ThreadpoolController()
 
 
 class _Space:
@@ -192,7 +200,11 @@ class NamespaceVectors:
         norm = float(np.linalg.norm(vector))
         if norm == 0.0 or vector.shape[0] != space.vectors.shape[1]:
             return []
-        distances = 1.0 - space.vectors[:space.size] @ (vector / norm)
+        # The scan is memory-bound, and it runs beside the full-text leg on the other core:
+        # a second BLAS thread only contends with it (measured at 100k, namespace hybrid p95
+        # 15.1 ms with BLAS's two threads, 10.5 with one).
+        with _blas().limit(limits=1, user_api="blas"):
+            distances = 1.0 - space.vectors[:space.size] @ (vector / norm)
         rowids = space.rowids[:space.size]
         if space.size > k:
             cut = np.partition(distances, k - 1)[k - 1]
