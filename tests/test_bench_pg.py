@@ -14,8 +14,9 @@ import pytest
 from core import Engine
 from core.storage.pg.invariants import check_database
 from tests.conftest import DETERMINISTIC
-from workbench.bench.crash import _holdings, run_crash_bench
+from workbench.bench.crash import run_crash_bench
 from workbench.bench.crash_child import NOTES_NAMESPACE
+from workbench.bench.crash_ledger import holdings as _holdings
 from workbench.bench.query import run_query_bench
 from workbench.bench.writers import run_writers_bench
 

@@ -16,15 +16,11 @@ from core import Engine
 from core.storage.connection import open_connection
 from core.storage.invariants import check_file
 from tests.conftest import DETERMINISTIC
-from workbench.bench.crash import (
-    MUST_BE_ZERO,
-    WORKLOADS,
-    _compare,
-    _expected,
-    _Holdings,
-    _read_acks,
-    run_crash_bench,
-)
+from workbench.bench.crash import MUST_BE_ZERO, WORKLOADS, run_crash_bench
+from workbench.bench.crash_ledger import Holdings as _Holdings
+from workbench.bench.crash_ledger import compare as _compare
+from workbench.bench.crash_ledger import expected as _expected
+from workbench.bench.crash_ledger import read_acks as _read_acks
 from workbench.cli.root import main
 
 CONFIG = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
