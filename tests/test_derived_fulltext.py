@@ -13,6 +13,7 @@ from core import Engine
 from core.storage import connection
 from core.storage.derived import fulltext
 from core.storage.derived.fulltext import FullTextIndex, varints
+from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.phrases import occurrences, phrase_postings
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
 from core.storage.events import agent_token_for
@@ -180,10 +181,12 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(
     monkeypatch.setattr(fulltext, "REBUILD_FLOOR", rebuild_floor)
     await _file(db_path, messages=200)
     conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    index = FullTextIndex()
+    holder = DerivedIndexes([index], lambda: connection.open_connection(
+        db_path, read_only=True, busy_timeout_ms=5000))
+    holder.build_now(index.name)
     try:
-        index = FullTextIndex()
-        index.build(conn)
-        assert not index.sync(conn)
+        assert _synced(holder, conn) == 0
         index.search("ana", ["snake_case", "x86_64"], 5, conn=conn)  # phrases kept up to date
         rng = random.Random(11)
         async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
@@ -196,7 +199,7 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(
                 await engine.forget(f"gone{round_}")
                 await engine.store_many([(f"again{round_}", 1, {"role": "user",
                                           "content": "garlic oven snake_case lisbon good"})])
-                assert index.sync(conn)
+                assert _synced(holder, conn) > 0
                 for terms in _queries(rng, COMMON + TOPICAL + RARE[:10] + ["snake_case",
                                                                            "x86_64"], 40):
                     assert_same_ranking(index.search("ana", terms, 20) or [],
@@ -206,7 +209,7 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(
             assert index.slot_count > index.row_count
             for session in [*(f"s{n}" for n in range(4, 9)), *(f"new{n}" for n in range(4))]:
                 await engine.forget(session)
-        assert index.sync(conn)
+        assert _synced(holder, conn) > 0
         assert (index.slot_count == index.row_count) == (rebuild_floor == 0)
         for terms in _queries(rng, COMMON + TOPICAL + ["snake_case"], 20):
             assert_same_ranking(index.search("ana", terms, 20, 0.5, conn) or [],
@@ -216,6 +219,16 @@ async def test_sync_follows_inserts_deletes_and_reused_rowids(
         assert fresh.row_count == index.row_count
     finally:
         conn.close()
+        holder.close()
+
+
+def _synced(holder: DerivedIndexes, conn: Any) -> int:
+    """Bring the holder's one index up to the file; the log entries it applied."""
+    state = holder.state(FullTextIndex.name)
+    before = state.watermark
+    with holder.reading(conn, FullTextIndex.name) as ready:
+        assert ready
+    return state.watermark - before
 
 
 @pytest.mark.skipif(not LOCOMO.is_dir(), reason="the LoCoMo dev data is not beside the worktree")
@@ -284,7 +297,8 @@ async def test_a_build_in_many_batches_indexes_the_same(
         monkeypatch.setattr(fulltext, "_MERGE_EVERY", 3)
         batched = FullTextIndex()
         batched.build(conn)
-        assert batched.row_count == whole.row_count and batched.nbytes() == whole.nbytes()
+        assert batched.row_count == whole.row_count
+        assert batched.memory_bytes() == whole.memory_bytes()
         rng = random.Random(4)
         for terms in _queries(rng, COMMON + TOPICAL + RARE[:12], 40):
             assert batched.search("ana", terms, 20) == whole.search("ana", terms, 20)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.storage import connection
 from core.storage.connection import Lane, sqlite_module
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.search import LegRequest, Scope
@@ -28,11 +27,11 @@ async def _fill(engine: Engine) -> None:
 async def test_namespace_queries_switch_to_the_index_once_it_is_built(db_path: Path) -> None:
     async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
         await _fill(engine)
-        derived = engine.backend.derived_full_text  # type: ignore[attr-defined]
-        assert not derived.ready
+        holder = engine.backend.derived  # type: ignore[attr-defined]
+        assert not holder.state(FullTextIndex.name).ready
         first = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         assert first.explain()["legs"]["fts_path"] == "database"  # FTS5 while it builds
-        assert await derived.wait_ready()
+        assert await _built(engine)
         second = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         explained = second.explain()
         assert explained["legs"]["fts_path"] == "derived index"
@@ -52,6 +51,13 @@ async def test_namespace_queries_switch_to_the_index_once_it_is_built(db_path: P
             assert found.explain()["legs"]["fts_path"] == "database"
 
 
+async def _built(engine: Engine) -> bool:
+    """Wait for the full-text index's build (started by a query); True when it is ready."""
+    holder = engine.backend.derived  # type: ignore[attr-defined]
+    await asyncio.to_thread(holder.build_now, FullTextIndex.name)
+    return bool(holder.state(FullTextIndex.name).ready)
+
+
 def _ranked(rows: list[tuple[str, float]]) -> list[tuple[float, str]]:
     """Rows by score (to 1e-9), ties by id: equal scores may come in either order."""
     return sorted((-round(score, 9), chunk_id) for chunk_id, score in rows)
@@ -61,7 +67,7 @@ async def test_another_writers_chunks_are_found_by_the_next_query(db_path: Path)
     async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as reader:
         await _fill(reader)
         await reader.search(namespace="ana", query="garlic", mode="keyword")
-        assert await reader.backend.derived_full_text.wait_ready()  # type: ignore[attr-defined]
+        assert await _built(reader)
         async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as writer:
             await writer.store("s9", 1, {"role": "user", "content": "a zanzibar holiday"})
             await writer.forget("s1")
@@ -92,16 +98,3 @@ def test_a_lane_job_that_outlives_its_event_loop_ends_quietly(
     gate.set()
     lane.close()
     assert failures == []
-
-
-async def test_a_stopped_build_leaves_nothing_indexed(db_path: Path) -> None:
-    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
-        await _fill(engine)
-    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
-    try:
-        index = FullTextIndex()
-        index.stop()
-        index.build(conn)
-        assert index.row_count == 0
-    finally:
-        conn.close()

@@ -279,3 +279,75 @@ async def test_vectors_copied_after_their_chunks_reach_the_matrix(tmp_path: Path
         await db.write(copying.write_rows, "chunks_vec", pages["chunks_vec"])
         ids, path = await namespace_ids(engine, "ann", "apple pie", k=50)
         assert path == DERIVED_VECTOR_LEG and len(ids) == 20
+
+
+class _GatedIndex:
+    """An index whose apply waits at a gate halfway, so a test can look at it mid-apply."""
+
+    follows = frozenset({"insert"})
+
+    def __init__(self, name: str, gated: bool) -> None:
+        import threading
+        self.name = name
+        self.applied = 0
+        self.half_applied = False
+        self.gate_reached = threading.Event()
+        self.gate = threading.Event()
+        if not gated:
+            self.gate.set()
+
+    def build(self, conn: Any) -> None:
+        self.applied = 0
+
+    def apply(self, conn: Any, inserted: Any, deleted: Any) -> None:
+        self.half_applied = True
+        self.gate_reached.set()
+        assert self.gate.wait(30)
+        self.applied += len(inserted)
+        self.half_applied = False
+
+    def memory_bytes(self) -> int:
+        return 0
+
+
+async def test_applying_one_index_holds_up_no_query_of_another(db_path: Path) -> None:
+    import threading
+
+    from core.storage.connection import open_connection
+    from core.storage.derived.holder import DerivedIndexes
+
+    def connect() -> Any:
+        return open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        slow, quick = _GatedIndex("slow", gated=True), _GatedIndex("quick", gated=False)
+        holder = DerivedIndexes([slow, quick], connect)
+        holder.build_now("slow")
+        holder.build_now("quick")
+        await fill(engine, {"ann": 5}, sessions_per_agent=1)
+    seen: dict[str, Any] = {}
+
+    def read(index: _GatedIndex, label: str) -> None:
+        conn = connect()
+        try:
+            with holder.reading(conn, index.name) as ready:
+                seen[label] = (ready, index.half_applied, index.applied)
+        finally:
+            conn.close()
+
+    applying = threading.Thread(target=read, args=(slow, "first"))
+    applying.start()
+    assert slow.gate_reached.wait(30)
+    # The quick index is brought up to date and read while the slow one is mid-apply.
+    read(quick, "quick")
+    assert seen["quick"] == (True, False, 5)
+    # A query of the slow index waits for the apply to finish: it never sees it half done.
+    waiting = threading.Thread(target=read, args=(slow, "second"))
+    waiting.start()
+    waiting.join(0.2)
+    assert waiting.is_alive() and "second" not in seen
+    slow.gate.set()
+    applying.join(30)
+    waiting.join(30)
+    assert seen["first"] == seen["second"] == (True, False, 5)
+    holder.close()

@@ -394,17 +394,6 @@ class Database:
         finally:
             self._idle.put_nowait(lane)
 
-    async def aside(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` on a read connection of its own, closed afterwards: for
-        long reads (building a derived index) that must not hold a reader queries wait for.
-        A cancelled caller returns at once; the connection closes when ``fn`` returns."""
-        lane = self._lane("sqlite-aside", True)
-        lane.start()
-        try:
-            return await lane.run(fn, *args)
-        finally:
-            lane.close(wait=False)
-
     async def watch(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on the watch lane: one connection of its own, so
         ``PRAGMA data_version`` read on it moves whenever any other connection commits."""

@@ -9,6 +9,7 @@ to the pool. The operations both backends delegate alike are in
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -37,6 +38,7 @@ from core.storage import (
 )
 from core.storage.backend import BackendFeatures
 from core.storage.connection import Database, select_in
+from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
@@ -93,10 +95,12 @@ class SqliteBackend(SharedOperations):
         self.read_only_reason: str | None = None
         """Why the file is read-only when nobody asked for it (the app's banner says it)."""
         self.namespace_vectors = NamespaceVectors()
-        self.derived = DerivedIndexes([self.namespace_vectors], db.connect_reader)
+        self.full_text_index = FullTextIndex()
+        self.derived = DerivedIndexes([self.namespace_vectors, self.full_text_index],
+                                      db.connect_reader)
         """Indexes derived from the file (:mod:`core.storage.derived`), built on first use."""
-        self.derived_full_text = DerivedFullText()
-        """The namespace full-text leg's in-memory index, built on the first such query."""
+        self.derived_full_text = DerivedFullText(self.derived, self.full_text_index)
+        """The namespace full-text leg from its in-memory index once that is built."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -171,8 +175,7 @@ class SqliteBackend(SharedOperations):
 
     async def close(self) -> None:
         """Close every connection (after a derived index's build in flight)."""
-        self.derived.close()
-        await self.derived_full_text.close()
+        await asyncio.to_thread(self.derived.close)
         self._db.close()
 
     async def vector_leg(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
@@ -186,14 +189,12 @@ class SqliteBackend(SharedOperations):
 
     def _namespace_vector_leg(self, conn: Any, scope: search.Scope, query: np.ndarray, k: int,
                               model: str) -> tuple[list[tuple[str, float]], str]:
-        with self.derived.locked():
-            ready = self.derived.synced(conn, self.namespace_vectors.name)
-            top = self.namespace_vectors.nearest(scope.value, query, k) if ready else []
-        if not ready:
-            return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
-        chunk_ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
-                                         " WHERE fts_rowid IN", [rowid for rowid, _ in top]))
-        # A chunk deleted since the sync is left out, as a later query would leave it.
+        with self.derived.reading(conn, self.namespace_vectors.name) as ready:
+            if not ready:
+                return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
+            top = self.namespace_vectors.nearest(scope.value, query, k)
+            chunk_ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
+                                             " WHERE fts_rowid IN", [r for r, _ in top]))
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)
 
@@ -201,11 +202,8 @@ class SqliteBackend(SharedOperations):
                             ) -> tuple[list[tuple[str, float]], str | None]:
         """bm25 (or raw syntax) rows, and which answered: "like" (the fallback), "derived"
         (a namespace's typed words, from the in-memory index once it is built) or None."""
-        derived = None
-        if search.derived_answers(request):
-            self.derived_full_text.start(self._db.aside)
-            derived = self.derived_full_text
-        return await self._db.read(self._ops.search.full_text_leg, request, derived)
+        return await self._db.read(self._ops.search.full_text_leg, request,
+                                   self.derived_full_text)
 
     async def pulse(self) -> tuple[int, int, int]:
         """(``PRAGMA data_version``, backlog, failed) read on the watch connection."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,15 +28,20 @@ class FullTextFigures:
 async def build_derived_full_text(engine: Any, namespace: str) -> FullTextFigures | None:
     """Start the namespace full-text index's build with one query and wait for it; None
     when the backend keeps no such index (PostgreSQL) or its build failed."""
-    derived = getattr(engine.backend, "derived_full_text", None)
+    backend = engine.backend
+    derived = getattr(backend, "derived_full_text", None)
     if derived is None:
         return None
     before = resident_anon_mb()
     await engine.search(namespace=namespace, query="derived index warm-up", mode="keyword",
                         top_k=1)
-    if not await derived.wait_ready():
+    index = derived.index
+    await asyncio.to_thread(backend.derived.build_now, index.name)  # waits for that build
+    state = backend.derived.state(index.name)
+    if not state.ready:
         return None
-    return FullTextFigures(build_seconds=derived.index.build_seconds,
-                          rows=derived.index.row_count,
-                          arrays_mb=derived.index.nbytes() / (1024 * 1024),
+    with backend.derived.lock(index.name):
+        arrays = index.memory_bytes()
+    return FullTextFigures(build_seconds=state.build_seconds or 0.0, rows=index.row_count,
+                          arrays_mb=arrays / (1024 * 1024),
                           rss_growth_mb=resident_anon_mb() - before)

@@ -33,8 +33,11 @@ def newest_seq(conn: Any) -> int:
     return int(conn.execute("SELECT coalesce(max(seq), 0) FROM chunk_changes").fetchone()[0])
 
 
-def changes_after(conn: Any, watermark: int) -> Changes:
-    """Everything logged after ``watermark``; read it in the transaction that applies it."""
+def changes_after(conn: Any, watermark: int, follows: Iterable[str] = OPS) -> Changes:
+    """Everything logged after ``watermark``; read it in the transaction that applies it.
+
+    A reindex's reset rebuilds only an index that ``follows`` vectors: the text it leaves
+    alone."""
     newest = newest_seq(conn)
     if newest == watermark:
         return Changes(newest)
@@ -47,7 +50,7 @@ def changes_after(conn: Any, watermark: int) -> Changes:
     entries = conn.execute(
         "SELECT seq, fts_rowid, op FROM chunk_changes WHERE seq > ? ORDER BY seq",
         (watermark,)).fetchall()
-    if any(op == "reset" for _, _, op in entries):
+    if "vector" in follows and any(op == "reset" for _, _, op in entries):
         return Changes(newest, rebuild="every vector was reset (reindex)")
     return Changes(newest, entries)
 

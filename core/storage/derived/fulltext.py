@@ -23,19 +23,15 @@ Ties are ordered by rowid. A query word that is several tokens (``foo_bar`` is t
 that is no token at all is not answered here (:meth:`FullTextIndex.search` returns None)
 and the caller keeps FTS5 for it.
 
-The index is kept in step with the file by :meth:`FullTextIndex.apply` (rowids inserted and
-deleted since the last sync) and :meth:`FullTextIndex.sync`, which finds them itself: the
-FTS structure record changes with every write to the index, and every row of
-``chunks_fts_docsize`` carries the ``origin`` of the write that made it, so new rows are
-those above the last origin seen and deletions show as a row count lower than expected.
+The index is kept in step with the file by :class:`core.storage.derived.holder.DerivedIndexes`
+through the change log, as every derived index is: :meth:`FullTextIndex.apply` drops the rows
+deleted or edited since the last sync and reads the inserted and edited ones again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -47,7 +43,6 @@ from core.storage.derived.tokenizer import Tokenizer
 
 K1 = 1.2  # fts5_aux.c
 B = 0.75
-_STRUCTURE_ROWID = 10  # FTS5's structure record: rewritten by every write to the index
 _AVERAGES_ROWID = 1  # FTS5's row count and per-column token totals
 # Below this bound, a word is scored only on rows other words found (see _scored); a top-k
 # row nearly always scores several times more, and the answer is checked either way.
@@ -56,7 +51,7 @@ REBUILD_FLOOR = 4096  # dead slots (deleted rows) always tolerated before a rebu
 _BUILD_BATCH = 5_000  # rows tokenized at a time: bounds the build's transient memory
 _MERGE_EVERY = 16  # batches between merges of the terms' segments (each pins its batch)
 _ROWS = ("SELECT c.fts_rowid, c.chunk_text, c.context_text, coalesce(s.agent_identity, ''),"
-         " d.sz, d.origin FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
+         " d.sz FROM chunks c JOIN sessions s ON s.session_id = c.session_id"
          " JOIN chunks_fts_docsize d ON d.id = c.fts_rowid")
 Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # slots, tf in chunk_text, tf in context
 Key = int | Phrase  # a term id, or a phrase's term ids
@@ -94,18 +89,18 @@ def snapshot(conn: Any) -> Iterator[None]:
 
 
 class FullTextIndex:
-    """Postings and row lengths of ``chunks_fts``'s text and context columns, by namespace."""
+    """Postings and row lengths of ``chunks_fts``'s text and context columns, by namespace.
+
+    Not thread-safe on its own (a search may add a phrase's postings): its holder's lock is
+    held around every call (:meth:`core.storage.derived.holder.DerivedIndexes.reading`).
+    """
+
+    name = "full-text"
+    follows = frozenset({"insert", "delete", "update"})
 
     def __init__(self, tokenizer: Tokenizer | None = None) -> None:
         self.tokenizer = tokenizer or Tokenizer()
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self.build_seconds = 0.0
         self._reset()
-
-    def stop(self) -> None:
-        """Make a build in progress (on another thread) give up at its next batch."""
-        self._stop.set()
 
     def _reset(self) -> None:
         self._rowid = np.zeros(0, dtype=np.int64)
@@ -119,8 +114,6 @@ class FullTextIndex:
         self._clean: dict[Key, int] = {}  # key -> deletions its postings are clean of
         self._phrases: list[Phrase] = []  # the phrases queries asked for, kept up to date
         self._deletions = 0
-        self._max_origin = -1
-        self._version: bytes | None = None
         self._rows = 0  # FTS5's N
         self._tokens = 0  # FTS5's token total over every column
         self._norm: tuple[int, int, np.ndarray] | None = None
@@ -129,55 +122,32 @@ class FullTextIndex:
 
     def build(self, conn: Any) -> None:
         """Everything from the file (one read transaction)."""
-        started = time.perf_counter()
-        with self._lock, snapshot(conn):
+        with snapshot(conn):
             self._reset()
-            self._read_state(conn)
+            self._read_averages(conn)
             rows = conn.execute(_ROWS)
             batches = 0
             while batch := rows.fetchmany(_BUILD_BATCH):
-                if self._stop.is_set():
-                    self._reset()
-                    return
                 self._insert(batch)
                 batches += 1
                 if batches % _MERGE_EVERY == 0:
                     self._merge_all()
             self._merge_all()  # one array per term before the first query
-        self.build_seconds = time.perf_counter() - started
 
     def apply(self, conn: Any, inserted: Sequence[int], deleted: Sequence[int]) -> None:
-        """Chunk fts_rowids inserted and deleted since the last sync (a rowid may be both)."""
-        with self._lock, snapshot(conn):
-            self._read_state(conn)
-            self._kill([*deleted, *inserted])
+        """Drop the ``deleted`` fts_rowids' rows, then read the ``inserted`` ones (a rowid may
+        be both); built afresh instead once dead slots outnumber the live rows."""
+        with snapshot(conn):
+            self._read_averages(conn)
+            self._kill(deleted)
+            live = len(self._slot_of)
+            if self._used - live > max(live, REBUILD_FLOOR):
+                self.build(conn)
+                return
+            self._kill(inserted)  # never two slots for one row
             self._insert(select_in(conn, _ROWS + " WHERE c.fts_rowid IN", sorted(set(inserted))))
 
-    def sync(self, conn: Any) -> bool:
-        """Bring the index up to the file's last commit; True when anything changed."""
-        with self._lock, snapshot(conn):
-            if _record(conn, _STRUCTURE_ROWID) == self._version:
-                return False
-            changed = conn.execute("SELECT id FROM chunks_fts_docsize WHERE origin > ?",
-                                   (self._max_origin,)).fetchall()
-            inserted = [row[0] for row in changed]
-            expected = len(self._slot_of) + sum(rowid not in self._slot_of for rowid in inserted)
-            (present,) = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()
-            deleted: list[int] = []
-            if present != expected:
-                ids = np.fromiter((row[0] for row in conn.execute(
-                    "SELECT id FROM chunks_fts_docsize")), dtype=np.int64)
-                mine = np.fromiter(self._slot_of, dtype=np.int64, count=len(self._slot_of))
-                deleted = np.setdiff1d(mine, ids).tolist()
-            live = len(self._slot_of) - len(deleted)
-            if self._used - live > max(live, REBUILD_FLOOR):
-                self.build(conn)  # more dead slots than live rows: start afresh
-                return True
-            self.apply(conn, inserted, deleted)
-            return True
-
-    def _read_state(self, conn: Any) -> None:
-        self._version = _record(conn, _STRUCTURE_ROWID)
+    def _read_averages(self, conn: Any) -> None:
         averages = varints(_record(conn, _AVERAGES_ROWID) or b"")
         self._rows = averages[0] if averages else 0
         self._tokens = sum(averages[1:])
@@ -203,7 +173,6 @@ class FullTextIndex:
         self._used = end
         for slot, row in enumerate(rows, first):
             self._slot_of[row[0]] = slot
-        self._max_origin = max(self._max_origin, max(row[5] for row in rows))
         texts, contexts = [row[1] for row in rows], [row[2] for row in rows]
         self._add_postings(first, texts, contexts)
         if self._phrases:
@@ -308,32 +277,31 @@ class FullTextIndex:
         term_ids = self.keys(terms)
         if term_ids is None:
             return None
-        with self._lock:
-            for key in term_ids:
-                if isinstance(key, tuple) and key not in self._postings:
-                    if conn is None:
-                        return None
-                    self._add_phrase(conn, key)
-            wanted = self._namespaces.get(namespace)
-            if wanted is None or not term_ids or k <= 0:
-                return []
-            weighed = []  # (postings, idf) of each word with rows, in query order
-            for key in term_ids:
-                postings = self._term_postings(key)
-                if postings is not None and len(postings[0]):
-                    hits = len(postings[0])
-                    idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
-                    weighed.append((postings, 1e-6 if idf <= 0.0 else idf))
-            in_namespace = (self._namespace[:self._used] == wanted
-                            if len(self._namespaces) > 1 else None)
-            light = _light_words([idf for _, idf in weighed])
-            if light:
-                top = self._scored(weighed, light, in_namespace, k, context_weight)
-                if top is not None:
-                    return top
-            top = self._scored(weighed, set(), in_namespace, k, context_weight)
-            assert top is not None
-            return top
+        for key in term_ids:
+            if isinstance(key, tuple) and key not in self._postings:
+                if conn is None:
+                    return None
+                self._add_phrase(conn, key)
+        wanted = self._namespaces.get(namespace)
+        if wanted is None or not term_ids or k <= 0:
+            return []
+        weighed = []  # (postings, idf) of each word with rows, in query order
+        for key in term_ids:
+            postings = self._term_postings(key)
+            if postings is not None and len(postings[0]):
+                hits = len(postings[0])
+                idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
+                weighed.append((postings, 1e-6 if idf <= 0.0 else idf))
+        in_namespace = (self._namespace[:self._used] == wanted
+                        if len(self._namespaces) > 1 else None)
+        light = _light_words([idf for _, idf in weighed])
+        if light:
+            top = self._scored(weighed, light, in_namespace, k, context_weight)
+            if top is not None:
+                return top
+        top = self._scored(weighed, set(), in_namespace, k, context_weight)
+        assert top is not None
+        return top
 
     def _scored(self, weighed: list[tuple[Postings, float]], light: set[int],
                 in_namespace: np.ndarray | None, k: int, context_weight: float,
@@ -404,14 +372,13 @@ class FullTextIndex:
         """Rows indexed since the last build, deleted ones included."""
         return self._used
 
-    def nbytes(self) -> int:
+    def memory_bytes(self) -> int:
         """Bytes of the numpy arrays (postings and per-row), not Python's dictionaries."""
-        with self._lock:
-            arrays: list[np.ndarray] = [self._rowid, self._namespace, self._length, self._alive]
-            total = sum(a.nbytes for a in arrays)
-            for parts in self._postings.values():
-                total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
-            return total
+        arrays: list[np.ndarray] = [self._rowid, self._namespace, self._length, self._alive]
+        total = sum(a.nbytes for a in arrays)
+        for parts in self._postings.values():
+            total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
+        return int(total)
 
 
 def _light_words(idfs: Sequence[float]) -> set[int]:

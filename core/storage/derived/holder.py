@@ -1,23 +1,29 @@
 """The derived indexes of one open file, and how they are kept in step with it.
 
 An index is built from the file in the background the first time a query wants it; until
-then (and while it is rebuilt) :meth:`DerivedIndexes.synced` says no and the query takes the
-SQL path. Before each query that uses it, the reading connection checks the change log's
-newest seq (one index lookup) and, when the file moved, applies the entries after the
-index's watermark in one read transaction, so the rows read match the log read. Every
-writer logs through triggers, so another process's writes are found by the next query.
+then (and while it is rebuilt) :meth:`DerivedIndexes.reading` says no and the query takes the
+SQL path. Before each query that uses it, the reading connection opens a read transaction,
+checks the change log's newest seq (one index lookup) and, when the file moved, applies the
+entries after the index's watermark; the query then reads the index, and any rows it needs,
+in that same snapshot. Every writer logs through triggers, so another process's writes are
+found by the next query.
+
+Each index has a lock of its own, held while it is brought up to date and while a query
+reads it: a query never sees an index half applied, and applying one index (or building
+it) never holds up a query of another.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.storage.derived.changes import Changes, changes_after, collapse, newest_seq
+from core.storage.derived.changes import changes_after, collapse, newest_seq
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,8 @@ class IndexState:
     build_seconds: float | None = None
     rebuilds: int = 0
     problem: str | None = None
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held while the index is applied to and while a query reads it."""
 
 
 class DerivedIndexes:
@@ -62,7 +70,7 @@ class DerivedIndexes:
     def __init__(self, indexes: Sequence[DerivedIndex], connect: Callable[[], Any]) -> None:
         self._states = {index.name: IndexState(index) for index in indexes}
         self._connect = connect
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # the builds' bookkeeping, never held by a query
         self._threads: list[threading.Thread] = []
         self._closed = False
 
@@ -70,32 +78,35 @@ class DerivedIndexes:
         """One index's state (read it under no lock: for reports)."""
         return self._states[name]
 
-    def synced(self, conn: Any, name: str) -> bool:
-        """Bring every ready index up to the file on ``conn``; True when ``name`` is ready
-        (the caller holds :meth:`locked` around the sync and its use of the index).
-
-        An index not built yet starts building in the background and the answer is False.
-        """
+    @contextlib.contextmanager
+    def reading(self, conn: Any, name: str) -> Iterator[bool]:
+        """Inside, ``name`` is up to the file's last commit and locked, and ``conn`` reads in
+        the snapshot it was brought up to; yields True when the index is ready, False when
+        the caller must answer from SQL (an index not built yet starts building in the
+        background)."""
         state = self._states[name]
         if not state.ready:
             self.start_build(name)
-            return False
-        if newest_seq(conn) == min(s.watermark for s in self._states.values() if s.ready):
-            return True
-        conn.execute("BEGIN")  # the log and the rows it names are read in one snapshot
-        try:
-            for other in self._states.values():
-                if other.ready:
-                    self._catch_up(conn, other, changes_after(conn, other.watermark))
-        finally:
-            conn.execute("COMMIT")
-        return state.ready
+            yield False
+            return
+        with state.lock:
+            began = not conn.in_transaction
+            if began:
+                conn.execute("BEGIN")  # the log and the rows it names read in one snapshot
+            try:
+                if state.ready:
+                    self._catch_up(conn, state)
+                yield state.ready
+            finally:
+                if began and conn.in_transaction:
+                    conn.execute("COMMIT")
 
-    def locked(self) -> threading.RLock:
-        """The lock a query holds while it syncs and reads an index."""
-        return self._lock
+    def lock(self, name: str) -> threading.RLock:
+        """``name``'s lock: hold it to read the index outside :meth:`reading` (reports)."""
+        return self._states[name].lock
 
-    def _catch_up(self, conn: Any, state: IndexState, changes: Changes) -> None:
+    def _catch_up(self, conn: Any, state: IndexState) -> None:
+        changes = changes_after(conn, state.watermark, state.index.follows)
         if changes.rebuild is not None:
             log.info("derived index %s: rebuilding: %s", state.index.name, changes.rebuild)
             state.ready = False
@@ -159,7 +170,7 @@ class DerivedIndexes:
             with self._lock:
                 state.building = False
             return
-        with self._lock:
+        with state.lock, self._lock:
             state.watermark = watermark
             state.build_seconds = time.perf_counter() - started
             state.problem = None
