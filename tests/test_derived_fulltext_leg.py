@@ -98,3 +98,44 @@ def test_a_lane_job_that_outlives_its_event_loop_ends_quietly(
     gate.set()
     lane.close()
     assert failures == []
+
+
+async def test_queries_while_another_writer_stores_and_forgets(db_path: Path) -> None:
+    """Both derived indexes applied to while queries read them: every answer is FTS5's
+    and sqlite-vec's at some commit, and the last equals theirs at the end."""
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as reader:
+        await _fill(reader)
+        await reader.drain()
+        await reader.search(namespace="ana", query="garlic", top_k=5)
+        assert await _built(reader)
+        holder = reader.backend.derived  # type: ignore[attr-defined]
+        await asyncio.to_thread(holder.build_now, "namespace-vectors")
+        async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as writer:
+
+            async def write() -> None:
+                for round_ in range(8):
+                    await writer.store_many([(f"w{round_}", n + 1, {
+                        "role": "user", "content": f"garlic zanzibar round {round_} {n}"})
+                        for n in range(6)])
+                    await writer.drain()
+                    if round_ % 2:
+                        await writer.forget(f"w{round_ - 1}")
+
+            async def read() -> list[str]:
+                paths = []
+                for _ in range(12):
+                    found = await reader.search(namespace="ana", query="garlic zanzibar",
+                                                top_k=50)
+                    legs = found.explain()["legs"]
+                    paths.append(f"{legs['fts_path']} / {legs['vector_path']}")
+                return paths
+
+            _, *answers = await asyncio.gather(write(), read(), read())
+        assert {path for paths in answers for path in paths} == {
+            "derived index / namespace matrix (numpy, exact)"}
+        found = await reader.search(namespace="ana", query="garlic zanzibar", top_k=50,
+                                    mode="keyword")
+        sql = await reader.backend.fts_search(Scope(namespace="ana"), ["garlic", "zanzibar"], 50)
+        assert _ranked([(h.chunk_id, h.raw) for h in found.legs.fts]) == _ranked(sql)
+        sessions = {r.session_id for r in found.results}
+        assert {"w1", "w3", "w5", "w7"} <= sessions and not sessions & {"w0", "w2", "w4", "w6"}
