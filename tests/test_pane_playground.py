@@ -146,6 +146,39 @@ async def test_explain_shows_the_legs_terms_and_notes(fixture_db: Path) -> None:
         assert "can never be returned" in shown
 
 
+async def test_explain_names_what_answered_each_leg_and_whether_it_is_exact(
+        fixture_db: Path) -> None:
+    async with running_app(fixture_db, build=False) as (app, pilot):
+        pane = await open_playground(pilot)
+        await ask(pilot, pane, "peanut allergy huts")
+        await pilot.press("e")
+        await settle(pilot)
+        shown = "\n".join(plain(s) for s in app.screen.query(Static))
+        assert "vector sqlite-vec · full text database · exact" in shown
+        await pilot.press("escape")
+        # A namespace's legs from the indexes derived from the file, once they are built.
+        assert app.engine is not None
+        holder = app.engine.backend.derived  # type: ignore[attr-defined]
+        for name in ("namespace-vectors", "full-text"):
+            await asyncio.to_thread(holder.build_now, name)
+        pane.query_one("#pg-scope", Select).value = ("namespace", "support")
+        await settle(pilot)
+        await ask(pilot, pane, "charged twice")
+        await pilot.press("e")
+        await settle(pilot)
+        shown = "\n".join(plain(s) for s in app.screen.query(Static))
+        assert ("vector namespace matrix (numpy, exact) · full text derived index · exact"
+                in shown)
+        await pilot.press("escape")
+        # An approximate answer (PostgreSQL's HNSW) says so.
+        assert pane.found is not None
+        pane.found.legs.vector_approximate = "approximate (HNSW): may miss a few"
+        await pilot.press("e")
+        await settle(pilot)
+        shown = "\n".join(plain(s) for s in app.screen.query(Static))
+        assert "approximate: approximate (HNSW): may miss a few" in shown
+
+
 async def test_judging_updates_recall_and_ndcg_live(fixture_db: Path) -> None:
     async with running_app(fixture_db, build=False) as (app, pilot):
         pane = await open_playground(pilot)

@@ -159,9 +159,22 @@ class ExplainScreen(ModalScreen[None]):
                      + (" (LIKE fallback)" if legs.fts_fallback == "like" else "")
                      + f" · {len(self.found.results)} returned · {len(self.found.cut)} cut · "
                      f"depth {legs.depth}"),
+            ("answered by", self._paths()),
         ]
         return Content("\n").join(Content.assemble((f"{name:<12}", "$text-muted"), value)
                                   for name, value in rows)
+
+    def _paths(self) -> Content:
+        """What answered each leg (the database, or an index derived from it), and whether
+        the answer is exact: a namespace's legs may come from memory, or be approximate."""
+        legs = self.found.legs
+        ran = self.query_explained["legs"]
+        vector = ran["vector_path"] or "did not run"
+        fts = "did not run" if legs.mode == "vector" else ran["fts_path"]
+        exactness = (Content.styled(f"approximate: {legs.vector_approximate}", "$warning")
+                     if legs.vector_approximate else Content("exact"))
+        return Content.assemble(("vector ", VECTOR), vector, " · ", ("full text ", FTS), fts,
+                                " · ", exactness)
 
     def _notes(self) -> Content:
         notes = self.query_explained["notes"]
