@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from core import Engine
 from core.storage import search
@@ -351,3 +352,57 @@ async def test_applying_one_index_holds_up_no_query_of_another(db_path: Path) ->
     waiting.join(30)
     assert seen["first"] == seen["second"] == (True, False, 5)
     holder.close()
+
+
+async def test_a_namespace_query_reads_its_chunks_in_its_legs(
+        db_path: Path, monkeypatch: Any) -> None:
+    """Once both derived indexes answer, each leg reads its chunks by rowid in its own hop:
+    no fetch by id follows, and the answer is the one legs-then-fetch gives."""
+    import functools
+
+    from core.storage.shared_operations import SharedOperations
+
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 60, "bob": 20}, sessions_per_agent=6)
+        backend = await built(engine)
+        await asyncio.to_thread(backend.derived.build_now, backend.full_text_index.name)
+        queries = ["apple pie lisbon", "jazz piano winter", "tax invoice doctor"]
+        fetched: list[int] = []
+        real_fetch = search.fetch_chunks
+        monkeypatch.setattr(search, "fetch_chunks", lambda conn, ids: (
+            fetched.append(len(ids)), real_fetch(conn, ids))[1])
+        ours = [await engine.search(namespace="ann", query=q, top_k=10) for q in queries]
+        assert fetched == []
+        for found in ours:
+            legs = found.explain()["legs"]
+            assert (legs["fts_path"], legs["vector_path"]) == ("derived index",
+                                                              DERIVED_VECTOR_LEG)
+            assert found.results and all(r.text for r in found.results)
+        monkeypatch.setattr(backend, "namespace_legs",
+                            functools.partial(SharedOperations.namespace_legs, backend))
+        theirs = [await engine.search(namespace="ann", query=q, top_k=10) for q in queries]
+        assert fetched  # the shared way: legs, then one fetch by id
+        for mine, other in zip(ours, theirs, strict=True):
+            assert [(r.chunk_id, r.score, r.text, r.metadata) for r in mine.results] == [
+                (r.chunk_id, r.score, r.text, r.metadata) for r in other.results]
+
+
+def test_overlapping_scans_keep_blas_on_one_thread_until_the_last_ends() -> None:
+    from threadpoolctl import threadpool_limits
+
+    from core.storage.derived import vector_matrix
+
+    def blas_threads() -> set[int]:
+        return {info["num_threads"] for info in vector_matrix._blas().info()
+                if info["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("numpy here has no BLAS thread pool to limit")
+    with threadpool_limits(limits=2, user_api="blas"):
+        first, second = (vector_matrix._single_blas_thread() for _ in range(2))
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert blas_threads() == {1}  # the second scan still runs
+        second.__exit__(None, None, None)
+        assert blas_threads() == {2}

@@ -138,40 +138,23 @@ class Retrieval:
 
     async def _namespace_legs(self, legs: KeptLegs, request: LegRequest, full_text: bool,
                               vectors: bool, query_embedding: Sequence[float] | None) -> None:
-        """A namespace's legs at once, each on its own reader: SQLite scores full text
-        while the model embeds the query and sqlite-vec scans; then the chunks they found."""
-        fts_rows: list[tuple[str, float]] = []
-        vector_rows: list[tuple[str, float]] = []
-        fallback = None
-
-        async def fts_leg() -> None:
-            nonlocal fts_rows, fallback
-            started = time.perf_counter()
-            fts_rows, fallback = await self._backend.full_text_leg(request)
-            legs.timings_ms["fts"] = (time.perf_counter() - started) * 1000
-
-        async def vector_leg() -> None:
-            nonlocal vector_rows
-            started = time.perf_counter()
-            qvec = await self._query_vector(legs.query, query_embedding, legs)
-            if qvec is not None:
-                vector_rows, legs.vector_path = await self._backend.vector_leg(
-                    request.scope, qvec, request.depth, request.model, list(request.tags))
-                if not self._backend.features.exact_vector_search and not request.tags:
-                    # A session's vectors, and tagged ones, are ranked exactly on every
-                    # backend; a namespace's may go through an approximate index.
-                    legs.vector_approximate = (
-                        "approximate (HNSW): the namespace's nearest chunks come from an "
-                        "approximate index, which may miss a few of the exact ones")
-            legs.timings_ms["vector"] = (time.perf_counter() - started) * 1000
-
-        await asyncio.gather(*([fts_leg()] if full_text else []),
-                             *([vector_leg()] if vectors else []))
-        self._keep(legs, fts_rows, fallback, vector_rows)
-        started = time.perf_counter()
-        ids = {hit.chunk_id for hit in legs.vector} | {hit.chunk_id for hit in legs.fts}
-        legs.chunks = await self._backend.fetch_chunks(sorted(ids))
-        legs.timings_ms["fetch"] = (time.perf_counter() - started) * 1000
+        """A namespace's legs at once, each on its own reader, with the chunks they found:
+        the full-text leg runs while the model embeds the query."""
+        rows = await self._backend.namespace_legs(
+            request, full_text=full_text,
+            query_vector=self._query_vector(legs.query, query_embedding, legs)
+            if vectors else None)
+        self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
+        legs.vector_path = rows.vector_path
+        if (rows.vector_path is not None and not self._backend.features.exact_vector_search
+                and not request.tags):
+            # A session's vectors, and tagged ones, are ranked exactly on every backend; a
+            # namespace's may go through an approximate index.
+            legs.vector_approximate = (
+                "approximate (HNSW): the namespace's nearest chunks come from an "
+                "approximate index, which may miss a few of the exact ones")
+        legs.chunks = rows.chunks
+        legs.timings_ms.update(rows.timings_ms)
 
     @staticmethod
     def _keep(legs: KeptLegs, fts_rows: list[tuple[str, float]], fallback: str | None,

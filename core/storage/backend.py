@@ -26,7 +26,7 @@ column names of seed 001's schema and of the workbench's own tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -213,6 +213,13 @@ class Backend(Protocol):
         """:meth:`vector_search`'s rows, and what answered them: the database's own search,
         or an index derived from it (a namespace's matrix in memory), named for
         explanations."""
+
+    async def namespace_legs(self, request: LegRequest, *, full_text: bool,
+                             query_vector: Awaitable[np.ndarray | None] | None) -> LegRows:
+        """A namespace's full-text leg (when ``full_text``) and vector leg (when
+        ``query_vector`` is given: the leg runs once it yields a vector; None skips it) at
+        once, and the chunks they found, with what answered the vector leg in
+        ``vector_path``; each leg is one snapshot, the two may straddle a commit."""
 
     async def run_legs(self, request: LegRequest, *, full_text: bool) -> LegRows:
         """The request's vector leg, full-text leg (when ``full_text``) and the chunks they

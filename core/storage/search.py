@@ -251,6 +251,7 @@ class LegRows:
     vector: list[tuple[str, float]]
     chunks: dict[str, dict[str, Any]]
     timings_ms: dict[str, float]
+    vector_path: str | None = None  # what answered the vector leg (None: the backend's own)
 
 
 def derived_answers(request: LegRequest) -> bool:
@@ -261,9 +262,11 @@ def derived_answers(request: LegRequest) -> bool:
 
 
 def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | None = None,
+                  chunks: dict[str, dict[str, Any]] | None = None,
                   ) -> tuple[list[tuple[str, float]], str | None]:
     """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback; and
-    which answered: "like", "derived" (``derived``'s index, when it could) or None (FTS5)."""
+    which answered: "like", "derived" (``derived``'s index, when it could) or None (FTS5).
+    The derived index adds the rows it found to ``chunks`` when given (one read for both)."""
     scope, depth, tags = request.scope, request.depth, request.tags
     if request.raw_expression is not None:
         return fts_search_raw(conn, scope, request.raw_expression, depth, tags,
@@ -271,7 +274,7 @@ def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | Non
     rows = None
     if derived is not None and derived_answers(request):
         rows = derived.rows(conn, scope.namespace or "", request.terms, depth,
-                            request.context_weight)
+                            request.context_weight, chunks)
     answered = None if rows is None else "derived"
     if rows is None:
         rows = fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
@@ -410,6 +413,13 @@ def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
 def chunk_context(chunk: dict[str, Any]) -> str:
     """A fetched chunk's conversational context, one previous message per line."""
     return chunk["context_text"].replace(CONTEXT_SEPARATOR, "\n")
+
+
+def chunks_by_rowid(conn: Any, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Chunk rows by fts_rowid (what a derived index holds), as :func:`fetch_chunks` reads
+    them."""
+    return {row[0]: _chunk(row)
+            for row in select_in(conn, _CHUNK_SELECT + " WHERE fts_rowid IN", rowids)}
 
 
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -188,15 +189,80 @@ class SqliteBackend(SharedOperations):
         return await self._db.read(self._namespace_vector_leg, scope, query, k, model)
 
     def _namespace_vector_leg(self, conn: Any, scope: search.Scope, query: np.ndarray, k: int,
-                              model: str) -> tuple[list[tuple[str, float]], str]:
+                              model: str, chunks: dict[str, dict[str, Any]] | None = None,
+                              ) -> tuple[list[tuple[str, float]], str]:
+        """The namespace's nearest chunks; with ``chunks``, the matrix's rows are read whole
+        into it, in the read that names them."""
         with self.derived.reading(conn, self.namespace_vectors.name) as ready:
             if not ready:
                 return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
             top = self.namespace_vectors.nearest(scope.value, query, k)
-            chunk_ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
-                                             " WHERE fts_rowid IN", [r for r, _ in top]))
+            rowids = [rowid for rowid, _ in top]
+            if chunks is None:
+                chunk_ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
+                                                 " WHERE fts_rowid IN", rowids))
+            else:
+                found = search.chunks_by_rowid(conn, rowids)
+                chunks.update((chunk["chunk_id"], chunk) for chunk in found.values())
+                chunk_ids = {rowid: chunk["chunk_id"] for rowid, chunk in found.items()}
+        # A chunk deleted since the sync is left out, as a later query would leave it.
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)
+
+    async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
+                             query_vector: Awaitable[np.ndarray | None] | None,
+                             ) -> search.LegRows:
+        """Each leg reads the chunks it found in its own hop, so no third read follows
+        them: the full-text leg's hits (by rowid from the derived index, else by id), and
+        the vector leg's (by rowid from the matrix, else by id)."""
+        timings: dict[str, float] = {}
+        fts_rows: list[tuple[str, float]] = []
+        vector_rows: list[tuple[str, float]] = []
+        fallback: str | None = None
+        path: str | None = None
+        chunks: dict[str, dict[str, Any]] = {}
+
+        def fts_hop(conn: Any) -> tuple[list[tuple[str, float]], str | None,
+                                        dict[str, dict[str, Any]], float]:
+            found: dict[str, dict[str, Any]] = {}
+            rows, answered = search.full_text_leg(conn, request, self.derived_full_text, found)
+            return (rows, answered, *_rest_of_chunks(conn, rows, found))
+
+        def vector_hop(conn: Any, vector: np.ndarray) -> tuple[
+                list[tuple[str, float]], str, dict[str, dict[str, Any]], float]:
+            found: dict[str, dict[str, Any]] = {}
+            if request.tags:
+                rows = search.vector_search(conn, request.scope, vector, request.depth,
+                                            request.model, request.tags)
+                answered = self.vector_leg_name
+            else:
+                rows, answered = self._namespace_vector_leg(
+                    conn, request.scope, vector, request.depth, request.model, found)
+            return (rows, answered, *_rest_of_chunks(conn, rows, found))
+
+        async def fts_leg() -> None:
+            nonlocal fts_rows, fallback
+            started = time.perf_counter()
+            fts_rows, fallback, found, fetch_ms = await self._db.read(fts_hop)
+            chunks.update(found)
+            timings["fts"] = (time.perf_counter() - started) * 1000 - fetch_ms
+            timings["fetch"] = max(timings.get("fetch", 0.0), fetch_ms)
+
+        async def vector_leg() -> None:
+            nonlocal vector_rows, path
+            assert query_vector is not None
+            started = time.perf_counter()
+            vector = await query_vector
+            fetch_ms = 0.0
+            if vector is not None:
+                vector_rows, path, found, fetch_ms = await self._db.read(vector_hop, vector)
+                chunks.update(found)
+            timings["vector"] = (time.perf_counter() - started) * 1000 - fetch_ms
+            timings["fetch"] = max(timings.get("fetch", 0.0), fetch_ms)
+
+        await asyncio.gather(*([fts_leg()] if full_text else []),
+                             *([vector_leg()] if query_vector is not None else []))
+        return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
 
     async def full_text_leg(self, request: search.LegRequest,
                             ) -> tuple[list[tuple[str, float]], str | None]:
@@ -259,6 +325,17 @@ class SqliteBackend(SharedOperations):
                 problems.append(f"chunks_fts: {exc}")
             return problems
         return await self._db.read(check) if self.read_only else await self._db.write(check)
+
+
+def _rest_of_chunks(conn: Any, rows: list[tuple[str, float]],
+                    found: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], float]:
+    """``found`` with the chunks of ``rows`` it lacks read by id, and the ms that read took
+    (a leg answered by SQL names its rows by id only)."""
+    started = time.perf_counter()
+    missing = [chunk_id for chunk_id, _ in rows if chunk_id not in found]
+    if missing:
+        found.update(search.fetch_chunks(conn, missing))
+    return found, (time.perf_counter() - started) * 1000
 
 
 def _database(path: Path, config: StorageConfig, read_only: bool) -> Database:

@@ -16,6 +16,7 @@ from typing import Any
 from core.storage.connection import select_in
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
+from core.storage.search import chunks_by_rowid
 
 
 class DerivedFullText:
@@ -26,15 +27,23 @@ class DerivedFullText:
         self.index = index
 
     def rows(self, conn: Any, namespace: str, terms: Sequence[str], k: int,
-             context_weight: float) -> list[tuple[str, float]] | None:
+             context_weight: float, chunks: dict[str, dict[str, Any]] | None = None,
+             ) -> list[tuple[str, float]] | None:
         """The namespace's top ``k`` (chunk_id, -bm25), or None when the index cannot answer
-        (not built yet, or a word that is no token)."""
+        (not built yet, or a word that is no token). With ``chunks``, the rows found are
+        read whole into it (by chunk id), in the read that names them."""
         with self.holder.reading(conn, self.index.name) as ready:
             if not ready:
                 return None
             top = self.index.search(namespace, terms, k, context_weight, conn)
             if top is None:
                 return None
-            ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
-                                       " WHERE fts_rowid IN", [rowid for rowid, _ in top]))
+            rowids = [rowid for rowid, _ in top]
+            if chunks is None:
+                ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
+                                           " WHERE fts_rowid IN", rowids))
+            else:
+                found = chunks_by_rowid(conn, rowids)
+                chunks.update((chunk["chunk_id"], chunk) for chunk in found.values())
+                ids = {rowid: chunk["chunk_id"] for rowid, chunk in found.items()}
         return [(ids[rowid], score) for rowid, score in top if rowid in ids]

@@ -14,8 +14,10 @@ rowid -> (namespace, row) table (8 bytes each).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,32 @@ _NOT_HELD = -1
 def _blas() -> ThreadpoolController:
     """The process's BLAS thread pools (found once: the search costs milliseconds)."""
     return ThreadpoolController()
+
+
+_single_blas_lock = threading.Lock()
+_single_blas_users = 0
+_single_blas_limit: Any = None
+
+
+@contextlib.contextmanager
+def _single_blas_thread() -> Iterator[None]:
+    """BLAS on one thread per call while any scan runs. The limit is process-wide, so it
+    is counted: two scans that overlap restore the original only when both are done (one
+    that restored on its own would leave the other on BLAS's threads, or the process on
+    one thread for good)."""
+    global _single_blas_users, _single_blas_limit
+    with _single_blas_lock:
+        if _single_blas_users == 0:
+            _single_blas_limit = _blas().limit(limits=1, user_api="blas")
+        _single_blas_users += 1
+    try:
+        yield
+    finally:
+        with _single_blas_lock:
+            _single_blas_users -= 1
+            if _single_blas_users == 0:
+                _single_blas_limit.restore_original_limits()
+                _single_blas_limit = None
 
 
 class _Space:
@@ -200,11 +228,7 @@ class NamespaceVectors:
         norm = float(np.linalg.norm(vector))
         if norm == 0.0 or vector.shape[0] != space.vectors.shape[1]:
             return []
-        # The scan is memory-bound, and it runs beside the full-text leg on the other core:
-        # a second BLAS thread only contends with it (measured at 100k, namespace hybrid p95
-        # 15.1 ms with BLAS's two threads, 10.5 with one).
-        with _blas().limit(limits=1, user_api="blas"):
-            distances = 1.0 - space.vectors[:space.size] @ (vector / norm)
+        distances = _distances(space.vectors[:space.size], vector / norm)
         rowids = space.rowids[:space.size]
         if space.size > k:
             cut = np.partition(distances, k - 1)[k - 1]
@@ -226,6 +250,18 @@ class NamespaceVectors:
     def memory_bytes(self) -> int:
         """The bytes of every array it holds (matrices with their spare rows, rowids, map)."""
         return sum(space.nbytes() for space in self._spaces.values()) + int(self._where.nbytes)
+
+
+def _distances(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``1 - matrix @ query``, BLAS on one thread.
+
+    The scan is memory-bound, and it runs beside the full-text leg on the other core: a
+    second BLAS thread only contended with it (measured at 100k, namespace hybrid p95 15.1
+    ms with BLAS's two threads, 10.5 with one). Splitting it in halves over two plain
+    threads did no better either (p95 10.2 -> 15.3 ms in one interleaved run).
+    """
+    with _single_blas_thread():
+        return 1.0 - matrix @ query
 
 
 def _dimension(conn: Any) -> int | None:
