@@ -214,7 +214,8 @@ class SqliteBackend(SharedOperations):
                              ) -> search.LegRows:
         """Each leg reads the chunks it found in its own hop, so no third read follows
         them: the full-text leg's hits (by rowid from the derived index, else by id), and
-        the vector leg's (by rowid from the matrix, else by id)."""
+        the vector leg's (by rowid from the matrix, else by id). Each leg's time includes
+        that read: there is no "fetch" timing."""
         timings: dict[str, float] = {}
         fts_rows: list[tuple[str, float]] = []
         vector_rows: list[tuple[str, float]] = []
@@ -223,13 +224,13 @@ class SqliteBackend(SharedOperations):
         chunks: dict[str, dict[str, Any]] = {}
 
         def fts_hop(conn: Any) -> tuple[list[tuple[str, float]], str | None,
-                                        dict[str, dict[str, Any]], float]:
+                                        dict[str, dict[str, Any]]]:
             found: dict[str, dict[str, Any]] = {}
             rows, answered = search.full_text_leg(conn, request, self.derived_full_text, found)
-            return (rows, answered, *_rest_of_chunks(conn, rows, found))
+            return rows, answered, _rest_of_chunks(conn, rows, found)
 
         def vector_hop(conn: Any, vector: np.ndarray) -> tuple[
-                list[tuple[str, float]], str, dict[str, dict[str, Any]], float]:
+                list[tuple[str, float]], str, dict[str, dict[str, Any]]]:
             found: dict[str, dict[str, Any]] = {}
             if request.tags:
                 rows = search.vector_search(conn, request.scope, vector, request.depth,
@@ -238,27 +239,24 @@ class SqliteBackend(SharedOperations):
             else:
                 rows, answered = self._namespace_vector_leg(
                     conn, request.scope, vector, request.depth, request.model, found)
-            return (rows, answered, *_rest_of_chunks(conn, rows, found))
+            return rows, answered, _rest_of_chunks(conn, rows, found)
 
         async def fts_leg() -> None:
             nonlocal fts_rows, fallback
             started = time.perf_counter()
-            fts_rows, fallback, found, fetch_ms = await self._db.read(fts_hop)
+            fts_rows, fallback, found = await self._db.read(fts_hop)
             chunks.update(found)
-            timings["fts"] = (time.perf_counter() - started) * 1000 - fetch_ms
-            timings["fetch"] = max(timings.get("fetch", 0.0), fetch_ms)
+            timings["fts"] = (time.perf_counter() - started) * 1000
 
         async def vector_leg() -> None:
             nonlocal vector_rows, path
             assert query_vector is not None
             started = time.perf_counter()
             vector = await query_vector
-            fetch_ms = 0.0
             if vector is not None:
-                vector_rows, path, found, fetch_ms = await self._db.read(vector_hop, vector)
+                vector_rows, path, found = await self._db.read(vector_hop, vector)
                 chunks.update(found)
-            timings["vector"] = (time.perf_counter() - started) * 1000 - fetch_ms
-            timings["fetch"] = max(timings.get("fetch", 0.0), fetch_ms)
+            timings["vector"] = (time.perf_counter() - started) * 1000
 
         await asyncio.gather(*([fts_leg()] if full_text else []),
                              *([vector_leg()] if query_vector is not None else []))
@@ -328,14 +326,13 @@ class SqliteBackend(SharedOperations):
 
 
 def _rest_of_chunks(conn: Any, rows: list[tuple[str, float]],
-                    found: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], float]:
-    """``found`` with the chunks of ``rows`` it lacks read by id, and the ms that read took
-    (a leg answered by SQL names its rows by id only)."""
-    started = time.perf_counter()
+                    found: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``found`` with the chunks of ``rows`` it lacks read by id (a leg answered by SQL
+    names its rows by id only)."""
     missing = [chunk_id for chunk_id, _ in rows if chunk_id not in found]
     if missing:
         found.update(search.fetch_chunks(conn, missing))
-    return found, (time.perf_counter() - started) * 1000
+    return found
 
 
 def _database(path: Path, config: StorageConfig, read_only: bool) -> Database:

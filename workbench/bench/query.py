@@ -77,8 +77,9 @@ class QueryFigures:
     numpy_p50_ms: float
     numpy_p95_ms: float
     # Where a query's time goes, p50 of the legs' own timings (SearchResult.legs.timings_ms):
-    # "vector" includes embedding the query, "fetch" reads the chunk rows the legs named; the
-    # rest of a query is fusion and thread hops.
+    # "vector" includes embedding the query, "fetch" reads the chunk rows the legs named (0
+    # where each leg reads its own, as SQLite's namespace legs do); the rest of a query is
+    # fusion and thread hops.
     session_fts_p50_ms: float
     session_vector_p50_ms: float
     session_fetch_p50_ms: float
@@ -132,8 +133,9 @@ class QueryFigures:
                 f"{_goal(self.namespace_p95_ms <= PG_NAMESPACE_GOAL_MS)})"
                 if self.backend == "postgresql" else ""),
             f"  legs p50            fts {self.namespace_fts_p50_ms:.3f} ms, vector "
-            f"{self.namespace_vector_p50_ms:.3f} ms (incl. embedding), fetch of the chunks "
-            f"{self.namespace_fetch_p50_ms:.3f} ms",
+            f"{self.namespace_vector_p50_ms:.3f} ms (incl. embedding), " + (
+                f"fetch of the chunks {self.namespace_fetch_p50_ms:.3f} ms"
+                if self.namespace_fetch_p50_ms else "each reading the chunks it found"),
             f"numpy brute force     p50 {self.numpy_p50_ms:.3f} ms, p95 {self.numpy_p95_ms:.3f} ms"
             f"  (cosine top-{TOP_K} over all {self.chunks:,} vectors in RAM)",
             f"namespace / numpy     {ratio:.2f}x at p95  (goal <= {NAMESPACE_GOAL_RATIO:g}x: "
