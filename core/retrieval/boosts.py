@@ -110,22 +110,31 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
                      weight: float, window: int) -> list[Fused]:
     """Each item plus ``weight`` times the best score of a candidate of its session that
     starts within ``window`` messages before it or after it (its own message's chunks aside)."""
-    starting: dict[tuple[str, int], float] = {}  # (session, sequence_start) -> best score
+    # session -> sequence_start -> best score (never below 0). A namespace's candidates come
+    # from hundreds of sessions, most holding one or two: each item then scans its session's
+    # few starts instead of looking up every sequence of its window.
+    starting: dict[str, dict[int, float]] = {}
     for item in items:
         chunk = chunks.get(item.chunk_id)
         if chunk is not None:
-            start = (chunk["session_id"], chunk["sequence_start"])
-            starting[start] = max(item.score, starting.get(start, 0.0))
+            starts = starting.setdefault(chunk["session_id"], {})
+            start = chunk["sequence_start"]
+            starts[start] = max(item.score, starts.get(start, 0.0))
     result = []
     for item in items:
         chunk = chunks.get(item.chunk_id)
         if chunk is None:
             result.append(item)
             continue
-        session, first, last = chunk["session_id"], chunk["sequence_start"], chunk["sequence_end"]
-        best = max((starting.get((session, sequence), 0.0) for sequence in
-                    (*range(first - window, first), *range(last + 1, last + window + 1))),
-                   default=0.0)
+        first, last = chunk["sequence_start"], chunk["sequence_end"]
+        starts = starting[chunk["session_id"]]
+        if len(starts) > 2 * window:
+            best = max(starts.get(sequence, 0.0) for sequence in (
+                *range(first - window, first), *range(last + 1, last + window + 1)))
+        else:
+            best = max((score for start, score in starts.items()
+                        if first - window <= start < first or last < start <= last + window),
+                       default=0.0)
         gain = weight * best
         result.append(item if not gain else Fused(item.chunk_id, item.score + gain, item.vector,
                                                   item.fts, item.speaker, gain, item.date))
