@@ -286,8 +286,8 @@ class Lane:
 
 def _answer(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any,
             exc: BaseException | None) -> None:
-    """Hand a job's outcome to its loop; a loop closed meanwhile (a background job that
-    outlived its caller, e.g. a cancelled index build) has nobody left to take it."""
+    """Hand a job's outcome to its loop; a loop closed meanwhile (a job that outlived its
+    cancelled caller) has nobody left to take it."""
     try:
         loop.call_soon_threadsafe(_settle, future, result, exc)
     except RuntimeError:
