@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from core.storage.backend import Backend
 from core.storage.search import LegRequest, Scope
 from tests.backend.builders import embed_backlog, store, unit
@@ -88,3 +90,29 @@ async def test_run_legs_brings_both_legs_and_their_chunks(backend: Backend) -> N
     assert {chunk["text"] for chunk in legs.chunks.values()} == {"a zebra", "a horse"}
     vector_only = await backend.run_legs(request, full_text=False)
     assert vector_only.fts == [] and len(vector_only.vector) == 2
+
+
+async def test_namespace_legs_bring_both_legs_their_chunks_and_what_answered(
+        backend: Backend) -> None:
+    await store(backend, "mine", 1, "a zebra")
+    await store(backend, "yours", 1, "a horse")
+    await store(backend, "bobs", 1, "bob's zebra", agent="bob")
+    await embed_backlog(backend, {"a zebra": unit(0.0, 1.0), "a horse": unit(1.0),
+                                  "bob's zebra": unit(1.0)})
+    request = LegRequest(scope=ANA, depth=5, terms=("zebra",), like_text="zebra",
+                         model="contract-model")
+    embedded: list[str] = []
+
+    async def vector() -> np.ndarray:
+        embedded.append("asked")
+        return unit(1.0)
+
+    legs = await backend.namespace_legs(request, full_text=True, query_vector=vector())
+    assert embedded == ["asked"]
+    assert await _texts(backend, legs.fts) == ["a zebra"]
+    assert await _texts(backend, legs.vector) == ["a horse", "a zebra"]
+    assert {chunk["text"] for chunk in legs.chunks.values()} == {"a zebra", "a horse"}
+    assert legs.vector_path
+    full_text_only = await backend.namespace_legs(request, full_text=True, query_vector=None)
+    assert full_text_only.vector == [] and full_text_only.vector_path is None
+    assert {chunk["text"] for chunk in full_text_only.chunks.values()} == {"a zebra"}
