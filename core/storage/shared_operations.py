@@ -12,16 +12,14 @@ the backlog claim, diagnostics. The promise of each operation is stated once, in
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from core.errors import ReadOnlyDatabase
-from core.storage.search import LegRows
+from core.storage.namespace_legs import legs_then_fetch
 
 if TYPE_CHECKING:
     from core.storage import copying, events, note_listing, notes, search, summaries
@@ -286,38 +284,9 @@ class SharedOperations:
     async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
                              ) -> search.LegRows:
-        """A namespace's legs side by side, each on a reader of its own (the vector leg once
-        ``query_vector`` is ready, so the full-text leg runs while the query is embedded),
-        then the chunks they found."""
-        timings: dict[str, float] = {}
-        fts_rows: list[tuple[str, float]] = []
-        vector_rows: list[tuple[str, float]] = []
-        fallback: str | None = None
-        path: str | None = None
-
-        async def fts_leg() -> None:
-            nonlocal fts_rows, fallback
-            started = time.perf_counter()
-            fts_rows, fallback = await self.full_text_leg(request)
-            timings["fts"] = (time.perf_counter() - started) * 1000
-
-        async def vector_leg() -> None:
-            nonlocal vector_rows, path
-            assert query_vector is not None
-            started = time.perf_counter()
-            vector = await query_vector
-            if vector is not None:
-                vector_rows, path = await self.vector_leg(
-                    request.scope, vector, request.depth, request.model, list(request.tags))
-            timings["vector"] = (time.perf_counter() - started) * 1000
-
-        await asyncio.gather(*([fts_leg()] if full_text else []),
-                             *([vector_leg()] if query_vector is not None else []))
-        started = time.perf_counter()
-        chunks = await self.fetch_chunks(sorted({row[0] for row in fts_rows}
-                                                | {row[0] for row in vector_rows}))
-        timings["fetch"] = (time.perf_counter() - started) * 1000
-        return LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
+        """Both legs at once, then the chunks they found (:func:`legs_then_fetch`)."""
+        return await legs_then_fetch(self, request, full_text=full_text,
+                                     query_vector=query_vector)
 
     async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Chunk rows by id."""
