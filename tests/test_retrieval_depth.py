@@ -75,3 +75,13 @@ async def test_a_deeper_pool_changes_how_the_fusion_scales_the_same_candidate(
         weakest_of_six = shallow.legs.fts[5].chunk_id
         assert fts_scores(shallow)[weakest_of_six] == 0.0
         assert fts_scores(deep)[weakest_of_six] > 0.0
+
+
+async def test_get_context_asks_no_deeper_than_its_vector_ranking_needs(memory: str) -> None:
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
+        await engine.store("talk", 1, {"role": "user", "content": "painting the fence"})
+        await engine.drain()
+        await engine.get_context("talk", "painting")
+        log = await engine.retrieval_log(1, caller="get_context")
+        # top_k 20 (4 x relevance_limit 5), at least 5 x top_k: the configured 250 is not read.
+        assert log[0]["params"]["candidate_depth"] == 100

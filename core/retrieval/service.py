@@ -334,9 +334,10 @@ class Retrieval:
             add(MemoryRecord(**row), "salience")
         relevant = 0
         if query.strip():
+            wanted_k = max(rcfg.relevance_limit * 4, 20)
+            # Vector mode ranks by the vector leg alone: a deeper pool would change nothing.
             found = await self.search(session_id=session_id, query=query, mode="vector",
-                                      top_k=max(rcfg.relevance_limit * 4, 20),
-                                      caller=caller)
+                                      top_k=wanted_k, candidate_depth=wanted_k, caller=caller)
             wanted: dict[int, float] = {}
             for result in found.results:
                 similarity = result.vector_raw
