@@ -6,27 +6,27 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput
-from core.retrieval.depth import MAX_DEPTH, NAMESPACE_DEPTH, leg_depth
+from core.retrieval.depth import MAX_DEPTH, SHALLOW_DEPTH, leg_depth
 from core.retrieval.search import SearchResult
 from tests.conftest import DETERMINISTIC
 
 
-def test_a_session_query_takes_the_configured_depth_a_namespace_query_its_own() -> None:
-    assert leg_depth(250, None, session_scope=True, top_k=10) == 250
-    assert leg_depth(250, None, session_scope=False, top_k=10) == NAMESPACE_DEPTH
-    assert leg_depth(250, 30, session_scope=False, top_k=2) == 30  # asked: either scope
-    assert leg_depth(250, 30, session_scope=True, top_k=2) == 30
+def test_a_hybrid_session_query_takes_the_configured_depth_any_other_the_shallow_one() -> None:
+    assert leg_depth(250, None, fused_session=True, top_k=10) == 250
+    assert leg_depth(250, None, fused_session=False, top_k=10) == SHALLOW_DEPTH
+    assert leg_depth(250, 30, fused_session=False, top_k=2) == 30  # asked: any query
+    assert leg_depth(250, 30, fused_session=True, top_k=2) == 30
 
 
 def test_the_depth_is_never_below_five_times_top_k_nor_above_the_limit() -> None:
-    assert leg_depth(20, None, session_scope=True, top_k=10) == 50
-    assert leg_depth(250, None, session_scope=True, top_k=4000) == MAX_DEPTH
+    assert leg_depth(20, None, fused_session=True, top_k=10) == 50
+    assert leg_depth(250, None, fused_session=True, top_k=4000) == MAX_DEPTH
 
 
 @pytest.mark.parametrize("asked", [0, -1, MAX_DEPTH + 1, 2.5, True, "50"])
 def test_a_depth_out_of_range_is_refused(asked: object) -> None:
     with pytest.raises(InvalidInput, match="candidate_depth must be an integer from 1"):
-        leg_depth(250, asked, session_scope=True, top_k=10)
+        leg_depth(250, asked, fused_session=True, top_k=10)
 
 
 async def test_the_depth_is_configured_explained_logged_and_replayed(memory: str) -> None:
@@ -41,7 +41,10 @@ async def test_the_depth_is_configured_explained_logged_and_replayed(memory: str
         assert len(found.legs.fts) == len(found.legs.vector) == 7
         assert found.explain()["legs"]["depth"] == 7
         across = await engine.search(namespace=engine.config.agent, query="painting", top_k=1)
-        assert across.legs.depth == NAMESPACE_DEPTH and len(across.legs.fts) == 12
+        assert across.legs.depth == SHALLOW_DEPTH and len(across.legs.fts) == 12
+        one_leg = await engine.search(session_id="talk", query="painting", top_k=1,
+                                      mode="keyword")
+        assert one_leg.legs.depth == SHALLOW_DEPTH and len(one_leg.legs.fts) == 12
 
         asked = await engine.search(session_id="talk", query="painting", top_k=1,
                                     candidate_depth=9)

@@ -16,18 +16,18 @@ from core.errors import InvalidInput
 
 # sqlite-vec answers a KNN query for at most 4096 neighbours: no leg is asked for more.
 MAX_DEPTH = 4096
-# A namespace query's legs: deeper ones cost 3-5x in fetching and re-ranking across
-# thousands of sessions (``workbench bench query``), and the gain above was measured on
-# session queries only.
-NAMESPACE_DEPTH = 50
+# Every other query's legs: a namespace query's deeper ones cost 3-5x in fetching and
+# re-ranking across thousands of sessions (``workbench bench query``), and a keyword or
+# vector query ranks by its one leg's order, which no deeper pool changes.
+SHALLOW_DEPTH = 50
 
 
-def leg_depth(configured: int, asked: object, *, session_scope: bool, top_k: int) -> int:
+def leg_depth(configured: int, asked: object, *, fused_session: bool, top_k: int) -> int:
     """The candidates each leg returns: ``asked``, else ``configured`` (the config's
-    ``candidate_depth``) for a session query and :data:`NAMESPACE_DEPTH` for a namespace
-    one; never fewer than 5 x ``top_k``. InvalidInput names an ``asked`` out of range."""
+    ``candidate_depth``) for a hybrid query of one session and :data:`SHALLOW_DEPTH` for
+    any other; never fewer than 5 x ``top_k``. InvalidInput names an ``asked`` out of range."""
     if asked is None:
-        chosen = configured if session_scope else NAMESPACE_DEPTH
+        chosen = configured if fused_session else SHALLOW_DEPTH
     elif isinstance(asked, bool) or not isinstance(asked, int) or not 1 <= asked <= MAX_DEPTH:
         raise InvalidInput(f"candidate_depth must be an integer from 1 to {MAX_DEPTH}, "
                            f"got {inputs.shown(asked)}")

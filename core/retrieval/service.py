@@ -95,7 +95,8 @@ class Retrieval:
             self._config.retrieval, speaker_boost=speaker_boost, date_boost=date_boost,
             neighbour_weight=neighbour_weight, neighbour_window=neighbour_window))
         depth = leg_depth(self._config.retrieval.candidate_depth, candidate_depth,
-                          session_scope=session_id is not None, top_k=top_k)
+                          fused_session=session_id is not None and mode_used == "hybrid",
+                          top_k=top_k)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
                         fts_expression=query if raw_fts else retrieval.terms_expression(terms),
@@ -334,10 +335,9 @@ class Retrieval:
             add(MemoryRecord(**row), "salience")
         relevant = 0
         if query.strip():
-            wanted_k = max(rcfg.relevance_limit * 4, 20)
-            # Vector mode ranks by the vector leg alone: a deeper pool would change nothing.
             found = await self.search(session_id=session_id, query=query, mode="vector",
-                                      top_k=wanted_k, candidate_depth=wanted_k, caller=caller)
+                                      top_k=max(rcfg.relevance_limit * 4, 20),
+                                      caller=caller)
             wanted: dict[int, float] = {}
             for result in found.results:
                 similarity = result.vector_raw
