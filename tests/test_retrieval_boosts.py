@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from core import Engine
 from core.errors import InvalidInput
 from core.retrieval.boosts import CACHED_METADATA_CHARS, named_speakers, speaker_name
-from core.retrieval.dates import candidate_dates, parse_date, query_period
+from core.retrieval.dates import candidate_dates, message_date, parse_date, query_period
 from core.retrieval.fusion import LegHit
 from core.retrieval.search import KeptLegs, Ranking, rank
 from tests.conftest import DETERMINISTIC
@@ -245,3 +245,13 @@ def test_a_speaker_is_read_alike_from_short_and_long_metadata() -> None:
     tool = {"metadata_json": json.dumps({"role": "tool", "name": "search"})}
     assert [speaker_name(c) for c in (short, short, long, long, tool)] == [
         "Ann", "Ann", "Ann", "Ann", None]
+
+
+def test_a_message_date_is_read_alike_from_short_and_long_metadata() -> None:
+    short = {"metadata_json": json.dumps({"session_date": "1:56 pm on 8 May, 2023"})}
+    long = {"metadata_json": json.dumps({"date": "2023-05-08",
+                                         "note": "x" * CACHED_METADATA_CHARS})}
+    undated = {"metadata_json": json.dumps({"date": "soon"})}
+    assert [message_date(c) for c in (short, short, long, long, undated)] == [
+        dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8),
+        None]
