@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from core import Engine
 from core.errors import InvalidInput
-from core.retrieval.boosts import named_speakers
-from core.retrieval.dates import candidate_dates, parse_date, query_period
+from core.retrieval.boosts import CACHED_METADATA_CHARS, named_speakers, speaker_name
+from core.retrieval.dates import candidate_dates, message_date, parse_date, query_period
 from core.retrieval.fusion import LegHit
 from core.retrieval.search import KeptLegs, Ranking, rank
 from tests.conftest import DETERMINISTIC
@@ -236,3 +236,22 @@ def test_search_explain_prints_the_boosts(runner: CliRunner, tmp_path: Path) -> 
             "2023-06-30), neighbour 0.3 within 5 messages") in shown.output
     assert "; boosted: speaker +0.200, date +0.200" in shown.output
     assert "; boosted: neighbour +" in shown.output  # the next message, beside Ann's
+
+
+def test_a_speaker_is_read_alike_from_short_and_long_metadata() -> None:
+    short = {"metadata_json": json.dumps({"role": "user", "name": " Ann "})}
+    long = {"metadata_json": json.dumps({"role": "user", "name": "Ann",
+                                         "note": "x" * CACHED_METADATA_CHARS})}
+    tool = {"metadata_json": json.dumps({"role": "tool", "name": "search"})}
+    assert [speaker_name(c) for c in (short, short, long, long, tool)] == [
+        "Ann", "Ann", "Ann", "Ann", None]
+
+
+def test_a_message_date_is_read_alike_from_short_and_long_metadata() -> None:
+    short = {"metadata_json": json.dumps({"session_date": "1:56 pm on 8 May, 2023"})}
+    long = {"metadata_json": json.dumps({"date": "2023-05-08",
+                                         "note": "x" * CACHED_METADATA_CHARS})}
+    undated = {"metadata_json": json.dumps({"date": "soon"})}
+    assert [message_date(c) for c in (short, short, long, long, undated)] == [
+        dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8),
+        None]

@@ -259,6 +259,10 @@ class RetrievalConfig(_Section):
     neighbour_window: Int64 = Field(
         default=5, ge=1, le=50,
         description="Messages before and after a candidate that count as nearby.")
+    candidate_depth: Int64 = Field(
+        default=250, ge=1, le=4096,
+        description="Candidates each leg of a hybrid session query returns before fusion "
+        "and boosts (at least 5 x top_k).")
     context_weight: float = Field(
         default=0.5, ge=0, le=10,
         description="bm25 weight of a chunk's conversational context against its own text (1.0).")

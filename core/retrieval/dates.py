@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from core.retrieval.boosts import CACHED_METADATA_CHARS
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _FULL_MONTHS = frozenset(_MONTHS)
@@ -58,12 +61,22 @@ def message_date(chunk: Mapping[str, Any]) -> dt.date | None:
     raw = chunk.get("metadata_json")
     if not raw or not any(f'"{key}"' in raw for key in DATE_KEYS):
         return None
+    return _cached_date(raw) if len(raw) <= CACHED_METADATA_CHARS else _dated_in(raw)
+
+
+def _dated_in(raw: str) -> dt.date | None:
+    """The date in a message's metadata JSON, as :func:`message_date` reads it."""
     metadata = json.loads(raw)
     for key in DATE_KEYS:
         value = metadata.get(key)
         if isinstance(value, str) and (day := parse_date(value)) is not None:
             return day
     return None
+
+
+# The same candidates come back query after query: parsing a few hundred metadata objects
+# and their dates again took ~3.6 ms of a query naming a time (boosts.py caches the same way).
+_cached_date = functools.lru_cache(maxsize=4096)(_dated_in)
 
 
 def parse_date(text: str) -> dt.date | None:

@@ -24,6 +24,7 @@ from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
 from core.retrieval.boosts import boost_settings
+from core.retrieval.depth import leg_depth
 from core.retrieval.log_warnings import ThrottledWarning
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
 from core.storage.search import LegRequest, Scope
@@ -70,6 +71,7 @@ class Retrieval:
                      raw_fts: bool = False, speaker_boost: float | None = None,
                      date_boost: float | None = None, neighbour_weight: float | None = None,
                      neighbour_window: int | None = None,
+                     candidate_depth: int | None = None,
                      caller: str = "api") -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
@@ -83,7 +85,8 @@ class Retrieval:
         is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
         error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
         ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
-        :mod:`core.retrieval.boosts` (None: the configured ones).
+        :mod:`core.retrieval.boosts` (None: the configured ones); ``candidate_depth`` how
+        many candidates each leg returns (:mod:`core.retrieval.depth`).
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
@@ -91,7 +94,9 @@ class Retrieval:
         ranking = dataclasses.replace(ranking, **boost_settings(
             self._config.retrieval, speaker_boost=speaker_boost, date_boost=date_boost,
             neighbour_weight=neighbour_weight, neighbour_window=neighbour_window))
-        depth = min(max(50, top_k * 5), MAX_TOP_K)
+        depth = leg_depth(self._config.retrieval.candidate_depth, candidate_depth,
+                          fused_session=session_id is not None and mode_used == "hybrid",
+                          top_k=top_k)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
                         fts_expression=query if raw_fts else retrieval.terms_expression(terms),
@@ -183,7 +188,8 @@ class Retrieval:
                        "raw_fts": found.legs.raw_fts, "speaker_boost": ranking.speaker_boost,
                        "date_boost": ranking.date_boost,
                        "neighbour_weight": ranking.neighbour_weight,
-                       "neighbour_window": ranking.neighbour_window},
+                       "neighbour_window": ranking.neighbour_window,
+                       "candidate_depth": found.legs.depth},
             "results": [{"chunk_id": r.chunk_id, "score": r.score,
                          "vector_score": r.vector_score, "fts_score": r.fts_score}
                         for r in found.results],
