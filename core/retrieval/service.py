@@ -157,9 +157,11 @@ class Retrieval:
             if qvec is not None:
                 vector_rows, legs.vector_path = await self._backend.vector_leg(
                     request.scope, qvec, request.depth, request.model, list(request.tags))
-                if not self._backend.features.exact_vector_search and not request.tags:
+                if (not self._backend.features.exact_vector_search and not request.tags
+                        and legs.vector_path == self._backend.vector_leg_name):
                     # A session's vectors, and tagged ones, are ranked exactly on every
-                    # backend; a namespace's may go through an approximate index.
+                    # backend, as a derived matrix ranks them; a namespace's may go
+                    # through the database's approximate index.
                     legs.vector_approximate = (
                         "approximate (HNSW): the namespace's nearest chunks come from an "
                         "approximate index, which may miss a few of the exact ones")

@@ -1,0 +1,153 @@
+"""A namespace's indexes derived in memory on PostgreSQL (core/storage/pg/derived.py): the
+SQL path's rankings, kept in step with other engines' writes through the change log
+(migration 0003), including transactions that commit out of their log order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from core import Engine
+from core.storage.pg.derived_legs import DERIVED_VECTOR_LEG
+from core.storage.pg.postings_index import NamespacePostings
+from core.storage.search import Scope
+from tests.conftest import DETERMINISTIC
+from tests.pg.test_pg_fts_postings import QUERIES, fill, same_ranking
+
+
+async def built(engine: Engine, namespace: str) -> Any:
+    backend: Any = engine.backend
+    return await backend.derived.indexes.build_now(namespace)
+
+
+@pytest.mark.parametrize("context_weight", [0.5, 0.0])
+async def test_derived_full_text_ranks_as_the_sql_path(pg_url: str,
+                                                       context_weight: float) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        await built(engine, "a")
+        await built(engine, "b")
+        for namespace in ("a", "b"):
+            for query in [*QUERIES, "the good", "deploying deployed"]:
+                for k in (1, 5, 10):
+                    terms = query.split()
+                    found = await backend.derived.full_text_rows(namespace, terms, k,
+                                                                 context_weight)
+                    expected = await backend.fts_search(Scope(namespace=namespace), terms, k,
+                                                        (), context_weight)
+                    assert found is not None and same_ranking(found, expected), (
+                        namespace, query, k)
+        # A phrase the postings cannot match is left to the SQL path.
+        assert await backend.derived.full_text_rows("a", ["foo_bar"], 5, 0.5) is None
+
+
+async def test_derived_vectors_rank_exactly(pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        await engine.drain()
+        backend: Any = engine.backend
+        await built(engine, "a")
+        for query in QUERIES:
+            vector = await engine.embed_query(query)
+            found = await backend.derived.vector_rows("a", vector, 10)
+            async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+                cursor = await conn.execute(
+                    "SELECT chunk_id, embedding_blob <=> %s::vector FROM chunks_vec"
+                    " WHERE agent_identity = 'a' ORDER BY 2, chunk_id LIMIT 10",
+                    ("[" + ",".join(map(repr, map(float, vector))) + "]",))
+                exact = await cursor.fetchall()
+            assert [round(d, 5) for _, d in found] == [round(d, 5) for _, d in exact]
+            assert {c for c, _ in found} == {c for c, _ in exact}
+        explained = (await engine.search(namespace="a", query="quokka good")).explain()
+        assert explained["legs"]["vector_path"] == DERIVED_VECTOR_LEG
+        assert explained["legs"]["fts_path"] == "derived index"
+        assert not any("approximate" in note for note in explained["notes"])
+
+
+async def test_another_engines_writes_and_deletes_reach_both_legs(pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as reader, \
+            Engine.open(pg_url, config=DETERMINISTIC) as writer:
+        await reader.drain()
+        backend: Any = reader.backend
+        await built(reader, "a")
+        await writer.store("late", 1, {"role": "user", "content": "a narwhal sang"},
+                           namespace="a")
+        await writer.drain()
+        rows = await backend.derived.full_text_rows("a", ["narwhal"], 5, 0.5)
+        assert rows is not None and len(rows) == 1
+        new_chunk = rows[0][0]
+        nearest = await backend.derived.vector_rows(
+            "a", await reader.embed_query("a narwhal sang"), 1)
+        assert nearest is not None and nearest[0][0] == new_chunk
+        found = await reader.search(namespace="a", query="narwhal")
+        assert [r.chunk_id for r in found.results][:1] == [new_chunk]
+        await writer.forget("late")
+        assert await backend.derived.full_text_rows("a", ["narwhal"], 5, 0.5) == []
+        nearest = await backend.derived.vector_rows(
+            "a", await reader.embed_query("a narwhal sang"), 5)
+        assert nearest is not None and new_chunk not in {c for c, _ in nearest}
+        # Another namespace's writes stay out of this one's index.
+        await writer.store("elsewhere", 1, {"role": "user", "content": "narwhal"},
+                           namespace="b")
+        assert await backend.derived.full_text_rows("a", ["narwhal"], 5, 0.5) == []
+
+
+def insert_chunk(conn: psycopg.Connection[Any], chunk_id: str, text: str) -> None:
+    conn.execute(
+        "INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash, sequence_start,"
+        " sequence_end, scope_token) VALUES (%s, 's1', %s, %s, 1, 1, 's1')",
+        (chunk_id, text, chunk_id))
+
+
+async def test_a_transaction_committing_after_a_later_one_is_not_missed(pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        await built(engine, "a")
+        with psycopg.connect(pg_url) as early, psycopg.connect(pg_url) as late:
+            insert_chunk(early, "early", "pelican")  # its log entry takes the lower seq
+            insert_chunk(late, "late", "pelican")
+            late.commit()
+            rows = await backend.derived.full_text_rows("a", ["pelican"], 5, 0.5)
+            assert rows is not None and [c for c, _ in rows] == ["late"]
+            early.commit()
+            seqs = dict(early.execute(
+                "SELECT c.chunk_id, l.seq FROM chunk_changes l JOIN chunks c"
+                " ON c.fts_rowid = l.fts_rowid WHERE c.chunk_id IN ('early', 'late')"
+            ).fetchall())
+            assert seqs["early"] < seqs["late"], "the case: committed out of seq order"
+        rows = await backend.derived.full_text_rows("a", ["pelican"], 5, 0.5)
+        assert rows is not None and sorted(c for c, _ in rows) == ["early", "late"]
+
+
+async def test_pruned_entries_make_the_index_rebuild(pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        held = await built(engine, "a")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("UPDATE chunk_changes_pruned SET max_xid = pg_current_xact_id()")
+        assert await backend.derived.full_text_rows("a", ["good"], 5, 0.5) is None
+        rebuilt = await built(engine, "a")
+        assert rebuilt is not held and rebuilt.ready and rebuilt.rebuilds == 1
+        assert await backend.derived.full_text_rows("a", ["good"], 5, 0.5)
+
+
+def test_postings_forget_a_removed_chunk_and_take_it_back() -> None:
+    postings = NamespacePostings()
+    for rowid, length in ((1, 3), (2, 2), (3, 4)):
+        postings.add_chunk(rowid, length)
+    postings.load_lexeme("owl", [1, 3], [1, 2], [0, 0])
+    postings.load_lexeme("fox", [2], [1], [1])
+    assert [r for r, _ in postings.top_k(["owl"], 5, 0.5)] == [3, 1]
+    postings.remove(3)
+    assert [r for r, _ in postings.top_k(["owl"], 5, 0.5)] == [1]
+    postings.add_chunk(3, 1)
+    postings.add_postings(3, [("owl", 5, 0)])
+    # fox, in one chunk of three, outweighs owl, in two (idf clamped); the new owl ranks
+    # above the old one (more positions, shorter)
+    assert [r for r, _ in postings.top_k(["owl", "fox"], 5, 0.5)] == [2, 3, 1]
