@@ -38,6 +38,7 @@ from core.storage.pg.postings_index import NamespacePostings
 log = logging.getLogger(__name__)
 
 _BATCH = 4096
+RETRY_AFTER_S = 30.0
 _NAMESPACE_SESSIONS = ("SELECT session_id FROM sessions"
                        " WHERE coalesce(agent_identity, '') = %(ns)s")
 
@@ -57,6 +58,7 @@ class NamespaceIndex:
     """seq -> xid of the entries applied whose xid is at or above ``xmin``."""
     build_seconds: float | None = None
     problem: str | None = None
+    failed_at: float | None = None
     rebuilds: int = 0
     requests: int = 0
     covered: int = 0
@@ -106,6 +108,9 @@ class PgDerivedIndexes:
         held = self._held.get(namespace)
         if (held is not None and held.ready) or (task is not None and not task.done()):
             return
+        if (held is not None and held.failed_at is not None
+                and time.monotonic() - held.failed_at < RETRY_AFTER_S):
+            return  # a build that failed is not tried again by every query
         self._builds[namespace] = asyncio.create_task(self._build(namespace))
 
     async def build_now(self, namespace: str) -> NamespaceIndex:
@@ -127,7 +132,8 @@ class PgDerivedIndexes:
             await self._db.read(_load, fresh)
         except Exception as exc:  # the driver's errors: the SQL path keeps answering
             log.warning("derived index of namespace %r could not be built: %s", namespace, exc)
-            self._held.setdefault(namespace, fresh).problem = str(exc)
+            failed = self._held.setdefault(namespace, fresh)
+            failed.problem, failed.failed_at = str(exc), time.monotonic()
             return
         fresh.build_seconds = time.perf_counter() - started
         fresh.ready = not self._closed
