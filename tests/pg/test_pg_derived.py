@@ -4,6 +4,7 @@ SQL path's rankings, kept in step with other engines' writes through the change 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -31,7 +32,8 @@ async def test_derived_full_text_ranks_as_the_sql_path(pg_url: str,
         await built(engine, "a")
         await built(engine, "b")
         for namespace in ("a", "b"):
-            for query in [*QUERIES, "the good", "deploying deployed"]:
+            for query in [*QUERIES, "the good", "deploying deployed", "good_deploy cache",
+                          "think-today quokka", "good_good", "today_the_think"]:
                 for k in (1, 5, 10):
                     terms = query.split()
                     found = await backend.derived.full_text_rows(namespace, terms, k,
@@ -40,8 +42,6 @@ async def test_derived_full_text_ranks_as_the_sql_path(pg_url: str,
                                                         (), context_weight)
                     assert found is not None and same_ranking(found, expected), (
                         namespace, query, k)
-        # A phrase the postings cannot match is left to the SQL path.
-        assert await backend.derived.full_text_rows("a", ["foo_bar"], 5, 0.5) is None
 
 
 async def test_derived_vectors_rank_exactly(pg_url: str) -> None:
@@ -151,3 +151,29 @@ def test_postings_forget_a_removed_chunk_and_take_it_back() -> None:
     # fox, in one chunk of three, outweighs owl, in two (idf clamped); the new owl ranks
     # above the old one (more positions, shorter)
     assert [r for r, _ in postings.top_k(["owl", "fox"], 5, 0.5)] == [2, 3, 1]
+
+
+LOCOMO = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo-dev"
+
+
+@pytest.mark.skipif(not LOCOMO.is_dir(), reason="the LoCoMo dev data is not beside the worktree")
+async def test_derived_full_text_ranks_as_the_sql_path_on_the_locomo_dev_questions(
+        pg_url: str) -> None:
+    from core.evaluation import convert_locomo_file
+    from core.retrieval.fts_query import query_terms
+
+    conversions = [c for path in sorted(LOCOMO.glob("*.json")) for c in convert_locomo_file(path)]
+    async with Engine.open(pg_url, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        for conversion in conversions:
+            await engine.store_many([(m.session_id, m.sequence, m.message)
+                                     for messages in conversion.dataset.messages.values()
+                                     for m in messages])
+        backend: Any = engine.backend
+        await built(engine, "ana")
+        questions = [q.query for c in conversions for q in c.dataset.queries]
+        assert len(questions) > 100
+        for question in questions:
+            terms = query_terms(question)
+            found = await backend.derived.full_text_rows("ana", terms, 10, 0.5)
+            expected = await backend.fts_search(Scope(namespace="ana"), terms, 10, (), 0.5)
+            assert found is not None and same_ranking(found, expected), question

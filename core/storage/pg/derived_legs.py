@@ -44,24 +44,53 @@ class DerivedLegs:
 
     async def full_text_rows(self, namespace: str, terms: Sequence[str], k: int,
                              context_weight: float) -> list[tuple[str, float]] | None:
-        """The namespace's bm25 top ``k`` from its postings in memory; None when they are not
-        built yet or a term is a phrase (which the SQL path matches)."""
+        """The namespace's bm25 top ``k`` from its postings in memory, equal to the SQL
+        path's (:func:`core.storage.pg.search.fts_search`); None when they are not built.
+
+        A term of several positions ("read_file", "2026-09-12") is a phrase, which postings
+        cannot match: a chunk holding its every lexeme is a candidate, and the candidates
+        that could enter the top ``k`` are checked against the phrase in SQL (by rowid).
+        """
         kept = [term for term in terms if words(term)]
         if not kept:
             return None
-        lexemes = await self._query_lexemes(kept)
-        if lexemes is None:
-            return None
+        parsed = await self._parsed(kept)
         held = await self.indexes.synced(namespace)
         if held is None:
             return None
-        top = held.postings.top_k(lexemes, k, context_weight)
-        return [(held.chunk_ids[rowid], score) for rowid, score in top
-                if rowid in held.chunk_ids]
+        lexemes = [lexeme for term in kept for lexeme, _ in parsed[term]]
+        phrases = [term for term in kept if _is_phrase(parsed[term])]
+        scored = held.postings.scored(
+            lexemes, context_weight,
+            [lexeme for term in kept if not _is_phrase(parsed[term])
+             for lexeme, _ in parsed[term]],
+            [[lexeme for lexeme, _ in parsed[term]] for term in phrases])
+        checked: dict[int, bool] = {}
+        depth = 4 * k
+        while True:
+            best = scored.best(depth)
+            accepted: list[int] = []
+            unchecked: list[int] = []
+            for i in best:
+                rowid = int(scored.rowids[i])
+                if scored.matched[i] or checked.get(rowid):
+                    accepted.append(int(i))
+                elif rowid not in checked:
+                    unchecked.append(rowid)
+                if len(accepted) + len(unchecked) >= k:
+                    break
+            if unchecked:
+                found = await self._db.read(_phrase_matches, unchecked, phrases)
+                checked.update({rowid: rowid in found for rowid in unchecked})
+                continue
+            if len(accepted) >= k or len(best) == len(scored.rowids):
+                return [(held.chunk_ids[int(scored.rowids[i])], float(scored.scores[i]))
+                        for i in accepted[:k] if int(scored.rowids[i]) in held.chunk_ids]
+            depth *= 4
 
-    async def _query_lexemes(self, terms: Sequence[str]) -> list[str] | None:
-        """The terms' lexemes, each term's from the cache or (for the others, in one round
-        trip) from PostgreSQL; None when a term holds more than one position."""
+    async def _parsed(self, terms: Sequence[str]) -> dict[str, tuple[tuple[str, int], ...]]:
+        """Each term's lexemes with their count of positions, from the cache or (the others,
+        in one round trip) from PostgreSQL."""
         known = {term: self._lexemes[term] for term in terms if term in self._lexemes}
         missing = [term for term in dict.fromkeys(terms) if term not in known]
         if missing:
@@ -69,13 +98,7 @@ class DerivedLegs:
             if len(self._lexemes) + len(missing) > _CACHED_TERMS:
                 self._lexemes.clear()
             self._lexemes.update({term: known[term] for term in missing})
-        lexemes: list[str] = []
-        for term in terms:
-            entries = known[term]
-            if entries and [held for _, held in entries] != [1]:
-                return None
-            lexemes.extend(lexeme for lexeme, _ in entries)
-        return lexemes
+        return known
 
     async def close(self) -> None:
         await self.indexes.close()
@@ -91,3 +114,18 @@ async def _parse(conn: Conn, terms: list[str]) -> dict[str, tuple[tuple[str, int
     for term, lexeme, held in await cursor.fetchall():
         parsed[str(term)].append((str(lexeme), int(held)))
     return {term: tuple(entries) for term, entries in parsed.items()}
+
+
+def _is_phrase(entries: tuple[tuple[str, int], ...]) -> bool:
+    """Whether a term's lexemes need their positions to match (more than one position)."""
+    return bool(entries) and [held for _, held in entries] != [1]
+
+
+async def _phrase_matches(conn: Conn, rowids: list[int], phrases: list[str]) -> set[int]:
+    """Which of the chunks ``rowids`` match one of the ``phrases`` as the SQL path matches
+    a term (``phraseto_tsquery``)."""
+    match = " || ".join([f"phraseto_tsquery('{CONFIG}', %s)"] * len(phrases))
+    cursor = await conn.execute(
+        f"SELECT fts_rowid FROM chunks WHERE fts_rowid = ANY(%s) AND fts @@ ({match})",
+        [rowids, *phrases])
+    return {int(row[0]) for row in await cursor.fetchall()}

@@ -18,12 +18,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from core.storage.pg.fts_bm25 import BM25_B, BM25_K1
 
 _GROWTH = 1.25
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The chunks a query may match: their rowids, bm25 scores, and whether each is
+    matched for sure (else it holds a phrase's every word, positions unchecked)."""
+
+    rowids: np.ndarray
+    scores: np.ndarray
+    matched: np.ndarray
+
+    def best(self, count: int) -> np.ndarray:
+        """The indexes of the ``count`` best, best first, ties by fts_rowid."""
+        candidates = np.arange(len(self.rowids))
+        if len(candidates) > count > 0:
+            cut = np.partition(self.scores, len(candidates) - count)[len(candidates) - count]
+            candidates = np.flatnonzero(self.scores >= cut)  # every chunk tied at the cut
+        order = np.lexsort((self.rowids[candidates], -self.scores[candidates]))
+        return candidates[order][:max(count, 0)]
 
 
 class NamespacePostings:
@@ -103,34 +123,61 @@ class NamespacePostings:
             slots, f_text, f_context = slots[live], f_text[live], f_context[live]
         return slots, f_text, f_context
 
-    def top_k(self, lexemes: Sequence[str], k: int,
-              context_weight: float) -> list[tuple[int, float]]:
-        """The ``k`` chunks with the highest bm25 for ``lexemes`` ORed: (fts_rowid, score),
-        best first, ties by fts_rowid."""
+    def scored(self, lexemes: Sequence[str], context_weight: float,
+               words: Sequence[str] | None = None,
+               phrases: Sequence[Sequence[str]] = ()) -> Scored:
+        """Every chunk a query may match, with its bm25 over ``lexemes`` (each lexeme's share
+        where the chunk holds it with a weight above 0, as the SQL path sums them).
+
+        A chunk holding one of ``words`` (terms of one lexeme; all ``lexemes`` when None) is
+        matched; one holding every
+        lexeme of a phrase (a term of several positions) may be, which only its positions
+        tell: it is a candidate for :func:`core.storage.pg.derived_legs` to check in SQL.
+        """
         chunks = len(self._slot_of)
-        if not chunks or k <= 0:
-            return []
+        empty = Scored(np.empty(0, np.int64), np.empty(0), np.empty(0, bool))
+        if not chunks:
+            return empty
         mean = max(self._total_length / chunks, 1.0)
         scores = np.zeros(self._slots, dtype=np.float64)
+        weighed = np.zeros(self._slots, dtype=bool)
         matched = np.zeros(self._slots, dtype=bool)
+        matching = set(lexemes if words is None else words)
+        held_by: dict[str, np.ndarray] = {}
         for lexeme in dict.fromkeys(lexemes):
             slots, f_text, f_context = self._postings(lexeme)
+            held_by[lexeme] = slots
             if not len(slots):
                 continue
+            if lexeme in matching:
+                matched[slots] = True
             idf = max(1e-6, math.log((chunks - len(slots) + 0.5) / (len(slots) + 0.5)))
             f = f_text.astype(np.float64) + context_weight * f_context
-            held = f > 0
-            slots, f = slots[held], f[held]
+            positive = f > 0
+            slots, f = slots[positive], f[positive]
             share = idf * f * (BM25_K1 + 1) / (
                 f + BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[slots] / mean))
             scores += np.bincount(slots, weights=share, minlength=self._slots)
-            matched[slots] = True
-        candidates = np.flatnonzero(matched)
-        if len(candidates) > k:
-            cut = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
-            candidates = candidates[scores[candidates] >= cut]  # every chunk tied at the cut
-        order = np.lexsort((self._rowids[candidates], -scores[candidates]))[:k]
-        return [(int(self._rowids[slot]), float(scores[slot])) for slot in candidates[order]]
+            weighed[slots] = True
+        maybe = np.zeros(self._slots, dtype=bool)
+        for phrase in phrases:
+            common = None
+            for lexeme in dict.fromkeys(phrase):
+                holding = held_by.get(lexeme)
+                if holding is None:
+                    holding = self._postings(lexeme)[0]
+                common = holding if common is None else np.intersect1d(common, holding)
+            if common is not None:
+                maybe[common] = True
+        eligible = np.flatnonzero(weighed & (matched | maybe))
+        return Scored(self._rowids[eligible], scores[eligible], matched[eligible])
+
+    def top_k(self, lexemes: Sequence[str], k: int,
+              context_weight: float) -> list[tuple[int, float]]:
+        """The ``k`` chunks with the highest bm25 for ``lexemes`` ORed (each one word):
+        (fts_rowid, score), best first, ties by fts_rowid."""
+        scored = self.scored(lexemes, context_weight)
+        return [(int(scored.rowids[i]), float(scored.scores[i])) for i in scored.best(k)]
 
     # -- what it costs ----------------------------------------------------------------------
 
