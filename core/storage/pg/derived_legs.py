@@ -16,6 +16,7 @@ from core.storage.fts_rows import words
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived import PgDerivedIndexes
 from core.storage.pg.fts_bm25 import CONFIG
+from core.storage.pg.postings_index import Scored
 
 DERIVED_VECTOR_LEG = "namespace matrix (numpy, exact)"
 """What answers a namespace's vector leg once its derived matrix is built."""
@@ -60,12 +61,34 @@ class DerivedLegs:
             return None
         lexemes = [lexeme for term in kept for lexeme, _ in parsed[term]]
         phrases = [term for term in kept if _is_phrase(parsed[term])]
-        scored = held.postings.scored(
+        plan = held.postings.plan(
             lexemes, context_weight,
             [lexeme for term in kept if not _is_phrase(parsed[term])
              for lexeme, _ in parsed[term]],
             [[lexeme for lexeme, _ in parsed[term]] for term in phrases])
         checked: dict[int, bool] = {}
+        cut = 1
+        while True:
+            scored = plan.scored(cut)
+            top = await self._checked_top(scored, k, phrases, checked)
+            if cut >= len(plan.words) or scored.complete:
+                break
+            # The k-th score only grows as lexemes join the essential ones: the next cut is
+            # the first whose rest could still beat it.
+            reached = top[k - 1][1] if len(top) >= k else -1.0
+            if plan.rest_bound(cut) < reached:
+                break
+            cut += 1
+            while cut < len(plan.words) and plan.rest_bound(cut) >= reached >= 0:
+                cut += 1
+        return [(held.chunk_ids[rowid], score) for rowid, score in top
+                if rowid in held.chunk_ids]
+
+    async def _checked_top(self, scored: Scored, k: int, phrases: list[str],
+                           checked: dict[int, bool]) -> list[tuple[int, float]]:
+        """The ``k`` best of ``scored`` that match: (fts_rowid, score). A chunk that only
+        holds a phrase's every lexeme is checked against the phrases in SQL, and only when it
+        could be among the ``k`` (``checked`` keeps the answers across calls)."""
         depth = 4 * k
         while True:
             best = scored.best(depth)
@@ -84,8 +107,8 @@ class DerivedLegs:
                 checked.update({rowid: rowid in found for rowid in unchecked})
                 continue
             if len(accepted) >= k or len(best) == len(scored.rowids):
-                return [(held.chunk_ids[int(scored.rowids[i])], float(scored.scores[i]))
-                        for i in accepted[:k] if int(scored.rowids[i]) in held.chunk_ids]
+                return [(int(scored.rowids[i]), float(scored.scores[i]))
+                        for i in accepted[:k]]
             depth *= 4
 
     async def _parsed(self, terms: Sequence[str]) -> dict[str, tuple[tuple[str, int], ...]]:

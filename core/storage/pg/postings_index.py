@@ -35,6 +35,8 @@ class Scored:
     rowids: np.ndarray
     scores: np.ndarray
     matched: np.ndarray
+    complete: bool = False
+    """Every chunk the query may match is here (not only those of some lexemes)."""
 
     def best(self, count: int) -> np.ndarray:
         """The indexes of the ``count`` best, best first, ties by fts_rowid."""
@@ -86,8 +88,9 @@ class NamespacePostings:
         """A build's postings of one lexeme (every chunk already added)."""
         slots = np.fromiter((self._slot_of[rowid] for rowid in rowids), dtype=np.int32,
                             count=len(rowids))
-        self._base[lexeme] = (slots, np.asarray(f_text, dtype=np.int32),
-                              np.asarray(f_context, dtype=np.int32))
+        order = np.argsort(slots, kind="stable")  # by slot: a chunk is found by bisection
+        self._base[lexeme] = (slots[order], np.asarray(f_text, dtype=np.int32)[order],
+                              np.asarray(f_context, dtype=np.int32)[order])
 
     def add_postings(self, rowid: int, postings: Iterable[tuple[str, int, int]]) -> None:
         """A chunk's postings read after the build: (lexeme, f_text, f_context)."""
@@ -109,12 +112,13 @@ class NamespacePostings:
     # -- reading it -------------------------------------------------------------------------
 
     def _postings(self, lexeme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The live postings of ``lexeme``: slots, f_text, f_context."""
+        """The live postings of ``lexeme``, by slot: slots, f_text, f_context (the postings
+        added after the build hold newer slots than the build's)."""
         slots, f_text, f_context = self._base.get(
             lexeme, (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int32)))
         added = self._added.get(lexeme)
         if added:
-            extra = np.asarray(added, dtype=np.int32).reshape(-1, 3)
+            extra = np.asarray(sorted(added), dtype=np.int32).reshape(-1, 3)
             slots = np.concatenate([slots, extra[:, 0]])
             f_text = np.concatenate([f_text, extra[:, 1]])
             f_context = np.concatenate([f_context, extra[:, 2]])
@@ -135,7 +139,7 @@ class NamespacePostings:
         tell: it is a candidate for :func:`core.storage.pg.derived_legs` to check in SQL.
         """
         chunks = len(self._slot_of)
-        empty = Scored(np.empty(0, np.int64), np.empty(0), np.empty(0, bool))
+        empty = Scored(np.empty(0, np.int64), np.empty(0), np.empty(0, bool), True)
         if not chunks:
             return empty
         mean = max(self._total_length / chunks, 1.0)
@@ -170,7 +174,22 @@ class NamespacePostings:
             if common is not None:
                 maybe[common] = True
         eligible = np.flatnonzero(weighed & (matched | maybe))
-        return Scored(self._rowids[eligible], scores[eligible], matched[eligible])
+        return Scored(self._rowids[eligible], scores[eligible], matched[eligible], True)
+
+    def plan(self, lexemes: Sequence[str], context_weight: float,
+             words: Sequence[str] | None = None,
+             phrases: Sequence[Sequence[str]] = ()) -> Plan:
+        """:meth:`scored`'s query, to be scored first over the chunks holding its rarest
+        lexemes only (MaxScore, as :mod:`core.storage.pg.fts_bm25` does in SQL)."""
+        chunks = len(self._slot_of)
+        found = []
+        for lexeme in dict.fromkeys(lexemes):
+            slots, f_text, f_context = self._postings(lexeme)
+            if len(slots):
+                idf = max(1e-6, math.log((chunks - len(slots) + 0.5) / (len(slots) + 0.5)))
+                found.append(_Word(lexeme, idf, slots, f_text, f_context))
+        found.sort(key=lambda word: (-word.idf, word.lexeme))
+        return Plan(self, found, lexemes, context_weight, words, phrases)
 
     def top_k(self, lexemes: Sequence[str], k: int,
               context_weight: float) -> list[tuple[int, float]]:
@@ -192,3 +211,85 @@ class NamespacePostings:
         arrays = sum(a.nbytes + b.nbytes + c.nbytes for a, b, c in self._base.values())
         return int(arrays + self._rowids.nbytes + self._lengths.nbytes + self._alive.nbytes
                    + 40 * self._added_count)
+
+
+@dataclass(frozen=True)
+class _Word:
+    lexeme: str
+    idf: float
+    slots: np.ndarray
+    f_text: np.ndarray
+    f_context: np.ndarray
+
+    @property
+    def bound(self) -> float:
+        """The most this lexeme adds to any chunk's score."""
+        return self.idf * (BM25_K1 + 1)
+
+
+class Plan:
+    """One query over one namespace's postings, its lexemes rarest first.
+
+    :meth:`scored` with a ``cut`` scores only the chunks holding one of the first ``cut``
+    lexemes (the essential ones), exactly, every lexeme they hold counted; a chunk holding
+    none of them scores at most :meth:`rest_bound`. When the ``k``-th best found scores
+    above that, it is the exhaustive answer's ``k``-th, and the common words' long postings
+    were only bisected for the few chunks that mattered.
+    """
+
+    def __init__(self, postings: NamespacePostings, words: list[_Word], lexemes: Sequence[str],
+                 context_weight: float, matching: Sequence[str] | None,
+                 phrases: Sequence[Sequence[str]]) -> None:
+        self._postings = postings
+        self.words = words
+        self._lexemes = list(lexemes)
+        self._context_weight = context_weight
+        self._matching = set(lexemes if matching is None else matching)
+        self._phrases = [list(dict.fromkeys(phrase)) for phrase in phrases]
+
+    def rest_bound(self, cut: int) -> float:
+        """The most the lexemes after the first ``cut`` add to any chunk's score (widened by
+        a hair so float rounding never leaves a chunk out)."""
+        return sum(word.bound for word in self.words[cut:]) * (1 + 1e-9) + 1e-12
+
+    def scored(self, cut: int) -> Scored:
+        """The chunks holding one of the first ``cut`` lexemes that the query may match,
+        with their exact scores (every chunk it may match once ``cut`` is all of them)."""
+        postings = self._postings
+        essential = self.words[:cut]
+        if not essential:
+            return Scored(np.empty(0, np.int64), np.empty(0), np.empty(0, bool))
+        candidates = np.unique(np.concatenate([word.slots for word in essential]))
+        if cut >= len(self.words) or len(candidates) * 8 > postings._slots:
+            # Most chunks are candidates: scoring every posting at once costs less.
+            return postings.scored(self._lexemes, self._context_weight,
+                                   list(self._matching), self._phrases)
+        chunks = len(postings._slot_of)
+        mean = max(postings._total_length / chunks, 1.0)
+        lengths = postings._lengths[candidates]
+        scores = np.zeros(len(candidates), dtype=np.float64)
+        weighed = np.zeros(len(candidates), dtype=bool)
+        matched = np.zeros(len(candidates), dtype=bool)
+        holding: dict[str, np.ndarray] = {}
+        for word in self.words:
+            at = np.minimum(np.searchsorted(word.slots, candidates), len(word.slots) - 1)
+            hit = word.slots[at] == candidates
+            holding[word.lexeme] = hit
+            if word.lexeme in self._matching:
+                matched |= hit
+            rows, at = np.flatnonzero(hit), at[hit]
+            f = word.f_text[at].astype(np.float64) + self._context_weight * word.f_context[at]
+            positive = f > 0
+            rows, f = rows[positive], f[positive]
+            scores[rows] += word.idf * f * (BM25_K1 + 1) / (
+                f + BM25_K1 * (1 - BM25_B + BM25_B * lengths[rows] / mean))
+            weighed[rows] = True
+        maybe = np.zeros(len(candidates), dtype=bool)
+        for phrase in self._phrases:
+            every = np.ones(len(candidates), dtype=bool)
+            for lexeme in phrase:
+                every &= holding.get(lexeme, np.zeros(len(candidates), dtype=bool))
+            maybe |= every
+        eligible = weighed & (matched | maybe)
+        return Scored(postings._rowids[candidates[eligible]], scores[eligible],
+                      matched[eligible])
