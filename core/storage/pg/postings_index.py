@@ -259,7 +259,10 @@ class Plan:
         essential = self.words[:cut]
         if not essential:
             return Scored(np.empty(0, np.int64), np.empty(0), np.empty(0, bool))
-        candidates = np.unique(np.concatenate([word.slots for word in essential]))
+        candidates = essential[0].slots  # each word's slots are sorted and distinct
+        if cut > 1:
+            candidates = np.sort(np.concatenate([word.slots for word in essential]))
+            candidates = candidates[np.concatenate(([True], candidates[1:] != candidates[:-1]))]
         if cut >= len(self.words) or len(candidates) * 8 > postings._slots:
             # Most chunks are candidates: scoring every posting at once costs less.
             return postings.scored(self._lexemes, self._context_weight,
