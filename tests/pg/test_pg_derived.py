@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from core import Engine
+from core.errors import InvalidInput
 from core.storage.pg.derived_legs import DERIVED_VECTOR_LEG
 from core.storage.pg.postings_index import NamespacePostings
 from core.storage.search import Scope
@@ -211,3 +212,13 @@ async def test_a_bound_roles_derived_index_holds_what_the_database_shows_it(
             assert found.results == []
     finally:
         await drop_role(pg_url, "agent_alpha")
+
+
+async def test_a_namespace_postgresql_cannot_hold_gets_no_index(
+        pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        with pytest.raises(InvalidInput, match="NUL"):  # as the SQL path refuses it
+            await engine.hybrid_query(namespace="a\x00b", query="key")
+        assert backend.derived.indexes.index("a\x00b") is None
+        assert "could not be built" not in caplog.text

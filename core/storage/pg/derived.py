@@ -102,8 +102,8 @@ class PgDerivedIndexes:
 
     def start_build(self, namespace: str) -> None:
         """Build the namespace's index on a task of its own unless built or building."""
-        if self._closed:
-            return
+        if self._closed or "\x00" in namespace:
+            return  # PostgreSQL text holds no NUL: no such namespace has a row to index
         task = self._builds.get(namespace)
         held = self._held.get(namespace)
         if (held is not None and held.ready) or (task is not None and not task.done()):
