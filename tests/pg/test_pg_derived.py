@@ -222,3 +222,23 @@ async def test_a_namespace_postgresql_cannot_hold_gets_no_index(
             await engine.hybrid_query(namespace="a\x00b", query="key")
         assert backend.derived.indexes.index("a\x00b") is None
         assert "could not be built" not in caplog.text
+
+
+async def test_an_index_written_to_enough_is_rebuilt_while_it_answers(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.storage.pg import derived
+
+    await fill(pg_url)
+    monkeypatch.setattr(derived, "REBUILD_CHURN", 0.0)  # any write is enough
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        held = await built(engine, "a")
+        await engine.store("late", 1, {"role": "user", "content": "a narwhal sang"},
+                           namespace="a")
+        rows = await backend.derived.full_text_rows("a", ["narwhal"], 5, 0.5)
+        assert rows is not None and len(rows) == 1  # the index held answered, caught up
+        assert held.postings.churn() > 0
+        rebuilt = await built(engine, "a")
+        assert rebuilt is not held and rebuilt.rebuilds == 1
+        assert rebuilt.postings.churn() == 0
+        assert await backend.derived.full_text_rows("a", ["narwhal"], 5, 0.5) == rows

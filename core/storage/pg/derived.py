@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 _BATCH = 4096
 RETRY_AFTER_S = 30.0
+# Rebuilt (in the background) once a quarter of what it holds was written since its build:
+# postings added since sit in lists, and deleted chunks' postings stay until then.
+REBUILD_CHURN = 0.25
 _NAMESPACE_SESSIONS = ("SELECT session_id FROM sessions"
                        " WHERE coalesce(agent_identity, '') = %(ns)s")
 
@@ -163,6 +166,15 @@ class PgDerivedIndexes:
         applied = {**held.applied, **{seq: xid for seq, xid, _ in entries}}
         held.applied = {seq: xid for seq, xid in applied.items() if xid >= xmin}
         held.xmin = xmin
+        if held.postings.churn() > REBUILD_CHURN:
+            self._refresh(held.namespace)
+
+    def _refresh(self, namespace: str) -> None:
+        """Build the namespace's index again while the one held keeps answering (the new
+        one replaces it once built, and catches up from its own snapshot)."""
+        task = self._builds.get(namespace)
+        if not self._closed and (task is None or task.done()):
+            self._builds[namespace] = asyncio.create_task(self._build(namespace))
 
     async def close(self) -> None:
         """Stop the builds in flight."""

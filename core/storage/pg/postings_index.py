@@ -63,6 +63,7 @@ class NamespacePostings:
         # lexeme -> [(slot, f_text, f_context)] added since
         self._added: dict[str, list[tuple[int, int, int]]] = {}
         self._added_count = 0
+        self._base_count = 0
 
     # -- keeping it -------------------------------------------------------------------------
 
@@ -88,6 +89,7 @@ class NamespacePostings:
         """A build's postings of one lexeme (every chunk already added)."""
         slots = np.fromiter((self._slot_of[rowid] for rowid in rowids), dtype=np.int32,
                             count=len(rowids))
+        self._base_count += len(slots)
         order = np.argsort(slots, kind="stable")  # by slot: a chunk is found by bisection
         self._base[lexeme] = (slots[order], np.asarray(f_text, dtype=np.int32)[order],
                               np.asarray(f_context, dtype=np.int32)[order])
@@ -108,6 +110,12 @@ class NamespacePostings:
 
     def holds(self, rowid: int) -> bool:
         return rowid in self._slot_of
+
+    def churn(self) -> float:
+        """The share of its slots and postings written since the build (dead slots, and
+        postings outside the per-lexeme arrays): what a rebuild would compact."""
+        dead = self._slots - len(self._slot_of)
+        return (dead + self._added_count) / max(1, self._slots + self.postings_count())
 
     # -- reading it -------------------------------------------------------------------------
 
@@ -204,7 +212,7 @@ class NamespacePostings:
         return len(self._slot_of)
 
     def postings_count(self) -> int:
-        return sum(len(slots) for slots, _, _ in self._base.values()) + self._added_count
+        return self._base_count + self._added_count
 
     def memory_bytes(self) -> int:
         """The bytes its arrays hold (the per-lexeme arrays and the per-slot ones)."""
