@@ -242,3 +242,23 @@ async def test_an_index_written_to_enough_is_rebuilt_while_it_answers(
         assert rebuilt is not held and rebuilt.rebuilds == 1
         assert rebuilt.postings.churn() == 0
         assert await backend.derived.full_text_rows("a", ["narwhal"], 5, 0.5) == rows
+
+
+async def test_a_namespace_querys_two_legs_share_one_sync(pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        await engine.drain()
+        indexes: Any = engine.backend.derived.indexes  # type: ignore[attr-defined]
+        await built(engine, "a")
+        syncs = 0
+        real = indexes._catch_up
+
+        async def counted(conn: Any, held: Any) -> None:
+            nonlocal syncs
+            syncs += 1
+            await real(conn, held)
+
+        indexes._catch_up = counted
+        found = await engine.search(namespace="a", query="quokka good")
+        assert found.legs.vector_path == DERIVED_VECTOR_LEG and found.legs.fts_derived
+        assert syncs == 1

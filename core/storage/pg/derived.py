@@ -94,9 +94,11 @@ class PgDerivedIndexes:
             return None
         held.requests += 1
         ticket = held.requests
+        # One turn of the event loop first: a query's other leg, started in the same turn,
+        # asks too, and the sync below (whose snapshot follows both asks) covers both.
+        await asyncio.sleep(0)
         async with held.lock:
-            # A sync that began after this call was made covers it: two legs of one query
-            # (or several queries at once) share one round trip.
+            # A sync that began after this call was made covers it.
             if held.covered < ticket and held.ready:
                 covers = held.requests
                 await self._db.read(self._catch_up, held)

@@ -8,6 +8,7 @@ lexemes once (``to_tsvector`` over the schema's configuration), and the answer i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,8 +56,9 @@ class DerivedLegs:
         kept = [term for term in terms if words(term)]
         if not kept:
             return None
-        parsed = await self._parsed(kept)
-        held = await self.indexes.synced(namespace)
+        # Both at once: the sync is asked in the turn the vector leg asks, so one serves both.
+        parsed, held = await asyncio.gather(self._parsed(kept),
+                                            self.indexes.synced(namespace))
         if held is None:
             return None
         lexemes = [lexeme for term in kept for lexeme, _ in parsed[term]]
