@@ -11,13 +11,13 @@ what the database shows it.
 
 Keeping in step (the seq of an entry is not in commit order on PostgreSQL, so "entries
 after the last seq applied" could skip a transaction that committed late): a sync reads, in
-one REPEATABLE READ snapshot, the entries whose xid is at or above the previous sync's
-snapshot xmin, and the rows they name. Every transaction below that xmin had ended when the
-previous snapshot was taken, so its entries were read then; any other shows up now or at a
-later sync. Entries already applied (their seq is remembered while their xid is at or above
-the xmin) are skipped; the rest are applied idempotently: each named chunk is dropped and
-read again as the snapshot holds it (gone, or with its text and vector). A sync with nothing
-new is one indexed query. Entries pruned before a reader read them make it rebuild.
+one REPEATABLE READ snapshot, the entries of the transactions the previous sync's snapshot
+could not see (those it listed as in progress, and those at or above its xmax), and the rows
+they name; then it remembers this snapshot's list and xmax. Any other transaction had ended
+before the previous snapshot, so its entries were read then (or were in the build's tables).
+The entries are applied idempotently: each named chunk is dropped and read again as the
+snapshot holds it (gone, or with its text and vector). A sync with nothing new is one indexed
+query. Entries pruned before a reader read them make it rebuild.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ RETRY_AFTER_S = 30.0
 # Rebuilt (in the background) once a quarter of what it holds was written since its build:
 # postings added since sit in lists, and deleted chunks' postings stay until then.
 REBUILD_CHURN = 0.25
+# The snapshot's xmax and the transactions it sees in progress, as a row of the sync's query.
+_SNAPSHOT = ("SELECT 'snapshot', pg_snapshot_xmax(pg_current_snapshot())::text::bigint,"
+             " ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x)")
 _NAMESPACE_SESSIONS = ("SELECT session_id FROM sessions"
                        " WHERE coalesce(agent_identity, '') = %(ns)s")
 
@@ -55,10 +58,15 @@ class NamespaceIndex:
     postings: NamespacePostings = field(default_factory=NamespacePostings)
     chunk_ids: dict[int, str] = field(default_factory=dict)
     ready: bool = False
-    xmin: int = 0
-    """The xmin of the snapshot of the last sync (or of the build)."""
-    applied: dict[int, int] = field(default_factory=dict)
-    """seq -> xid of the entries applied whose xid is at or above ``xmin``."""
+    xmax: int = 0
+    """The xmax of the snapshot of the last sync (or of the build)."""
+    in_progress: list[int] = field(default_factory=list)
+    """The transactions that snapshot saw in progress (its xip list)."""
+
+    @property
+    def xmin(self) -> int:
+        """The oldest transaction whose entries may not have been read yet."""
+        return min([*self.in_progress, self.xmax])
     build_seconds: float | None = None
     problem: str | None = None
     failed_at: float | None = None
@@ -146,28 +154,26 @@ class PgDerivedIndexes:
 
     async def _catch_up(self, conn: Conn, held: NamespaceIndex) -> None:
         cursor = await conn.execute(
-            "SELECT seq, xid::text::bigint, fts_rowid FROM chunk_changes"
-            " WHERE xid >= %(xmin)s::text::xid8 AND (namespace = %(ns)s OR namespace IS NULL)"
-            " UNION ALL SELECT NULL, pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
-            "  NULL"
-            " UNION ALL SELECT NULL, max_xid::text::bigint, -1 FROM chunk_changes_pruned",
-            {"xmin": str(held.xmin), "ns": held.namespace})
+            "SELECT 'entry', fts_rowid, NULL::bigint[] FROM chunk_changes"
+            " WHERE (xid >= %(xmax)s::text::xid8"
+            "  OR xid = ANY(%(in_progress)s::text[]::xid8[]))"
+            "  AND (namespace = %(ns)s OR namespace IS NULL)"
+            f" UNION ALL {_SNAPSHOT}"
+            " UNION ALL SELECT 'pruned', max_xid::text::bigint, NULL FROM chunk_changes_pruned",
+            {"xmax": str(held.xmax), "in_progress": [str(x) for x in held.in_progress],
+             "ns": held.namespace})
         rows = await cursor.fetchall()
-        xmin = next(int(xid) for seq, xid, rowid in rows if seq is None and rowid is None)
-        pruned = next(int(xid) for seq, xid, rowid in rows if seq is None and rowid == -1)
+        pruned = next(int(value) for kind, value, _ in rows if kind == "pruned")
         if pruned >= held.xmin:
             log.info("derived index of namespace %r: rebuilding: the changes since its last"
                      " sync were pruned", held.namespace)
             held.ready = False
             self.start_build(held.namespace)
             return
-        entries = [(int(seq), int(xid), int(rowid)) for seq, xid, rowid in rows
-                   if seq is not None and int(seq) not in held.applied]
-        if entries:
-            await _reread(conn, held, sorted({rowid for _, _, rowid in entries}))
-        applied = {**held.applied, **{seq: xid for seq, xid, _ in entries}}
-        held.applied = {seq: xid for seq, xid in applied.items() if xid >= xmin}
-        held.xmin = xmin
+        touched = sorted({int(value) for kind, value, _ in rows if kind == "entry"})
+        if touched:
+            await _reread(conn, held, touched)
+        _remember_snapshot(held, rows)
         if held.postings.churn() > REBUILD_CHURN:
             self._refresh(held.namespace)
 
@@ -190,15 +196,8 @@ class PgDerivedIndexes:
 async def _load(conn: Conn, held: NamespaceIndex) -> None:
     """Fill ``held`` from the database (in the read snapshot of ``conn``)."""
     params = {"ns": held.namespace}
-    cursor = await conn.execute(
-        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-    row = await cursor.fetchone()
-    assert row is not None
-    held.xmin = int(row[0])
-    cursor = await conn.execute(
-        "SELECT seq, xid::text::bigint FROM chunk_changes WHERE xid >= %(xmin)s::text::xid8",
-        {"xmin": str(held.xmin)})
-    held.applied = {int(seq): int(xid) for seq, xid in await cursor.fetchall()}
+    cursor = await conn.execute(_SNAPSHOT)
+    _remember_snapshot(held, await cursor.fetchall())
     cursor = await conn.execute(
         "SELECT fts_rowid, chunk_id, fts_length FROM chunks"
         f" WHERE session_id IN ({_NAMESPACE_SESSIONS}) ORDER BY fts_rowid", params)
@@ -266,3 +265,9 @@ def _vector_rows(namespace: str, batch: Sequence[tuple[Any, Any]],
         rows.append((int(rowid), namespace,
                      np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32).tobytes()))
     return dimension, rows
+
+
+def _remember_snapshot(held: NamespaceIndex, rows: Sequence[Sequence[Any]]) -> None:
+    """Keep the snapshot's xmax and in-progress list from its row among ``rows``."""
+    _, xmax, in_progress = next(row for row in rows if row[0] == "snapshot")
+    held.xmax, held.in_progress = int(xmax), [int(xid) for xid in in_progress or []]

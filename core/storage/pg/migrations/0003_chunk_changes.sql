@@ -6,9 +6,9 @@
 --
 -- A seq is NOT in commit order on PostgreSQL (a transaction holding seq 5 may commit after
 -- one holding seq 6), so a reader cannot keep "the last seq applied". Each entry carries
--- its transaction's id instead (xid): a reader remembers the xmin of the snapshot it last
--- read the log in (every transaction below it had ended then, so its entries were visible)
--- and next reads the entries whose xid is at or above it (core/storage/pg/changes.py).
+-- its transaction's id instead (xid): a reader remembers which transactions the snapshot it
+-- last read the log in could not see (those in progress, and those at or above its xmax)
+-- and next reads those transactions' entries (core/storage/pg/derived.py).
 --
 -- namespace is the chunk's agent ('' for none); NULL when its session was deleted in the
 -- same statement (a cascade), where nothing says whose it was: such an entry names a row
@@ -22,8 +22,8 @@ CREATE TABLE chunk_changes (
 );
 CREATE INDEX chunk_changes_by_xid ON chunk_changes(xid);
 
--- The greatest xid of any entry pruned: a reader whose xmin is at or below it may have
--- lost entries it had not read, and rebuilds. One row, written only by a pruning statement.
+-- The greatest xid of any entry pruned: a reader whose oldest unseen transaction is at or
+-- below it may have lost entries it had not read, and rebuilds. One row, written only by a pruning statement.
 CREATE TABLE chunk_changes_pruned (
     one    BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
     max_xid XID8 NOT NULL
