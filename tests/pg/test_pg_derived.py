@@ -199,7 +199,8 @@ async def test_a_bound_roles_derived_index_holds_what_the_database_shows_it(
             backend: Any = agent.backend
             own = await built(agent, "alpha")
             other = await built(agent, "beta")
-            assert len(own.chunk_ids) == 1 and len(other.chunk_ids) == 0
+            assert len(own.chunk_ids) == 1 and own.vectors.rows() == 1
+            assert len(other.chunk_ids) == 0
             assert other.vectors.rows() == 0 and other.postings.postings_count() == 0
             await owner.append("beta-2", {"role": "user", "content": "beta hides a key"},
                                namespace="beta")
