@@ -75,10 +75,6 @@ class NamespaceIndex:
     covered: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    def memory_bytes(self) -> int:
-        return (self.vectors.memory_bytes() + self.postings.memory_bytes()
-                + 100 * len(self.chunk_ids))
-
 
 class PgDerivedIndexes:
     """The derived indexes of the namespaces this process queries, over one database."""
