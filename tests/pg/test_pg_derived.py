@@ -263,3 +263,33 @@ async def test_a_namespace_querys_two_legs_share_one_sync(pg_url: str) -> None:
         found = await engine.search(namespace="a", query="quokka good")
         assert found.legs.vector_path == DERIVED_VECTOR_LEG and found.legs.fts_derived
         assert syncs == 1
+
+
+async def test_the_log_is_pruned_as_written_and_a_reader_behind_it_rebuilds(
+        pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        held = await built(engine, "a")
+        with psycopg.connect(pg_url) as conn:
+            old = conn.execute("SELECT count(*), max(seq) FROM chunk_changes").fetchone()
+            assert old is not None and old[0] > 0
+            insert_chunk(conn, "x1", "pelican")  # logged after the index was built
+            conn.commit()
+            # The next statement's two entries end on a multiple of 4,096: the entries more
+            # than 200,000 seqs older go, in the writer's transaction.
+            conn.execute("ALTER TABLE chunk_changes ALTER COLUMN seq RESTART WITH 303103")
+            conn.execute("INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash,"
+                         " sequence_start, sequence_end, scope_token) VALUES"
+                         " ('x2', 's1', 'pelican', 'x2', 1, 1, 's1'),"
+                         " ('x3', 's1', 'pelican', 'x3', 1, 1, 's1')")
+            conn.commit()
+            kept = conn.execute("SELECT min(seq), count(*) FROM chunk_changes").fetchone()
+            assert kept == (303103, 2)
+        # This reader had not read the pruned entries (x1's among them):
+        # it rebuilds rather than miss them, and the rebuilt index holds every chunk.
+        assert await backend.derived.full_text_rows("a", ["pelican"], 5, 0.5) is None
+        rebuilt = await built(engine, "a")
+        assert rebuilt is not held
+        rows = await backend.derived.full_text_rows("a", ["pelican"], 5, 0.5)
+        assert rows is not None and sorted(c for c, _ in rows) == ["x1", "x2", "x3"]
