@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -293,3 +294,26 @@ async def test_the_log_is_pruned_as_written_and_a_reader_behind_it_rebuilds(
         assert rebuilt is not held
         rows = await backend.derived.full_text_rows("a", ["pelican"], 5, 0.5)
         assert rows is not None and sorted(c for c, _ in rows) == ["x1", "x2", "x3"]
+
+
+async def test_vectors_of_another_size_make_the_index_rebuild(pg_url: str) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        await engine.drain()
+        backend: Any = engine.backend
+        held = await built(engine, "a")
+        assert held.vectors.dimension == 64
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # as a reindex leaves it
+            conn.execute("DROP INDEX IF EXISTS chunks_vec_hnsw")
+            conn.execute("DELETE FROM chunks_vec WHERE agent_identity = 'a'")
+            conn.execute("ALTER TABLE chunks_vec ALTER COLUMN embedding_blob TYPE vector")
+            conn.execute("INSERT INTO chunks_vec(chunk_id, agent_identity, session_id,"
+                         " embedding_blob, embedding_model) SELECT chunk_id, 'a', session_id,"
+                         " '[1,0,0]', 'other' FROM chunks WHERE session_id = 's1'"
+                         " ORDER BY fts_rowid LIMIT 1")
+        query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+        assert await backend.derived.vector_rows("a", query, 5) is None  # rebuilding
+        rebuilt = await built(engine, "a")
+        assert rebuilt.vectors.dimension == 3 and rebuilt.vectors.rows() == 1
+        nearest = await backend.derived.vector_rows("a", query, 5)
+        assert nearest is not None and len(nearest) == 1 and nearest[0][1] < 1e-6

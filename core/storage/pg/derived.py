@@ -167,8 +167,12 @@ class PgDerivedIndexes:
             self.start_build(held.namespace)
             return
         touched = sorted({int(value) for kind, value, _ in rows if kind == "entry"})
-        if touched:
-            await _reread(conn, held, touched)
+        if touched and not await _reread(conn, held, touched):
+            log.info("derived index of namespace %r: rebuilding: its vectors changed size"
+                     " (reindexed to another model)", held.namespace)
+            held.ready = False
+            self.start_build(held.namespace)
+            return
         _remember_snapshot(held, rows)
         if held.postings.churn() > REBUILD_CHURN:
             self._refresh(held.namespace)
@@ -219,9 +223,10 @@ async def _load(conn: Conn, held: NamespaceIndex) -> None:
                 held.vectors.load(dimension, rows)
 
 
-async def _reread(conn: Conn, held: NamespaceIndex, rowids: Sequence[int]) -> None:
+async def _reread(conn: Conn, held: NamespaceIndex, rowids: Sequence[int]) -> bool:
     """Drop the chunks ``rowids`` and read again those the snapshot holds in the namespace:
-    their ids, postings (as the postings trigger computes them) and vectors."""
+    their ids, postings (as the postings trigger computes them) and vectors; False (and
+    nothing of the vectors changed) when a vector is not the matrix's size."""
     params = {"rowids": list(rowids), "ns": held.namespace}
     for rowid in rowids:
         held.chunk_ids.pop(rowid, None)
@@ -246,7 +251,10 @@ async def _reread(conn: Conn, held: NamespaceIndex, rowids: Sequence[int]) -> No
         " JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
         " WHERE c.fts_rowid = ANY(%(rowids)s) AND v.agent_identity = %(ns)s", params)
     dimension, rows = _vector_rows(held.namespace, await cursor.fetchall())
+    if rows and held.vectors.dimension not in (None, dimension):
+        return False
     held.vectors.replace(dimension, rowids, rows)
+    return True
 
 
 def _vector_rows(namespace: str, batch: Sequence[tuple[Any, Any]],
