@@ -139,7 +139,8 @@ class SearchResult:
                          "answered, as pynchy's does")
         if legs.fts_derived:
             notes.append("full-text leg: bm25 ranked by the derived in-memory index (the same "
-                         "ranking as FTS5's, without scoring every matching chunk in SQL)")
+                         "ranking as the database's, without scoring every matching chunk "
+                         "in SQL)")
         if legs.vector_note:
             notes.append(legs.vector_note)
         if legs.vector_approximate:

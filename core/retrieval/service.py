@@ -151,10 +151,11 @@ class Retrieval:
             if vectors else None)
         self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
         legs.vector_path = rows.vector_path
-        if (rows.vector_path is not None and not self._backend.features.exact_vector_search
-                and not request.tags):
-            # A session's vectors, and tagged ones, are ranked exactly on every backend; a
-            # namespace's may go through an approximate index.
+        if (not self._backend.features.exact_vector_search and not request.tags
+                and rows.vector_path == self._backend.vector_leg_name):
+            # A session's vectors, and tagged ones, are ranked exactly on every backend, as
+            # a derived matrix ranks them; a namespace's may go through the database's
+            # approximate index.
             legs.vector_approximate = (
                 "approximate (HNSW): the namespace's nearest chunks come from an "
                 "approximate index, which may miss a few of the exact ones")

@@ -43,11 +43,12 @@ async def test_migrations_apply_once_and_are_recorded_like_sqlite_ones(pg_url: s
         assert await db.schema_version() == 0
         assert await db.migrate() == [m.version for m in migrations.available_migrations()]
         ledger = await fetch(db, "SELECT version, name, applied_at FROM memory_migrations")
-        assert [(v, n) for v, n, _ in ledger] == [(1, "initial"), (2, "chunk_terms")]
+        assert [(v, n) for v, n, _ in ledger] == [(1, "initial"), (2, "chunk_terms"),
+                                                (3, "chunk_changes")]
         assert ledger[0][2].endswith("+00:00")  # the SQLite runner's isoformat, in UTC
         assert await db.migrate() == []
         assert await db.schema_version() == migrations.latest_version()
-        assert len(await fetch(db, "SELECT * FROM memory_migrations")) == 2
+        assert len(await fetch(db, "SELECT * FROM memory_migrations")) == 3
     finally:
         await db.close()
 
@@ -125,10 +126,10 @@ async def test_two_processes_migrating_at_once_apply_each_migration_once(
     outcomes = [racer.communicate(timeout=60) for racer in racers]
     assert [racer.returncode for racer in racers] == [0, 0], outcomes
     applied = sorted(out.strip() for out, _ in outcomes)
-    assert applied == ["[1, 2]", "[]"]
+    assert applied == ["[1, 2, 3]", "[]"]
     db = await opened(pg_url)
     try:
-        assert await fetch(db, "SELECT version FROM memory_migrations") == [(1,), (2,)]
+        assert await fetch(db, "SELECT version FROM memory_migrations") == [(1,), (2,), (3,)]
     finally:
         await db.close()
 
@@ -175,8 +176,6 @@ async def test_every_sqlite_table_and_column_has_its_postgres_twin(
     # sqlite-vec's chunks_vec is made at open; its columns are these (core/storage/vectors.py).
     expected["chunks_vec"] = {"chunk_id", "agent_identity", "session_id", "embedding_blob",
                               "embedding_model"}
-    # The change log feeds the SQLite file's in-memory derived indexes; PostgreSQL keeps none.
-    del expected["chunk_changes"]
     found: dict[str, set[str]] = {}
     for table, column in await fetch(pg_db, "SELECT table_name, column_name"
                                             " FROM information_schema.columns"

@@ -71,7 +71,8 @@ from workbench.cli.support import MEMORY, _load_config, _run, _with_model
 from workbench.text import to_json
 
 WORKLOADS = ("ingest", "notes", "compact", "recall")
-# recall drills the SQLite file's derived namespace index (PostgreSQL keeps none).
+# recall drills the SQLite file's derived namespace index (PostgreSQL's in-memory ones are
+# rebuilt by a restarted process; tests/pg/test_pg_derived.py checks how they follow writes).
 PG_WORKLOADS = ("ingest", "notes", "compact")
 WORKER_BATCH = 32  # chunks per embedding batch: the worker commits often, so kills land there too
 EARLY_SHARE = 0.125  # kills aimed at a child still importing or opening the engine

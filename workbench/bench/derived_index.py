@@ -25,9 +25,45 @@ class FullTextFigures:
                 f" arrays, resident memory +{self.rss_growth_mb:,.0f} MiB")
 
 
-async def build_derived_full_text(engine: Any, namespace: str) -> FullTextFigures | None:
+@dataclass(frozen=True)
+class PgDerivedFigures:
+    """A PostgreSQL namespace's derived indexes (its matrix and its postings) in memory."""
+
+    build_seconds: float
+    chunks: int
+    vectors: int
+    postings: int
+    vector_mb: float
+    postings_mb: float
+    rss_growth_mb: float
+
+    def line(self) -> str:
+        """The figures as the line the command prints."""
+        return (f"derived indexes       {self.vectors:,} vectors and {self.postings:,} postings"
+                f" of {self.chunks:,} chunks loaded in {self.build_seconds:,.1f} s (in the"
+                " background; the SQL path answers until then); arrays: matrix"
+                f" {self.vector_mb:,.0f} MiB, postings {self.postings_mb:,.0f} MiB;"
+                f" resident memory +{self.rss_growth_mb:,.0f} MiB")
+
+
+async def build_derived_full_text(engine: Any, namespace: str,
+                                  ) -> FullTextFigures | PgDerivedFigures | None:
     """Start the namespace full-text index's build with one query and wait for it; None
-    when the backend keeps no such index (PostgreSQL) or its build failed."""
+    when the backend keeps no such index or its build failed. On PostgreSQL the namespace's
+    matrix and postings are one build."""
+    from core.storage.pg.backend import PostgresBackend
+
+    if isinstance(engine.backend, PostgresBackend):
+        before = resident_anon_mb()
+        held = await engine.backend.derived.indexes.build_now(namespace)
+        if not held.ready:
+            return None
+        return PgDerivedFigures(
+            build_seconds=held.build_seconds or 0.0, chunks=held.postings.chunk_count(),
+            vectors=held.vectors.rows(), postings=held.postings.postings_count(),
+            vector_mb=held.vectors.memory_bytes() / 2**20,
+            postings_mb=held.postings.memory_bytes() / 2**20,
+            rss_growth_mb=resident_anon_mb() - before)
     backend = engine.backend
     derived = getattr(backend, "derived_full_text", None)
     if derived is None:

@@ -37,7 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.bench.derived import DerivedFigures, measure_derived
-from workbench.bench.derived_index import FullTextFigures, build_derived_full_text
+from workbench.bench.derived_index import (
+    FullTextFigures,
+    PgDerivedFigures,
+    build_derived_full_text,
+)
 from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
 
 AGENT = "bench-agent"
@@ -98,7 +102,8 @@ class QueryFigures:
     recall_at_10: float | None = None
     reused: int = 0  # chunks the memory already held (--reuse)
     derived: DerivedFigures | None = None  # SQLite's namespace matrix (None: PostgreSQL)
-    derived_full_text: FullTextFigures | None = None  # the namespace full-text leg's index
+    # the namespace full-text leg's index (PostgreSQL: with its matrix)
+    derived_full_text: FullTextFigures | PgDerivedFigures | None = None
 
     @property
     def _session_goal(self) -> float:

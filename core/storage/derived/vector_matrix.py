@@ -162,6 +162,28 @@ class NamespaceVectors:
                   " WHERE c.embedding_status = 'done' AND c.fts_rowid IN", inserted),
             normalise=True)
 
+    def load(self, dimension: int, rows: list[tuple[int, str | None, bytes]]) -> None:
+        """Add rows a backend read itself, (fts_rowid, namespace, float32 bytes), each rowid
+        new to the index (a build's pages; PostgreSQL's, :mod:`core.storage.pg.derived`)."""
+        if self.dimension is None:
+            self.dimension = dimension
+        before = {name: space.size for name, space in self._spaces.items()}
+        self._append_batch(rows)
+        for name, space in self._spaces.items():
+            _normalise(space.vectors[before.get(name, 0):space.size])
+
+    def replace(self, dimension: int, deleted: Sequence[int],
+                rows: Sequence[tuple[int, str | None, bytes]]) -> None:
+        """Drop the ``deleted`` rowids' rows, then add (or replace) ``rows`` that a backend
+        read itself: its catch-up, applied as :meth:`apply` applies the file's."""
+        for rowid in deleted:
+            self._remove(rowid)
+        if not rows:
+            return
+        if self.dimension is None:
+            self.dimension = dimension
+        self._add_rows(rows, normalise=True)
+
     def _add_rows(self, rows: Any, *, normalise: bool) -> None:
         dimension = self.dimension
         assert dimension is not None

@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
@@ -38,14 +41,17 @@ from core.storage.pg import (
     vectors,
 )
 from core.storage.pg.connection import Conn, PgDatabase
+from core.storage.pg.derived_legs import DERIVED_VECTOR_LEG, DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
+from core.storage.search import LegRequest, Scope, derived_answers
 from core.storage.shared_operations import SharedOperations
 
 if TYPE_CHECKING:
     from core.storage.backend import Backend
 
 POSTGRES_FEATURES = BackendFeatures(
-    # Inside a session the scan is exact; a namespace goes through the HNSW index.
+    # Inside a session the scan is exact; a namespace goes through the HNSW index until its
+    # derived matrix is built (core/storage/pg/derived.py), which is exact.
     exact_vector_search=False,
     # bm25 computed in SQL from the tsvectors (raw syntax: ts_rank_cd); see pg/search.py.
     full_text_ranking="bm25",
@@ -82,6 +88,8 @@ class PostgresBackend(SharedOperations):
         # engine, as there is one embedding worker per engine).
         self._claimer = _new_claimer()
         self._liveness: Conn | None = None  # holds the claimer's lock (vectors.py)
+        self.derived = DerivedLegs(db)
+        """The namespaces' indexes derived in memory (:mod:`core.storage.pg.derived`)."""
 
     @classmethod
     async def open(cls, location: Location, config: StorageConfig, *,
@@ -132,7 +140,9 @@ class PostgresBackend(SharedOperations):
         return backend
 
     async def close(self) -> None:
-        """Close every connection of the pool, and the one holding the claimer's lock."""
+        """Close every connection of the pool, and the one holding the claimer's lock (after
+        stopping a derived index's build in flight)."""
+        await self.derived.close()
         if self._liveness is not None:
             await self._liveness.close()
             self._liveness = None
@@ -143,6 +153,30 @@ class PostgresBackend(SharedOperations):
         every process's commits (:meth:`PgDatabase.watch`)."""
         changes, (backlog, failed) = await self._db.watch(vectors.backlog_and_failures)
         return changes, backlog, failed
+
+    # -- the search legs --------------------------------------------------------------------
+
+    async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
+                         tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
+        """A namespace's nearest chunks from its matrix in memory once that is built (the
+        HNSW index until then); a session's, and tagged ones, ranked exactly in SQL."""
+        if scope.namespace is not None and not tags:
+            rows = await self.derived.vector_rows(scope.namespace, query, k)
+            if rows is not None:
+                return rows, DERIVED_VECTOR_LEG
+        return await self.vector_search(scope, query, k, model, tags), self.vector_leg_name
+
+    async def full_text_leg(self, request: LegRequest,
+                            ) -> tuple[list[tuple[str, float]], str | None]:
+        """bm25 (or raw syntax) rows, and which answered: "derived" (a namespace's typed
+        words, from its postings in memory once built), "like" (the fallback) or None."""
+        if derived_answers(request):
+            rows = await self.derived.full_text_rows(
+                request.scope.namespace or "", request.terms, request.depth,
+                request.context_weight)
+            if rows:  # none found: the SQL path finds none either, and tries LIKE
+                return rows, "derived"
+        return await self._db.read(self._ops.search.full_text_leg, request)
 
     # -- vectors ---------------------------------------------------------------------------
 

@@ -30,14 +30,15 @@ NAMESPACE_TABLES = (
     "archives", "notes", "note_names", "note_tags", "facts", "schedules", "schedule_runs",
     "retrieval_log", "relevance_judgments",
 )
-# Full text's postings (migration 0002): namespace rows under the same policy,
-# readable by every role (granted to PUBLIC, so roles granted before the tables existed read
-# them too) and written only by the chunks' triggers, never by a role directly.
-DERIVED_TABLES = ("chunk_terms",)
+# Full text's postings (migration 0002) and the chunk change log (0003): namespace rows under
+# a policy, readable by every role (granted to PUBLIC, so roles granted before the tables
+# existed read them too) and written only by the chunks' triggers, never by a role directly.
+DERIVED_TABLES = ("chunk_terms", "chunk_changes")
 # Tables every role reads whole: the schema's version, the vector model and dimension, and
-# (its own row of) the role mapping. memory_meta is written when a model is first recorded.
+# (its own row of) the role mapping, the change log's pruning mark. memory_meta is written
+# when a model is first recorded.
 SHARED_TABLES = {"memory_migrations": "SELECT", "memory_roles": "SELECT",
-                 "memory_meta": "SELECT, INSERT, UPDATE"}
+                 "memory_meta": "SELECT, INSERT, UPDATE", "chunk_changes_pruned": "SELECT"}
 
 MAX_ROLE_CHARS = 63  # PostgreSQL truncates longer identifiers (NAMEDATALEN - 1)
 
