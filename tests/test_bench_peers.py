@@ -47,6 +47,7 @@ def test_bench_peers_times_both_systems_on_the_same_data() -> None:
     assert figures.ours_ingest_per_s > 0 and figures.theirs_ingest_per_s > 0
     assert figures.theirs_encode_seconds > 0 and figures.theirs_index_seconds > 0
     assert any("ours:" in line and "chunks from" in line for line in said)
+    assert any("derived namespace indexes" in line for line in said)  # built before timing
 
     text = "\n".join(figures.lines())
     for label in ("session hybrid", "namespace hybrid", "vector only", "full text only",
