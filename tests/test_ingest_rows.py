@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.embeddings.base import l2_normalise
 from core.embeddings.context import blend_rows
 from core.indexing import CONTEXT_SEPARATOR
+from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.fts_rows import fts_rows, prefixed, prefixed_context, session_prefix
 
 # Words, punctuation, underscores, accents and blanks: what the tokenizer splits on.
@@ -52,3 +56,13 @@ def test_blending_a_batch_equals_blending_each_row(counts: list[int], seed: int,
     if zero_part and any(parts):  # an all-zero part vector stays zero, adding nothing
         next(row for row in parts if row)[0] = np.zeros(16, dtype=np.float32)
     assert np.array_equal(blend_rows(own, parts), _blend_one_row_at_a_time(own, parts))
+
+
+def test_a_message_with_its_context_is_a_new_message_and_the_old_one_is_untouched() -> None:
+    message = PreparedMessage("s", 3, "{}", "user", 0.5, (PreparedChunk("text", "hash"),),
+                              {"role": "user"}, "agent", "2026-01-01 00:00:00", bound=True)
+    given = message.with_context("before\x1ejust before")
+    assert given == dataclasses.replace(message, context="before\x1ejust before")
+    assert message.context is None and given is not message
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        given.context = "other"  # type: ignore[misc]
