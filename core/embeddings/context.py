@@ -35,8 +35,8 @@ def blend_rows(own: np.ndarray, parts: Sequence[Sequence[np.ndarray]]) -> np.nda
     """Chunks' vectors from their own rows and, per row, its context parts' vectors.
 
     Whole-batch array operations rather than one small normalisation per row: the bulk path
-    blends a thousand rows per batch on the event loop's thread, where per-row numpy calls
-    held the GIL the writer needs. Missing parts are zero rows, which add nothing.
+    blends a thousand rows per batch on the event loop's thread, where the per-row numpy
+    calls cost three times the arithmetic. Missing parts are zero rows, which add nothing.
     """
     from core.embeddings.base import l2_normalise
 

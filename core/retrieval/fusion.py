@@ -29,7 +29,7 @@ class LegHit(NamedTuple):
 
     A named tuple rather than a frozen dataclass: a query makes one per leg row and one
     ``Fused`` per candidate, on the event loop, and a frozen dataclass costs three times as
-    much to construct (a tenth of a session query's ranking went to constructors).
+    much to construct (about a sixth of a session query's ranking went to constructors).
     """
 
     chunk_id: str

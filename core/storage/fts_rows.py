@@ -76,8 +76,8 @@ def context_text(previous: Iterable[str], max_chars: int) -> str:
 @functools.lru_cache(maxsize=8192)
 def _prefixed_part(prefix: str, text: str) -> str:
     """:func:`prefixed`, remembered: a message's first chunk is prefixed for its own row and
-    again as a context part of the next messages of its session (one batch apart when an
-    import interleaves sessions), so keeping the recent ones spares the writer that work."""
+    again as a context part of each of the next messages of its session, often in a later
+    batch, so keeping the recent ones spares the writer that work."""
     return prefixed(prefix, text)
 
 
