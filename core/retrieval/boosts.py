@@ -21,6 +21,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence, Set
+from itertools import repeat
 from typing import Any
 
 from core import inputs
@@ -109,23 +110,29 @@ def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]]
 def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]],
                      weight: float, window: int) -> list[Fused]:
     """Each item plus ``weight`` times the best score of a candidate of its session that
-    starts within ``window`` messages before it or after it (its own message's chunks aside)."""
-    starting: dict[tuple[str, int], float] = {}  # (session, sequence_start) -> best score
+    starts within ``window`` messages before it or after it (its own message's chunks aside).
+
+    The best scores are kept per session by start, so the windows are read with ``map``
+    over plain integers: this runs for every candidate of every query, on the event loop.
+    """
+    starting: dict[str, dict[int, float]] = {}  # session -> sequence_start -> best score
     for item in items:
         chunk = chunks.get(item.chunk_id)
         if chunk is not None:
-            start = (chunk["session_id"], chunk["sequence_start"])
-            starting[start] = max(item.score, starting.get(start, 0.0))
+            by_start = starting.setdefault(chunk["session_id"], {})
+            start = chunk["sequence_start"]
+            by_start[start] = max(item.score, by_start.get(start, 0.0))
     result = []
+    nothing = repeat(0.0)
     for item in items:
         chunk = chunks.get(item.chunk_id)
         if chunk is None:
             result.append(item)
             continue
-        session, first, last = chunk["session_id"], chunk["sequence_start"], chunk["sequence_end"]
-        best = max((starting.get((session, sequence), 0.0) for sequence in
-                    (*range(first - window, first), *range(last + 1, last + window + 1))),
-                   default=0.0)
+        found = starting[chunk["session_id"]].get
+        first, last = chunk["sequence_start"], chunk["sequence_end"]
+        best = max(max(map(found, range(first - window, first), nothing)),
+                   max(map(found, range(last + 1, last + window + 1), nothing)))
         gain = weight * best
         result.append(item if not gain else Fused(item.chunk_id, item.score + gain, item.vector,
                                                   item.fts, item.speaker, gain, item.date))
