@@ -83,9 +83,9 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
               help="The SQLite memory to fill and measure (default: a temporary file). It "
                    "must hold no chunks unless --reuse.")
 @click.option("--reuse", is_flag=True,
-              help="Measure a --db that already holds chunks, as it is (--chunks and "
-                   "--sessions unused); LanceDB is built from it. Queries write its "
-                   "retrieval log: measure a copy.")
+              help="Measure a --db that already holds chunks (one bench query or bench "
+                   "peers built), as it is (--chunks and --sessions unused); LanceDB is "
+                   "built from it. Queries write its retrieval log: measure a copy.")
 @click.pass_context
 def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: int,
                 queries: int, db: Path | None, reuse: bool) -> None:

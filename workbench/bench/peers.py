@@ -152,9 +152,9 @@ async def run_peers_bench(config: Any, chunks: int, sessions: int, *, queries: i
     LanceDB, and time the same queries on both.
 
     The memory is a temporary file, or ``db``, which must hold no chunks unless ``reuse``:
-    then the file is measured as it holds (``chunks`` and ``sessions`` unused), and LanceDB
-    is built from it; copy a file you want to keep first, since queries write its
-    retrieval log.
+    then the file (one ``bench query`` or ``bench peers`` built: its namespace is theirs)
+    is measured as it holds (``chunks`` and ``sessions`` unused), and LanceDB is built from
+    it; copy a file you want to keep first, since queries write its retrieval log.
     """
     lancedb = import_lancedb()  # before any work: without it there is nothing to compare
     if chunks < 1 or sessions < 1 or queries < 1:
