@@ -9,7 +9,6 @@ order, because sequences are checked in order.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -160,8 +159,8 @@ class BulkIngest:
             row = 0
             for index, prepared in batch:
                 tail = tails[prepared.session_id]
-                out.append((index, dataclasses.replace(
-                    prepared, context=context_text([text for text, _ in tail], max_chars))))
+                out.append((index, prepared.with_context(
+                    context_text([text for text, _ in tail], max_chars))))
                 parts += [[vector for _, vector in tail if vector is not None]] * len(
                     prepared.chunks)
                 if prepared.chunks:

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from tests.conftest import DETERMINISTIC
-from workbench.bench.peers import INSTALL_HINT, PATHS, PeersFigures, run_peers_bench
+from workbench.bench import peers_lancedb
+from workbench.bench.peers import (
+    INSTALL_HINT,
+    PATHS,
+    NothingToMeasure,
+    PeersFigures,
+    run_peers_bench,
+)
 from workbench.cli.root import main
 
 
@@ -39,9 +47,44 @@ def test_bench_peers_times_both_systems_on_the_same_data() -> None:
     assert figures.ours_ingest_per_s > 0 and figures.theirs_ingest_per_s > 0
     assert figures.theirs_encode_seconds > 0 and figures.theirs_index_seconds > 0
     assert any("ours:" in line and "chunks from" in line for line in said)
+    assert any("derived namespace indexes" in line for line in said)  # built before timing
 
     text = "\n".join(figures.lines())
     for label in ("session hybrid", "namespace hybrid", "vector only", "full text only",
                   "bulk ingest", "ours/LanceDB", "top-10 overlap", "peak RSS"):
         assert label in text, label
     assert text.count("goal met") + text.count("goal missed") == 2
+
+
+def test_bench_peers_measures_a_reused_file_as_it_is(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("lancedb")
+    monkeypatch.setattr(peers_lancedb, "STREAM_ROWS", 64)  # several batches from the file
+    path = tmp_path / "memory.db"
+    built = asyncio.run(run_peers_bench(DETERMINISTIC, 300, 3, queries=10, db=path,
+                                        say=lambda _: None))
+    assert built.ours_built_chunks == built.chunks and built.ours_ingest_per_s
+
+    with pytest.raises(FileExistsError):  # a memory with chunks is only measured on --reuse
+        asyncio.run(run_peers_bench(DETERMINISTIC, 300, 3, queries=10, db=path,
+                                    say=lambda _: None))
+    said: list[str] = []
+    # Other sizes asked: a reused file is measured as it holds, nothing added to it.
+    again = asyncio.run(run_peers_bench(DETERMINISTIC, 5000, 50, queries=10, db=path,
+                                        reuse=True, say=said.append))
+    assert (again.chunks, again.sessions, again.messages) == (
+        built.chunks, built.sessions, built.messages)
+    assert again.ours_built_chunks == 0 and again.ours_ingest_per_s is None
+    assert again.theirs_rows == again.chunks  # LanceDB got every chunk, streamed from the file
+    assert again.overlap["vector only"] >= 0.95
+    assert not any("ours:" in line for line in said)
+    assert "ours not measured" in "\n".join(again.lines())
+
+
+def test_bench_peers_reuse_refuses_an_empty_memory(tmp_path: Path, runner: CliRunner) -> None:
+    pytest.importorskip("lancedb")
+    with pytest.raises(NothingToMeasure):
+        asyncio.run(run_peers_bench(DETERMINISTIC, 300, 3, queries=10,
+                                    db=tmp_path / "empty.db", reuse=True, say=lambda _: None))
+    result = runner.invoke(main, ["bench", "peers", "--reuse", "--queries", "10"])
+    assert result.exit_code != 0 and "--reuse needs --db" in result.output

@@ -6,15 +6,23 @@ import asyncio
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import Engine
 from core.errors import InvalidInput
-from core.retrieval.boosts import CACHED_METADATA_CHARS, named_speakers, speaker_name
+from core.retrieval.boosts import (
+    CACHED_METADATA_CHARS,
+    _with_neighbours,
+    named_speakers,
+    speaker_name,
+)
 from core.retrieval.dates import candidate_dates, message_date, parse_date, query_period
-from core.retrieval.fusion import LegHit
+from core.retrieval.fusion import Fused, LegHit
 from core.retrieval.search import KeptLegs, Ranking, rank
 from tests.conftest import DETERMINISTIC
 from workbench.cli.root import main
@@ -255,3 +263,36 @@ def test_a_message_date_is_read_alike_from_short_and_long_metadata() -> None:
     assert [message_date(c) for c in (short, short, long, long, undated)] == [
         dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8),
         None]
+
+
+def _neighbour_gains_one_by_one(items: list[Fused], chunks: dict[str, dict[str, Any]],
+                                weight: float, window: int) -> list[float]:
+    """The neighbour boost as the docstring states it, comparing every pair of candidates."""
+    gains = []
+    for item in items:
+        mine = chunks[item.chunk_id]
+        best = 0.0
+        for other in items:
+            theirs = chunks[other.chunk_id]
+            start = theirs["sequence_start"]
+            if theirs["session_id"] == mine["session_id"] and (
+                    mine["sequence_start"] - window <= start < mine["sequence_start"]
+                    or mine["sequence_end"] < start <= mine["sequence_end"] + window):
+                best = max(best, other.score)
+        gains.append(weight * best)
+    return gains
+
+
+@settings(max_examples=150, deadline=None)
+@given(spans=st.lists(st.tuples(st.sampled_from("ab"), st.integers(1, 30), st.integers(0, 3),
+                                st.floats(0, 1)), min_size=1, max_size=25),
+       window=st.integers(1, 6), weight=st.floats(0.01, 1))
+def test_the_neighbour_boost_is_the_best_candidate_within_the_window(
+        spans: list[tuple[str, int, int, float]], window: int, weight: float) -> None:
+    chunks = {f"c{n}": {"session_id": session, "sequence_start": start,
+                        "sequence_end": start + length}
+              for n, (session, start, length, _) in enumerate(spans)}
+    items = [Fused(f"c{n}", score, score, 0.0) for n, (*_, score) in enumerate(spans)]
+    boosted = _with_neighbours(items, chunks, weight, window)
+    assert [item.neighbour for item in boosted] == pytest.approx(
+        _neighbour_gains_one_by_one(items, chunks, weight, window), abs=0.0)

@@ -32,13 +32,23 @@ def context_parts(context: str) -> list[str]:
 
 
 def blend_rows(own: np.ndarray, parts: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
-    """Chunks' vectors from their own rows and, per row, its context parts' vectors."""
+    """Chunks' vectors from their own rows and, per row, its context parts' vectors.
+
+    Whole-batch array operations rather than one small normalisation per row: the bulk path
+    blends a thousand rows per batch on the event loop's thread, where the per-row numpy
+    calls cost three times the arithmetic. Missing parts are zero rows, which add nothing.
+    """
     from core.embeddings.base import l2_normalise
 
     out = l2_normalise(own)
     rows = [index for index, row_parts in enumerate(parts) if row_parts]
     if rows:
-        context = l2_normalise([l2_normalise(parts[index]).sum(axis=0) for index in rows])
+        width = max(len(parts[index]) for index in rows)
+        stacked = np.zeros((len(rows), width, out.shape[1]), dtype=np.float32)
+        for slot, index in enumerate(rows):
+            stacked[slot, :len(parts[index])] = parts[index]
+        flat = l2_normalise(stacked.reshape(-1, out.shape[1])).reshape(stacked.shape)
+        context = l2_normalise(flat.sum(axis=1))
         out[rows] = l2_normalise(out[rows] + context)
     return out
 

@@ -51,6 +51,16 @@ class PreparedMessage:
     # session another agent created is refused inside the write transaction.
     bound: bool = False
 
+    def with_context(self, context: str) -> PreparedMessage:
+        """This message with its chunks' context worked out.
+
+        ``dataclasses.replace`` would run every field through the frozen ``__setattr__``
+        again; the bulk path calls this once per message on the event loop's thread.
+        """
+        copy = object.__new__(PreparedMessage)
+        copy.__dict__.update(self.__dict__, context=context)
+        return copy
+
 
 @dataclass(frozen=True)
 class WriteOutcome:

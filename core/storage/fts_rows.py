@@ -73,6 +73,24 @@ def context_text(previous: Iterable[str], max_chars: int) -> str:
     return CONTEXT_SEPARATOR.join(text[:max_chars] for text in previous if text)
 
 
+@functools.lru_cache(maxsize=8192)
+def _prefixed_part(prefix: str, text: str) -> str:
+    """:func:`prefixed`, remembered: a message's first chunk is prefixed for its own row and
+    again as a context part of each of the next messages of its session, often in a later
+    batch, so keeping the recent ones spares the writer that work."""
+    return prefixed(prefix, text)
+
+
+def prefixed_context(prefix: str, context: str) -> str:
+    """``prefixed(prefix, context)``, built from its parts' prefixed words.
+
+    The separator between parts is no word character, so the context's words are its parts'
+    words in order, and their prefixed forms joined by a space are the whole one's.
+    """
+    found = [_prefixed_part(prefix, part) for part in context.split(CONTEXT_SEPARATOR)]
+    return " ".join(part for part in found if part)
+
+
 def fts_rows(chunks: Iterable[tuple[int, str, str, str, str]],
              ) -> list[tuple[int, str, str, str, str, str]]:
     """``chunks_fts`` rows, in :data:`FTS_COLUMNS` order, for (fts_rowid, session_id, text,
@@ -83,8 +101,8 @@ def fts_rows(chunks: Iterable[tuple[int, str, str, str, str]],
     for fts_rowid, session_id, text, scope_token, context in chunks:
         prefix = session_prefix(session_id)
         if (prefix, context) not in prefixed_contexts:
-            prefixed_contexts[prefix, context] = prefixed(prefix, context)
-        rows.append((fts_rowid, text, scope_token, context, prefixed(prefix, text),
+            prefixed_contexts[prefix, context] = prefixed_context(prefix, context)
+        rows.append((fts_rowid, text, scope_token, context, _prefixed_part(prefix, text),
                      prefixed_contexts[prefix, context]))
     return rows
 

@@ -3,6 +3,7 @@ drills kept in their own modules (concurrency, crash, isolation, disk full), add
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -78,23 +79,40 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
               help="Sessions to spread them over (all under one agent).")
 @click.option("--queries", default=200, show_default=True, type=click.IntRange(min=10),
               help="Queries to time on each path, on each system.")
+@click.option("--db", "db", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="The SQLite memory to fill and measure (default: a temporary file). It "
+                   "must hold no chunks unless --reuse.")
+@click.option("--reuse", is_flag=True,
+              help="Measure a --db that already holds chunks (one bench query or bench "
+                   "peers built), as it is (--chunks and --sessions unused); LanceDB is "
+                   "built from it. Queries write its retrieval log: measure a copy.")
 @click.pass_context
 def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: int,
-                queries: int) -> None:
+                queries: int, db: Path | None, reuse: bool) -> None:
     """This engine beside LanceDB on the same chunks, vectors and queries: session and
     namespace hybrid, vector only, full text only, bulk ingest, and the ratios."""
     import sys
 
-    from workbench.bench.peers import PeersUnavailable, import_lancedb, run_peers_bench
+    from workbench.bench.peers import (
+        NothingToMeasure,
+        PeersUnavailable,
+        import_lancedb,
+        run_peers_bench,
+    )
 
     try:
         import_lancedb()
     except PeersUnavailable as error:
         click.echo(str(error), err=True)
         sys.exit(2)
+    if reuse and db is None:
+        raise click.UsageError("--reuse needs --db (the file to measure)")
     config = _with_model(_load_config(ctx), model)
-    _echo_figures(lambda say: run_peers_bench(config, chunks, sessions, queries=queries,
-                                              say=say))
+    try:
+        _echo_figures(lambda say: run_peers_bench(config, chunks, sessions, queries=queries,
+                                                  db=db, reuse=reuse, say=say))
+    except (FileExistsError, NothingToMeasure) as error:
+        raise click.ClickException(str(error)) from error
 
 
 @bench.command("writers")

@@ -20,6 +20,7 @@ plus writing the table and building its two indexes.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import math
 import random
@@ -30,28 +31,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.bench.derived_index import build_derived_full_text
 from workbench.bench.measure import peak_rss_mb, percentile
+from workbench.bench.peers_lancedb import (
+    INSTALL_HINT,
+    PeersUnavailable,
+    build_lancedb,
+    import_lancedb,
+    lancedb_searches,
+    stored_query_texts,
+)
 from workbench.bench.query import AGENT, TOP_K, _query_texts, _round_robin, _time_each
 
-INSTALL_HINT = ("bench peers needs LanceDB, an optional extra: "
-                "pip install -e '.[peers]' (lancedb 0.40)")
 # The issue's goals, at p95: ours at least this many times faster than LanceDB's.
 NAMESPACE_GOAL_SPEEDUP = 5.0
 SESSION_GOAL_SPEEDUP = 3.0
 PATHS = ("session hybrid", "namespace hybrid", "vector only", "full text only")
 
 
-class PeersUnavailable(RuntimeError):
-    """LanceDB is not installed (the ``peers`` extra)."""
-
-
-def import_lancedb() -> Any:
-    """The ``lancedb`` module, or :class:`PeersUnavailable` saying how to install it."""
-    try:
-        import lancedb
-    except ImportError as error:
-        raise PeersUnavailable(INSTALL_HINT) from error
-    return lancedb
+class NothingToMeasure(ValueError):
+    """``--reuse`` named a memory that holds no chunks."""
 
 
 @dataclass
@@ -65,7 +64,11 @@ class PeersFigures:
     messages: int
     queries: int
     lancedb_version: str
-    ours_ingest_seconds: float
+    # Ours: the chunks this run built and how long that took (0 and None for a file built
+    # before, --reuse); LanceDB's: its build from every chunk of the file.
+    ours_built_chunks: int
+    ours_ingest_seconds: float | None
+    theirs_rows: int
     theirs_encode_seconds: float
     theirs_write_seconds: float
     theirs_index_seconds: float
@@ -85,13 +88,16 @@ class PeersFigures:
         return self.p(self.ours_ms, path, fraction) / self.p(self.theirs_ms, path, fraction)
 
     @property
-    def ours_ingest_per_s(self) -> float:
-        return self.chunks / self.ours_ingest_seconds
+    def ours_ingest_per_s(self) -> float | None:
+        """Chunks per second this run ingested; None when it built none (--reuse)."""
+        if not self.ours_built_chunks or not self.ours_ingest_seconds:
+            return None
+        return self.ours_built_chunks / self.ours_ingest_seconds
 
     @property
     def theirs_ingest_per_s(self) -> float:
-        return self.chunks / (self.theirs_encode_seconds + self.theirs_write_seconds
-                              + self.theirs_index_seconds)
+        return self.theirs_rows / (self.theirs_encode_seconds + self.theirs_write_seconds
+                                   + self.theirs_index_seconds)
 
     def lines(self) -> list[str]:
         """The figures as the lines the command prints."""
@@ -128,7 +134,9 @@ class PeersFigures:
         out += [
             f"bulk ingest           ours {ours_rate:,.0f} chunks/s (store_many + drain), "
             f"LanceDB {theirs_rate:,.0f} chunks/s; ours/LanceDB {ours_rate / theirs_rate:.2f}x "
-            "throughput",
+            "throughput" if ours_rate is not None else
+            f"bulk ingest           ours not measured (the file was built before: --reuse), "
+            f"LanceDB {theirs_rate:,.0f} chunks/s",
             f"  LanceDB's share     encode {self.theirs_encode_seconds:,.2f} s (model alone), "
             f"write {self.theirs_write_seconds:,.2f} s, indexes "
             f"{self.theirs_index_seconds:,.2f} s",
@@ -137,177 +145,153 @@ class PeersFigures:
         return out
 
 
-def _stored_rows(path: Path) -> tuple[list[dict[str, Any]], Any]:
-    """Every embedded chunk as the engine stored it, and its unit vector, in one order."""
-    import numpy as np
-
-    from core.storage.connection import open_connection
-
-    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
-    try:
-        found = conn.execute(
-            "SELECT v.chunk_id, v.session_id, c.chunk_text, c.context_text, v.embedding_blob"
-            " FROM chunks_vec v JOIN chunks c ON c.chunk_id = v.chunk_id").fetchall()
-    finally:
-        conn.close()
-    rows = [{"chunk_id": chunk_id, "session_id": session_id, "chunk_text": text,
-             "text": text if not context else f"{text}\n{context}"}
-            for chunk_id, session_id, text, context, _ in found]
-    matrix = np.array([np.frombuffer(blob, dtype=np.float32) for *_, blob in found],
-                      dtype=np.float32).reshape(len(found), -1)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return rows, matrix / norms
-
-
-def _build_lancedb(lancedb: Any, folder: Path, rows: list[dict[str, Any]], matrix: Any,
-                   ) -> tuple[Any, float, float]:
-    """LanceDB's table of the same chunks and vectors; (table, write s, index s)."""
-    import pyarrow as pa
-    from lancedb.index import FTS, Bitmap
-
-    started = time.perf_counter()
-    flat = pa.array(matrix.reshape(-1), type=pa.float32())
-    data = pa.table({
-        "chunk_id": [row["chunk_id"] for row in rows],
-        "session_id": [row["session_id"] for row in rows],
-        "text": [row["text"] for row in rows],
-        "vector": pa.FixedSizeListArray.from_arrays(flat, matrix.shape[1]),
-    })
-    table = lancedb.connect(str(folder)).create_table("chunks", data)
-    written = time.perf_counter()
-    table.create_index("text", config=FTS())  # defaults: English stemming, as FTS5's porter
-    table.create_index("session_id", config=Bitmap())
-    return table, written - started, time.perf_counter() - written
-
-
-def _lancedb_searches(table: Any) -> dict[str, Callable[[str, str, Any], Any]]:
-    """Each path's LanceDB query, given (session_id, text, query vector)."""
-    from lancedb.rerankers import RRFReranker
-
-    reranker = RRFReranker()
-
-    def hybrid(text: str, vector: Any) -> Any:
-        return (table.search(query_type="hybrid").vector(vector).text(text)
-                .distance_type("cosine"))
-
-    return {
-        "session hybrid": lambda sid, text, vector: hybrid(text, vector)
-        .where(f"session_id = '{sid}'", prefilter=True).rerank(reranker).limit(TOP_K)
-        .to_arrow(),
-        "namespace hybrid": lambda sid, text, vector: hybrid(text, vector)
-        .rerank(reranker).limit(TOP_K).to_arrow(),
-        "vector only": lambda sid, text, vector: table.search(vector)
-        .distance_type("cosine").limit(TOP_K).to_arrow(),
-        "full text only": lambda sid, text, vector: table.search(text, query_type="fts")
-        .limit(TOP_K).to_arrow(),
-    }
-
-
 async def run_peers_bench(config: Any, chunks: int, sessions: int, *, queries: int = 200,
-                          seed: int = 11, say: Callable[[str], None] = print) -> PeersFigures:
+                          db: str | Path | None = None, reuse: bool = False, seed: int = 11,
+                          say: Callable[[str], None] = print) -> PeersFigures:
     """Build about ``chunks`` chunks over ``sessions`` sessions into this engine and into
-    LanceDB, and time the same queries on both."""
-    lancedb = import_lancedb()  # before any work: without it there is nothing to compare
-    from core import Engine
-    from core.config import load_config
-    from workbench.bench import synthetic
+    LanceDB, and time the same queries on both.
 
+    The memory is a temporary file, or ``db``, which must hold no chunks unless ``reuse``:
+    then the file (one ``bench query`` or ``bench peers`` built: its namespace is theirs)
+    is measured as it holds (``chunks`` and ``sessions`` unused), and LanceDB is built from
+    it; copy a file you want to keep first, since queries write its retrieval log.
+    """
+    lancedb = import_lancedb()  # before any work: without it there is nothing to compare
     if chunks < 1 or sessions < 1 or queries < 1:
         raise ValueError("chunks, sessions and queries must be positive")
-    cfg = load_config(config)
-    rng = random.Random(seed)
-    say(f"generating messages for about {chunks:,} chunks over {sessions:,} sessions …")
-    per_session = math.ceil((chunks * 1.1 + 10) / sessions)  # as bench query generates them
-    data = _round_robin(synthetic.messages(per_session * sessions, sessions))
-
     with tempfile.TemporaryDirectory(prefix="workbench-bench-peers-") as folder:
-        path = Path(folder) / "store.db"
-        async with Engine.open(path, config=cfg) as engine:
-            if engine.embedding_warning:
-                say(f"warning: {engine.embedding_warning}")
-            embedder = engine.embedder
-            have = stored = 0
-            ingest_seconds = 0.0
-            per_message, step = 1.08, max(1000, min(10_000, chunks // 10))
-            while have < chunks and stored < len(data):
-                wanted = max(1, int((chunks - have) / per_message + 0.5))
-                piece = data[stored:stored + min(step, wanted)]
-                began = time.perf_counter()
-                result = await engine.store_many(piece, agent=AGENT)
-                ingest_seconds += time.perf_counter() - began
-                if result.rejected:
-                    raise RuntimeError(f"bench messages were refused: {result.rejected[:3]}")
-                stored += len(piece)
-                have = (await engine.counts())["chunks"]
-                per_message = have / stored
-                say(f"  ours: {have:,} chunks from {stored:,} messages ({ingest_seconds:,.1f} s)")
-            began = time.perf_counter()
-            await engine.drain()
-            ingest_seconds += time.perf_counter() - began
-            stored_data = data[:stored]
-            session_count = len({sid for sid, _, _ in stored_data})
-            asked = _query_texts(stored_data, queries, rng)
-            del data, stored_data
+        path = Path(db) if db is not None else Path(folder) / "store.db"
+        return await _run(lancedb, config, path, Path(folder), chunks, sessions, queries,
+                          reuse, random.Random(seed), say)
 
-            say("giving LanceDB the same chunks and vectors …")
-            rows, matrix = _stored_rows(path)
-            batch = cfg.embedding.batch_size
-            texts = [row["chunk_text"] for row in rows]
-            began = time.perf_counter()  # LanceDB's ingest pays for the model as ours does
+
+async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
+               sessions: int, queries: int, reuse: bool, rng: random.Random,
+               say: Callable[[str], None]) -> PeersFigures:
+    from core import Engine
+    from core.config import load_config
+
+    cfg = load_config(config)
+    async with Engine.open(path, config=cfg) as engine:
+        if engine.embedding_warning:
+            say(f"warning: {engine.embedding_warning}")
+        embedder = engine.embedder
+        counts = await engine.counts()
+        if counts["chunks"] and not reuse:
+            raise FileExistsError(f"{path} already holds {counts['chunks']:,} chunks; bench "
+                                  "peers fills an empty memory (--reuse measures it as it is)")
+        if reuse and not counts["chunks"]:
+            raise NothingToMeasure(f"{path} holds no chunks to measure (--reuse)")
+        built, ingest_seconds = 0, None
+        if reuse:
+            say(f"reusing {counts['chunks']:,} chunks from {counts['conversation_events']:,} "
+                f"messages in {counts['sessions']:,} sessions …")
+            asked = stored_query_texts(path, queries, rng)
+        else:
+            asked, ingest_seconds = await _fill(engine, chunks, sessions, queries, rng, say)
+            counts = await engine.counts()
+            built = counts["chunks"]
+
+        say("giving LanceDB the same chunks and vectors, streamed from the file …")
+        batch = cfg.embedding.batch_size
+
+        def encode(texts: list[str]) -> None:  # LanceDB's ingest pays for the model as ours
             for start in range(0, len(texts), batch):
                 embedder.embed(texts[start:start + batch])
-            encode_seconds = time.perf_counter() - began
-            table, write_seconds, index_seconds = _build_lancedb(
-                lancedb, Path(folder) / "lancedb", rows, matrix)
-            del rows, matrix, texts
-            gc.collect()
 
-            ours: dict[str, Callable[[str, str], Any]] = {
-                "session hybrid": lambda sid, text: engine.hybrid_query(
-                    session_id=sid, query=text, top_k=TOP_K),
-                "namespace hybrid": lambda sid, text: engine.hybrid_query(
-                    namespace=AGENT, query=text, top_k=TOP_K),
-                "vector only": lambda sid, text: engine.hybrid_query(
-                    namespace=AGENT, query=text, top_k=TOP_K, mode="vector"),
-                "full text only": lambda sid, text: engine.hybrid_query(
-                    namespace=AGENT, query=text, top_k=TOP_K, mode="keyword"),
-            }
-            theirs = _lancedb_searches(table)
+        lance = build_lancedb(lancedb, folder / "lancedb", path, encode)
+        gc.collect()
+        await _derived_ready(engine, say)
 
-            async def lancedb_call(path_name: str, sid: str, text: str) -> Any:
-                vector = await engine.embed_query(text)
-                return theirs[path_name](sid, text, vector)
+        ours: dict[str, Callable[[str, str], Any]] = {
+            "session hybrid": lambda sid, text: engine.hybrid_query(
+                session_id=sid, query=text, top_k=TOP_K),
+            "namespace hybrid": lambda sid, text: engine.hybrid_query(
+                namespace=AGENT, query=text, top_k=TOP_K),
+            "vector only": lambda sid, text: engine.hybrid_query(
+                namespace=AGENT, query=text, top_k=TOP_K, mode="vector"),
+            "full text only": lambda sid, text: engine.hybrid_query(
+                namespace=AGENT, query=text, top_k=TOP_K, mode="keyword"),
+        }
+        theirs = lancedb_searches(lance.table, TOP_K)
 
-            warm = asked[:min(20, len(asked))]
-            overlap: dict[str, list[float]] = {"vector only": [], "full text only": []}
-            for name in PATHS:
-                for sid, text in warm:
-                    mine = {hit.chunk_id for hit in await ours[name](sid, text)}
-                    found = await lancedb_call(name, sid, text)
-                    if name == "namespace hybrid" and found.num_rows == 0:
-                        raise RuntimeError(f"LanceDB found nothing for {text!r}")
-                    if name in overlap:
-                        shared = mine & set(found.column("chunk_id").to_pylist())
-                        overlap[name].append(len(shared) / max(1, len(mine)))
-            gc.collect()
-            ours_ms: dict[str, list[float]] = {}
-            theirs_ms: dict[str, list[float]] = {}
-            for name in PATHS:
-                say(f"timing {name}: ours, then LanceDB …")
-                ours_ms[name] = await _time_each(asked, ours[name])
-                theirs_ms[name] = await _time_each(
-                    asked, lambda sid, text, name=name: lancedb_call(name, sid, text))
-            model, dimension = embedder.name, embedder.dimension
+        async def lancedb_call(path_name: str, sid: str, text: str) -> Any:
+            vector = await engine.embed_query(text)
+            return theirs[path_name](sid, text, vector)
+
+        warm = asked[:min(20, len(asked))]
+        overlap: dict[str, list[float]] = {"vector only": [], "full text only": []}
+        for name in PATHS:
+            for sid, text in warm:
+                mine = {hit.chunk_id for hit in await ours[name](sid, text)}
+                found = await lancedb_call(name, sid, text)
+                if name == "namespace hybrid" and found.num_rows == 0:
+                    raise RuntimeError(f"LanceDB found nothing for {text!r}")
+                if name in overlap:
+                    shared = mine & set(found.column("chunk_id").to_pylist())
+                    overlap[name].append(len(shared) / max(1, len(mine)))
+        gc.collect()
+        ours_ms: dict[str, list[float]] = {}
+        theirs_ms: dict[str, list[float]] = {}
+        for name in PATHS:
+            say(f"timing {name}: ours, then LanceDB …")
+            ours_ms[name] = await _time_each(asked, ours[name])
+            theirs_ms[name] = await _time_each(
+                asked, lambda sid, text, name=name: lancedb_call(name, sid, text))
 
     return PeersFigures(
-        model=model, dimension=dimension, chunks=have, sessions=session_count,
-        messages=stored, queries=len(asked), lancedb_version=lancedb.__version__,
-        ours_ingest_seconds=ingest_seconds, theirs_encode_seconds=encode_seconds,
-        theirs_write_seconds=write_seconds, theirs_index_seconds=index_seconds,
+        model=embedder.name, dimension=embedder.dimension, chunks=counts["chunks"],
+        sessions=counts["sessions"], messages=counts["conversation_events"],
+        queries=len(asked), lancedb_version=lancedb.__version__, ours_built_chunks=built,
+        ours_ingest_seconds=ingest_seconds, theirs_rows=lance.rows,
+        theirs_encode_seconds=lance.encode_seconds, theirs_write_seconds=lance.write_seconds,
+        theirs_index_seconds=lance.index_seconds,
         overlap={name: sum(shares) / len(shares) for name, shares in overlap.items()},
         ours_ms=ours_ms, theirs_ms=theirs_ms, peak_rss_mb=peak_rss_mb())
 
 
-__all__ = ["INSTALL_HINT", "PeersFigures", "PeersUnavailable", "import_lancedb",
-           "run_peers_bench"]
+async def _derived_ready(engine: Any, say: Callable[[str], None]) -> None:
+    """Build this engine's derived namespace indexes before any timing, as ``bench query``
+    does: otherwise they build in the background while the first paths are timed."""
+    from core.storage.sqlite_backend import SqliteBackend
+
+    backend = engine.backend
+    if not isinstance(backend, SqliteBackend):
+        return
+    say("building our derived namespace indexes (matrix, full text) …")
+    await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+    await build_derived_full_text(engine, AGENT)
+
+
+async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: random.Random,
+                say: Callable[[str], None]) -> tuple[list[tuple[str, str]], float]:
+    """Fill an empty memory as ``bench query`` does; its query texts and the seconds spent
+    (store_many and drain)."""
+    from workbench.bench import synthetic
+
+    say(f"generating messages for about {chunks:,} chunks over {sessions:,} sessions …")
+    per_session = math.ceil((chunks * 1.1 + 10) / sessions)  # as bench query generates them
+    data = _round_robin(synthetic.messages(per_session * sessions, sessions))
+    have = stored = 0
+    ingest_seconds = 0.0
+    per_message, step = 1.08, max(1000, min(10_000, chunks // 10))
+    while have < chunks and stored < len(data):
+        wanted = max(1, int((chunks - have) / per_message + 0.5))
+        piece = data[stored:stored + min(step, wanted)]
+        began = time.perf_counter()
+        result = await engine.store_many(piece, agent=AGENT)
+        ingest_seconds += time.perf_counter() - began
+        if result.rejected:
+            raise RuntimeError(f"bench messages were refused: {result.rejected[:3]}")
+        stored += len(piece)
+        have = (await engine.counts())["chunks"]
+        per_message = have / stored
+        say(f"  ours: {have:,} chunks from {stored:,} messages ({ingest_seconds:,.1f} s)")
+    began = time.perf_counter()
+    await engine.drain()
+    ingest_seconds += time.perf_counter() - began
+    return _query_texts(data[:stored], queries, rng), ingest_seconds
+
+
+__all__ = ["INSTALL_HINT", "NothingToMeasure", "PeersFigures", "PeersUnavailable",
+           "import_lancedb", "run_peers_bench"]
