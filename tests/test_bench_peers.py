@@ -31,6 +31,13 @@ def test_without_lancedb_it_says_how_to_install_it(runner: CliRunner,
     assert "pip install -e '.[peers]'" in result.output
 
 
+def test_a_url_is_refused_with_the_command_that_measures_it(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["bench", "peers", "--db", "postgresql://u@h/db", "--reuse"])
+    assert result.exit_code == 2
+    assert "compares a SQLite file with LanceDB" in result.output
+    assert "bench query --db URL" in result.output
+
+
 def test_bench_peers_times_both_systems_on_the_same_data() -> None:
     pytest.importorskip("lancedb")
     said: list[str] = []

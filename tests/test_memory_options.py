@@ -20,7 +20,8 @@ from workbench.mcp.server import mcp_command
 URL = "postgresql://agent:s3cret-password@db.example:5432/memory"
 
 # Builds a demo FILE (and with --fresh deletes it): a path, not a memory location.
-FILE_ONLY = {"workbench demo"}
+# demo writes its own file; bench peers builds LanceDB from a SQLite file
+FILE_ONLY = {"workbench demo", "workbench bench peers"}
 
 
 def commands(group: click.Group, prefix: str = "workbench") -> list[tuple[str, click.Command]]:

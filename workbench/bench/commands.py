@@ -79,7 +79,7 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
               help="Sessions to spread them over (all under one agent).")
 @click.option("--queries", default=200, show_default=True, type=click.IntRange(min=10),
               help="Queries to time on each path, on each system.")
-@click.option("--db", "db", default=None, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", "db", default=None, type=click.Path(dir_okay=False),
               help="The SQLite memory to fill and measure (default: a temporary file). It "
                    "must hold no chunks unless --reuse.")
 @click.option("--reuse", is_flag=True,
@@ -88,7 +88,7 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
                    "built from it. Queries write its retrieval log: measure a copy.")
 @click.pass_context
 def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: int,
-                queries: int, db: Path | None, reuse: bool) -> None:
+                queries: int, db: str | None, reuse: bool) -> None:
     """This engine beside LanceDB on the same chunks, vectors and queries: session and
     namespace hybrid, vector only, full text only, bulk ingest, and the ratios."""
     import sys
@@ -100,6 +100,9 @@ def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: in
         run_peers_bench,
     )
 
+    if db is not None and "://" in db:
+        raise click.UsageError("bench peers compares a SQLite file with LanceDB; measure a "
+                               "PostgreSQL memory with: workbench bench query --db URL")
     try:
         import_lancedb()
     except PeersUnavailable as error:
@@ -110,7 +113,8 @@ def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: in
     config = _with_model(_load_config(ctx), model)
     try:
         _echo_figures(lambda say: run_peers_bench(config, chunks, sessions, queries=queries,
-                                                  db=db, reuse=reuse, say=say))
+                                                  db=None if db is None else Path(db),
+                                                  reuse=reuse, say=say))
     except (FileExistsError, NothingToMeasure) as error:
         raise click.ClickException(str(error)) from error
 
