@@ -23,7 +23,8 @@ def test_bench_query_measures_every_path(tmp_path: Path) -> None:
     assert figures.dimension == 64
     for name in ("embed_p50_ms", "session_p50_ms", "session_p95_ms", "namespace_p50_ms",
                  "namespace_p95_ms", "refusion_p50_ms", "refusion_p95_ms", "numpy_p50_ms",
-                 "numpy_p95_ms", "session_fts_p50_ms", "session_vector_p50_ms",
+                 "numpy_p95_ms", "numpy_alone_p50_ms", "numpy_alone_p95_ms",
+                 "session_fts_p50_ms", "session_vector_p50_ms",
                  "session_fetch_p50_ms", "namespace_fts_p50_ms", "namespace_vector_p50_ms",
                  "peak_rss_mb",
                  "file_mb", "build_seconds", "matrix_mb", "rss_before_matrix_mb"):

@@ -104,6 +104,9 @@ class QueryFigures:
     derived: DerivedFigures | None = None  # SQLite's namespace matrix (None: PostgreSQL)
     # the namespace full-text leg's index (PostgreSQL: with its matrix)
     derived_full_text: FullTextFigures | PgDerivedFigures | None = None
+    # numpy's scan timed on its own, before the queries (the goal's reference)
+    numpy_alone_p50_ms: float | None = None
+    numpy_alone_p95_ms: float | None = None
 
     @property
     def _session_goal(self) -> float:
@@ -111,7 +114,12 @@ class QueryFigures:
 
     @property
     def namespace_ratio(self) -> float:
-        """Namespace hybrid p95 over numpy brute-force p95."""
+        """Namespace hybrid p95 over numpy brute-force p95 (the scan timed on its own)."""
+        return self.namespace_p95_ms / (self.numpy_alone_p95_ms or self.numpy_p95_ms)
+
+    @property
+    def interleaved_ratio(self) -> float:
+        """Namespace hybrid p95 over the p95 of the scans timed beside each query."""
         return self.namespace_p95_ms / self.numpy_p95_ms
 
     def lines(self) -> list[str]:
@@ -142,10 +150,15 @@ class QueryFigures:
             f"{self.namespace_vector_p50_ms:.3f} ms (incl. embedding), " + (
                 f"fetch of the chunks {self.namespace_fetch_p50_ms:.3f} ms"
                 if self.namespace_fetch_p50_ms else "each reading the chunks it found"),
-            f"numpy brute force     p50 {self.numpy_p50_ms:.3f} ms, p95 {self.numpy_p95_ms:.3f} ms"
-            f"  (cosine top-{TOP_K} over all {self.chunks:,} vectors in RAM)",
-            f"namespace / numpy     {ratio:.2f}x at p95  (goal <= {NAMESPACE_GOAL_RATIO:g}x: "
-            f"{_goal(ratio <= NAMESPACE_GOAL_RATIO)})",
+            *([f"numpy brute force     p50 {self.numpy_alone_p50_ms:.3f} ms, p95 "
+               f"{self.numpy_alone_p95_ms:.3f} ms  (cosine top-{TOP_K} over all "
+               f"{self.chunks:,} vectors in RAM, timed on its own)"]
+              if self.numpy_alone_p95_ms is not None else []),
+            f"numpy beside queries  p50 {self.numpy_p50_ms:.3f} ms, p95 {self.numpy_p95_ms:.3f} ms"
+            f"  (the same scan timed right after each namespace query)",
+            f"namespace / numpy     {ratio:.2f}x at p95 against the scan on its own (goal <= "
+            f"{NAMESPACE_GOAL_RATIO:g}x: {_goal(ratio <= NAMESPACE_GOAL_RATIO)}); "
+            f"{self.interleaved_ratio:.2f}x against the scan beside the queries",
             *(self.derived.lines(TOP_K) if self.derived is not None else []),
             *([f"vector recall@{TOP_K}      {self.recall_at_10:.3f} namespace leg against "
                f"the exact top {TOP_K} (goal >= {RECALL_GOAL:g}: "
@@ -457,6 +470,14 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             # Each namespace query is timed beside the scan of the same query's vector, one
             # after the other: on a shared machine the load drifts within seconds, and the
             # ratio of two passes a minute apart measured the drift more than either.
+            # The scan alone too: beside the queries its p95 is about twice this one (the
+            # engine's scans switch the process's BLAS pool to one thread and back), so
+            # the interleaved figure flatters the ratio; the goal is judged on this one.
+            numpy_alone_ms = []
+            for vector in vectors:
+                began = time.perf_counter()
+                _numpy_top_k(matrix, vector, TOP_K)
+                numpy_alone_ms.append((time.perf_counter() - began) * 1000)
             say("timing namespace-wide hybrid queries, each beside numpy's scan …")
             namespace_ms, numpy_ms = [], []
             for (_, text), vector in zip(asked, vectors, strict=True):
@@ -488,6 +509,8 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
         refusion_p95_ms=percentile(refusion_ms, 0.95),
         numpy_p50_ms=percentile(numpy_ms, 0.5),
         numpy_p95_ms=percentile(numpy_ms, 0.95),
+        numpy_alone_p50_ms=percentile(numpy_alone_ms, 0.5),
+        numpy_alone_p95_ms=percentile(numpy_alone_ms, 0.95),
         session_fts_p50_ms=percentile(legs["session fts"], 0.5),
         session_vector_p50_ms=percentile(legs["session vector"], 0.5),
         session_fetch_p50_ms=percentile(legs["session fetch"], 0.5),
