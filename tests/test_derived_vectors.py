@@ -360,6 +360,7 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
     no fetch by id follows, and the answer is the one legs-then-fetch gives."""
     import functools
 
+    from core.storage.derived import vector_matrix
     from core.storage.shared_operations import SharedOperations
 
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
@@ -371,8 +372,14 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
         real_fetch = search.fetch_chunks
         monkeypatch.setattr(search, "fetch_chunks", lambda conn, ids: (
             fetched.append(len(ids)), real_fetch(conn, ids))[1])
+        scans: list[bool] = []
+        real_distances = vector_matrix._distances
+        monkeypatch.setattr(vector_matrix, "_distances", lambda m, q, all_cores=False: (
+            scans.append(all_cores), real_distances(m, q, all_cores))[1])
         ours = [await engine.search(namespace="ann", query=q, top_k=10) for q in queries]
         assert fetched == []
+        # Both legs from memory run one after the other, the scan on BLAS's every thread.
+        assert scans == [True] * len(queries)
         for found in ours:
             legs = found.explain()["legs"]
             assert (legs["fts_path"], legs["vector_path"]) == ("derived index",

@@ -240,9 +240,10 @@ class NamespaceVectors:
 
     # -- reading it -------------------------------------------------------------------------
 
-    def nearest(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def nearest(self, namespace: str, query: np.ndarray, k: int, *,
+                all_cores: bool = False) -> list[tuple[int, float]]:
         """The namespace's ``k`` nearest rows as (fts_rowid, cosine distance), nearest
-        first, ties by fts_rowid."""
+        first, ties by fts_rowid; ``all_cores`` when nothing of this query runs beside it."""
         space = self._spaces.get(namespace)
         if space is None or space.size == 0 or k <= 0:
             return []
@@ -250,7 +251,7 @@ class NamespaceVectors:
         norm = float(np.linalg.norm(vector))
         if norm == 0.0 or vector.shape[0] != space.vectors.shape[1]:
             return []
-        distances = _distances(space.vectors[:space.size], vector / norm)
+        distances = _distances(space.vectors[:space.size], vector / norm, all_cores)
         rowids = space.rowids[:space.size]
         if space.size > k:
             cut = np.partition(distances, k - 1)[k - 1]
@@ -274,14 +275,16 @@ class NamespaceVectors:
         return sum(space.nbytes() for space in self._spaces.values()) + int(self._where.nbytes)
 
 
-def _distances(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``1 - matrix @ query``, BLAS on one thread.
+def _distances(matrix: np.ndarray, query: np.ndarray, all_cores: bool = False) -> np.ndarray:
+    """``1 - matrix @ query``, BLAS on one thread unless ``all_cores``.
 
-    The scan is memory-bound, and it runs beside the full-text leg on the other core: a
-    second BLAS thread only contended with it (measured at 100k, namespace hybrid p95 15.1
-    ms with BLAS's two threads, 10.5 with one). Splitting it in halves over two plain
-    threads did no better either (p95 10.2 -> 15.3 ms in one interleaved run).
+    The scan is memory-bound. Beside the full-text leg on the other core, a second BLAS
+    thread only contended with it (measured at 100k, namespace hybrid p95 15.1 ms with
+    BLAS's two threads, 10.5 with one). When the full-text leg ran first from memory, the
+    scan alone takes BLAS's every thread (see ``SqliteBackend.namespace_legs``).
     """
+    if all_cores:
+        return 1.0 - matrix @ query
     with _single_blas_thread():
         return 1.0 - matrix @ query
 
