@@ -7,9 +7,10 @@ file) through the bulk path, then times queries one at a time through the public
 - a session-scoped ``hybrid_query`` (FTS5 + vec0 KNN inside one session's partition);
 - a namespace-wide ``hybrid_query`` (the same over every session of the agent);
 - re-fusing a query's kept legs under other weights (``SearchResult.rerank``, no I/O);
-- the physical-limit reference: numpy brute-force cosine top-k over every stored vector
-  held in RAM as one float32 matrix, for the same query vectors, each timed right after
-  that query's namespace ``hybrid_query`` (so their ratio is of the same moment);
+- the physical-limit reference (:mod:`workbench.bench.brute_force`): numpy brute-force
+  cosine top-k over every stored vector held in RAM as one float32 matrix, for the same
+  query vectors, timed on its own (the goal's reference) and again right after each
+  namespace ``hybrid_query``;
 - the query-embedding step alone, so the reader sees what part of a query is the model;
 - where the vector search is approximate (PostgreSQL's HNSW), the namespace vector leg's
   recall@10 against the exact top 10 that the numpy scan finds.
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.bench import brute_force
 from workbench.bench.derived import DerivedFigures, measure_derived
 from workbench.bench.derived_index import (
     FullTextFigures,
@@ -222,79 +224,12 @@ def _file_mb(path: Path) -> float:
     return total / (1024 * 1024)
 
 
-def _load_matrix(path: Path, dimension: int) -> Any:
-    """Every stored vector as one L2-normalised float32 matrix, read once from the file.
-
-    Rows are copied into a preallocated matrix as they are read, so loading costs the
-    matrix's own size in memory and no more.
-    """
-    import numpy as np
-
-    from core.storage.connection import open_connection
-
-    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
-    try:
-        count = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()[0]
-        matrix = np.empty((count, dimension), dtype=np.float32)
-        rows = 0
-        for (blob,) in conn.execute("SELECT embedding_blob FROM chunks_vec"):
-            if rows == count:
-                break
-            matrix[rows] = np.frombuffer(blob, dtype=np.float32)
-            rows += 1
-    finally:
-        conn.close()
-    return _normalised(matrix[:rows])
-
-
-def _normalised(matrix: Any) -> Any:
-    import numpy as np
-
-    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]  # no matrix-sized temporary
-    norms[norms == 0] = 1.0
-    matrix /= norms
-    return matrix
-
-
-def _load_pg_matrix(url: str, dimension: int) -> tuple[list[str], Any]:
-    """A PostgreSQL memory's vectors with their chunk ids, as :func:`_load_matrix` does.
-
-    pgvector's text form (``[0.1,0.2,…]``) is parsed here, so no pgvector adapter is needed.
-    """
-    import numpy as np
-    import psycopg
-
-    ids: list[str] = []
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT count(*) FROM chunks_vec").fetchone()
-        count = 0 if row is None else int(row[0])
-        matrix = np.empty((count, dimension), dtype=np.float32)
-        with conn.cursor(name="bench_vectors") as cursor:  # server-side: streamed
-            cursor.execute("SELECT chunk_id, embedding_blob::text FROM chunks_vec")
-            for chunk_id, text in cursor:
-                if len(ids) == count:
-                    break
-                matrix[len(ids)] = np.array(text[1:-1].split(","), dtype=np.float32)
-                ids.append(str(chunk_id))
-    return ids, _normalised(matrix[:len(ids)])
-
-
 def _pg_database_mb(url: str) -> float:
     import psycopg
 
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
     return 0.0 if row is None else int(row[0]) / (1024 * 1024)
-
-
-def _numpy_top_k(matrix: Any, query: Any, k: int) -> Any:
-    """Cosine brute force: the k best rows, best first (query already normalised)."""
-    import numpy as np
-
-    scores = matrix @ query
-    k = min(k, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k]
-    return top[np.argsort(-scores[top])]
 
 
 async def _time_each(asked: list[tuple[str, str]],
@@ -306,27 +241,6 @@ async def _time_each(asked: list[tuple[str, str]],
         await call(session_id, text)
         timings.append((time.perf_counter() - began) * 1000)
     return timings
-
-
-def _recall(found: list[list[str]], matrix: Any, chunk_ids: list[str], vectors: Any) -> float:
-    """Mean share of the exact top ``TOP_K`` that the search found, per query.
-
-    A found chunk counts when it is as near as the exact ``TOP_K``-th: many stored texts
-    repeat (the same words in several sessions make the same vector), and which of several
-    equally near chunks an exact ranking lists is arbitrary.
-    """
-    row_of = {chunk_id: index for index, chunk_id in enumerate(chunk_ids)}
-    shares = []
-    for got, vector in zip(found, vectors, strict=True):
-        scores = matrix @ vector
-        k = min(TOP_K, len(scores))
-        if k == 0:
-            continue
-        kth = float(scores[_numpy_top_k(matrix, vector, k)[-1]])
-        hits = sum(1 for chunk_id in got[:k]
-                   if chunk_id in row_of and scores[row_of[chunk_id]] >= kth - 1e-6)
-        shares.append(hits / k)
-    return sum(shares) / len(shares) if shares else 1.0
 
 
 async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: int = 300,
@@ -461,12 +375,14 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             say("loading every vector into RAM for the numpy reference …")
             rss_before_matrix, file_rss = peak_rss_mb(), resident_file_mb()
             if url is not None:
-                chunk_ids, matrix = await asyncio.to_thread(_load_pg_matrix, url, dimension)
+                chunk_ids, matrix = await asyncio.to_thread(
+                    brute_force.load_pg_matrix, url, dimension)
             else:
                 assert path is not None
-                chunk_ids, matrix = [], await asyncio.to_thread(_load_matrix, path, dimension)
+                chunk_ids, matrix = [], await asyncio.to_thread(
+                    brute_force.load_matrix, path, dimension)
             for vector in vectors[:len(warm)]:
-                _numpy_top_k(matrix, vector, TOP_K)
+                brute_force.top_k(matrix, vector, TOP_K)
             # Each namespace query is timed beside the scan of the same query's vector, one
             # after the other: on a shared machine the load drifts within seconds, and the
             # ratio of two passes a minute apart measured the drift more than either.
@@ -476,7 +392,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             numpy_alone_ms = []
             for vector in vectors:
                 began = time.perf_counter()
-                _numpy_top_k(matrix, vector, TOP_K)
+                brute_force.top_k(matrix, vector, TOP_K)
                 numpy_alone_ms.append((time.perf_counter() - began) * 1000)
             say("timing namespace-wide hybrid queries, each beside numpy's scan …")
             namespace_ms, numpy_ms = [], []
@@ -485,11 +401,11 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                 await engine.hybrid_query(namespace=AGENT, query=text, top_k=TOP_K)
                 namespace_ms.append((time.perf_counter() - began) * 1000)
                 began = time.perf_counter()
-                _numpy_top_k(matrix, vector, TOP_K)
+                brute_force.top_k(matrix, vector, TOP_K)
                 numpy_ms.append((time.perf_counter() - began) * 1000)
             recall = None
             if not exact_vectors:
-                recall = _recall(vector_found, matrix, chunk_ids, vectors)
+                recall = brute_force.recall_at_k(vector_found, matrix, chunk_ids, vectors, TOP_K)
             matrix_mb = matrix.nbytes / (1024 * 1024)
             del matrix
             gc.unfreeze()
