@@ -49,7 +49,7 @@ class InvalidInput(WorkbenchError):
 
 
 class InvalidMessage(InvalidInput):
-    """A payload is not a Message dict (seed 001): wrong role, wrong types, not JSON."""
+    """A payload is not a Message dict (oxydra): wrong role, wrong types, not JSON."""
 
 
 class SequenceError(WorkbenchError):

@@ -10,7 +10,7 @@ in id order and each session's events by sequence::
 so importing the file into another memory file recreates the sessions with the same ids,
 sequences and payloads (the import stamps new times). A namespace export is one file.
 
-**Markdown** is seed 002's conversation-archive format, as compaction writes it
+**Markdown** is pynchy's conversation-archive format, as compaction writes it
 (:func:`core.summary.archive_files.render`): ``# <session id>``, a blank line, then the body:
 one line saying what the conversation is, and one section per message, headed
 ``## #<sequence> · <role> (<name or tool>) · <created_at>``, holding its text and its tool
@@ -105,7 +105,7 @@ def message_text(payload: dict[str, Any]) -> str:
 
 
 def markdown_document(session_id: str, agent: str | None, records: list[MemoryRecord]) -> str:
-    """One session in seed 002's archive format (see the module docstring)."""
+    """One session in pynchy's archive format (see the module docstring)."""
     if records:
         first, last = records[0], records[-1]
         header = (f"Conversation {session_id} (namespace {agent!r}): {len(records)} messages, "

@@ -1,10 +1,10 @@
-"""Pure functions of the message storage pipeline (seed 001 "Message Storage Pipeline").
+"""Pure functions of the message storage pipeline (oxydra "Message Storage Pipeline").
 
 Nothing here does I/O: the storage layer validates a payload with :func:`validate_message`,
 pulls its searchable text with :func:`extract_indexable_text`, cleans it with
 :func:`normalize_text`, cuts it with :func:`chunk_text` and keys each chunk by
-:func:`content_hash` for deduplication. Notes use :func:`normalize_tags` (seed 001 "Note
-Metadata"), and :func:`default_importance` gives seed 000's per-role scores.
+:func:`content_hash` for deduplication. Notes use :func:`normalize_tags` (oxydra "Note
+Metadata"), and :func:`default_importance` gives aidaemon's per-role scores.
 
 NUL characters: a payload may contain ``"\\x00"`` in any string. ``json.dumps`` escapes it as
 ``\\u0000`` so the stored ``payload_json`` text holds no raw NUL and the message is restored
@@ -252,7 +252,7 @@ def _string_values(value: Any) -> list[str]:
 
 def extract_indexable_text(message: dict[str, Any]) -> str:
     """The searchable text of a message: its text content, then each tool call's name and
-    argument string values, joined by newlines (seed 001 ``extract_indexable_payload``).
+    argument string values, joined by newlines (oxydra ``extract_indexable_payload``).
 
     Non-text content parts add nothing; tool arguments that are not valid JSON are indexed as
     their raw text. Malformed pieces are skipped rather than refused, so stored payloads written
@@ -413,7 +413,7 @@ def chunk_spans(text: str, max_chars: int = 640, overlap: int = 96) -> list[tupl
 
 def chunk_text(text: str, max_chars: int = 640, overlap: int = 96) -> list[str]:
     """Cut text into chunks of at most ``max_chars`` sharing ``overlap`` characters with their
-    neighbours (seed 001 step 6), preferring paragraph, sentence, line and word boundaries.
+    neighbours (oxydra step 6), preferring paragraph, sentence, line and word boundaries.
 
     Surrounding whitespace is ignored: blank text gives ``[]`` and text that fits gives
     ``[text.strip()]`` (normalised text is already stripped). A word is split only when it is
@@ -441,7 +441,7 @@ def normalize_tags(tags: Iterable[str] | None, max_tags: int = 16,
     """Note tags trimmed, lower-cased, without blanks or duplicates, in first-seen order.
 
     Over-long tags and too many tags are refused with InvalidInput rather than silently cut,
-    so the caller learns its tag was not stored as given (seed 001 "Note Metadata").
+    so the caller learns its tag was not stored as given (oxydra "Note Metadata").
     """
     if tags is None:
         return []
@@ -477,7 +477,7 @@ def normalize_tags(tags: Iterable[str] | None, max_tags: int = 16,
 
 
 def default_importance(role: str, defaults: ImportanceConfig) -> float:
-    """Seed 000's importance of a message by its role, for payloads that set none."""
+    """aidaemon's importance of a message by its role, for payloads that set none."""
     if role not in ROLES:
         raise InvalidMessage(f"message.role must be one of {', '.join(ROLES)}; got {_short(role)}")
     return float(getattr(defaults, role))

@@ -1,4 +1,4 @@
-"""The working-memory scratchpad (seed 001): a short list an agent keeps per session.
+"""The working-memory scratchpad (oxydra): a short list an agent keeps per session.
 
 It holds the current goals, the steps done and the steps pending during a long run, so
 the agent does not drift. A write replaces the whole list; a list over the limits (32

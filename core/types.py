@@ -1,6 +1,6 @@
 """The engine's request and result types: plain frozen dataclasses, no behaviour.
 
-They mirror seed 001's ``MemoryRecord``, ``MemoryHybridQueryResult`` and friends, with
+They mirror oxydra's ``MemoryRecord``, ``MemoryHybridQueryResult`` and friends, with
 the additions the workbench needs (counts, explanations). Each has ``to_dict()`` so the
 CLI's ``--json`` output and the MCP server serialise them the same way.
 """
@@ -20,7 +20,7 @@ class _AsDict:
 
 @dataclass(frozen=True)
 class MemoryRecord(_AsDict):
-    """One stored conversation event (seed 001 ``MemoryRecord``)."""
+    """One stored conversation event (oxydra ``MemoryRecord``)."""
 
     session_id: str
     sequence: int
@@ -74,7 +74,7 @@ class BulkStoreResult(_AsDict):
 
 @dataclass(frozen=True)
 class RestoreResult(_AsDict):
-    """The messages of a session that fit a token budget, oldest first (seed 001 restore)."""
+    """The messages of a session that fit a token budget, oldest first (oxydra restore)."""
 
     session_id: str
     messages: list[dict[str, Any]]
@@ -90,7 +90,7 @@ class RestoreResult(_AsDict):
 
 @dataclass(frozen=True)
 class HybridQueryResult(_AsDict):
-    """One ranked chunk of a hybrid query (seed 001 ``MemoryHybridQueryResult``)."""
+    """One ranked chunk of a hybrid query (oxydra ``MemoryHybridQueryResult``)."""
 
     chunk_id: str
     session_id: str
@@ -139,7 +139,7 @@ class Pulse(_AsDict):
 
 @dataclass(frozen=True)
 class ContextItem(_AsDict):
-    """One event in a tri-hybrid context, and which strategies chose it (seed 000)."""
+    """One event in a tri-hybrid context, and which strategies chose it (aidaemon)."""
 
     record: MemoryRecord
     reasons: list[str]
@@ -148,7 +148,7 @@ class ContextItem(_AsDict):
 
 @dataclass(frozen=True)
 class ContextResult(_AsDict):
-    """Seed 000's ``get_context``: recency + salience + relevance, deduplicated, in order."""
+    """aidaemon's ``get_context``: recency + salience + relevance, deduplicated, in order."""
 
     session_id: str
     items: list[ContextItem]
@@ -157,7 +157,7 @@ class ContextResult(_AsDict):
 
 @dataclass(frozen=True)
 class Note(_AsDict):
-    """A note in a namespace (seed 001 "Note Metadata", seed 004 entries, seed 002 memories).
+    """A note in a namespace (oxydra "Note Metadata", crabtalk entries, pynchy memories).
 
     ``name`` and every alias resolve to the note; only ``content`` and ``name`` are searched.
     ``session_id`` is the namespace's memory session, whose chunks index the note, so
@@ -200,7 +200,7 @@ class NotePage(_AsDict):
 
 @dataclass(frozen=True)
 class MemoryHit(_AsDict):
-    """One memory found by ``recall_memories`` (seed 002), best first.
+    """One memory found by ``recall_memories`` (pynchy), best first.
 
     ``score`` is the best bm25 of the note's chunks (higher is better), or 1.0 when the LIKE
     fallback found it (``matched_by`` "like").
@@ -216,7 +216,7 @@ class MemoryHit(_AsDict):
 
 @dataclass(frozen=True)
 class NoteHit(_AsDict):
-    """One note found by ``memory_search`` (seed 001), best first: the note and the chunk
+    """One note found by ``memory_search`` (oxydra), best first: the note and the chunk
     of it that ranked best, with the fused and per-leg scores that chunk got."""
 
     note_id: str
@@ -264,7 +264,7 @@ class NoteExportResult(_AsDict):
 
 @dataclass(frozen=True)
 class Fact(_AsDict):
-    """A fact (seed 000): ``key`` is unique within its ``category`` and namespace."""
+    """A fact (aidaemon): ``key`` is unique within its ``category`` and namespace."""
 
     id: int
     category: str
@@ -278,7 +278,7 @@ class Fact(_AsDict):
 
 @dataclass(frozen=True)
 class ScratchpadState(_AsDict):
-    """A session's scratchpad (seed 001 "Working-Memory Scratchpad"), as last written."""
+    """A session's scratchpad (oxydra "Working-Memory Scratchpad"), as last written."""
 
     session_id: str
     items: list[str]
@@ -287,7 +287,7 @@ class ScratchpadState(_AsDict):
 
 @dataclass(frozen=True)
 class SummaryState(_AsDict):
-    """A session's rolling summary (seed 001): its text covers every message up to
+    """A session's rolling summary (oxydra): its text covers every message up to
     ``upper_sequence``; ``epoch`` counts the writes, for compare-and-swap."""
 
     session_id: str
@@ -318,7 +318,7 @@ class SummaryOutcome(_AsDict):
 
 @dataclass(frozen=True)
 class CompactionResult(_AsDict):
-    """One compaction (seed 004): the archive note, the marker, the markdown file."""
+    """One compaction (crabtalk): the archive note, the marker, the markdown file."""
 
     session_id: str
     archive_name: str
@@ -334,7 +334,7 @@ class CompactionResult(_AsDict):
 
 @dataclass(frozen=True)
 class ConsolidationReport(_AsDict):
-    """One consolidation pass over idle conversations (seed 000)."""
+    """One consolidation pass over idle conversations (aidaemon)."""
 
     started_at: str
     finished_at: str
@@ -347,7 +347,7 @@ class ConsolidationReport(_AsDict):
 
 @dataclass(frozen=True)
 class ScheduleDefinition(_AsDict):
-    """A durable schedule (seed 001 ``ScheduleDefinition``); times are engine UTC text."""
+    """A durable schedule (oxydra ``ScheduleDefinition``); times are engine UTC text."""
 
     schedule_id: str
     user_id: str
@@ -369,7 +369,7 @@ class ScheduleDefinition(_AsDict):
 
 @dataclass(frozen=True)
 class ScheduleRun(_AsDict):
-    """One execution of a schedule (seed 001 ``ScheduleRunRecord``)."""
+    """One execution of a schedule (oxydra ``ScheduleRunRecord``)."""
 
     run_id: str
     schedule_id: str

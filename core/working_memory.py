@@ -1,5 +1,5 @@
-"""In-memory working memory: the recent records of each live session (seed 000 "Working
-Memory", seed 003 ``short_term``).
+"""In-memory working memory: the recent records of each live session (aidaemon "Working
+Memory", nexo-rs ``short_term``).
 
 It spares the database a read for the recent history of active sessions. Each session keeps
 at most ``max_history_turns`` records (the oldest drop off; they are already in SQLite), a

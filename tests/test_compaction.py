@@ -1,4 +1,4 @@
-"""Compaction into archives and markers (seed 004, seed 002) and consolidation (seed 000)."""
+"""Compaction into archives and markers (crabtalk, pynchy) and consolidation (aidaemon)."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_defaults_are_the_seeds_numbers() -> None:
     st_ = cfg.short_term
     assert (st_.max_history_turns, st_.session_ttl, st_.max_sessions) == (50, 86400.0, 10000)
     r = cfg.retrieval
-    # Weights are the one measured departure from seed 001's 0.7/0.3 (README "Evaluation").
+    # Weights are the one measured departure from oxydra's 0.7/0.3 (README "Evaluation").
     assert (r.vector_weight, r.fts_weight, r.default_recall_mode) == (0.3, 0.7, "hybrid")
     assert (r.recency_limit, r.salience_threshold, r.relevance_threshold,
             r.relevance_limit) == (10, 0.85, 0.655, 5)

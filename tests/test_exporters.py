@@ -1,5 +1,5 @@
 """Exporting a session or a namespace to JSONL (which the JSONL importer reads back: a round
-trip into a fresh file, times included) and to markdown in seed 002's archive format."""
+trip into a fresh file, times included) and to markdown in pynchy's archive format."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Facts (seed 000): upsert, get, list, delete; key unique per category; isolated by namespace."""
+"""Facts (aidaemon): upsert, get, list, delete; key unique per category; isolated by namespace."""
 
 from __future__ import annotations
 

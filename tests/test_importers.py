@@ -53,7 +53,7 @@ def _connect(path: Path) -> Any:
 
 def make_seed000(path: Path, messages: list[dict[str, Any]],
                  facts: list[tuple[str, str, str, str]] = ()) -> Path:
-    """Seed 000's ``messages`` and ``facts`` tables, as its schema gives them."""
+    """aidaemon's ``messages`` and ``facts`` tables, as its schema gives them."""
     conn = _connect(path)
     conn.executescript("""
         CREATE TABLE messages (
@@ -85,7 +85,7 @@ def make_seed000(path: Path, messages: list[dict[str, Any]],
 
 
 def make_seed002(path: Path, rows: list[tuple[str, str, str]]) -> Path:
-    """Seed 002's ``memories.db``: key, content, category."""
+    """pynchy's ``memories.db``: key, content, category."""
     conn = _connect(path)
     conn.execute("CREATE TABLE memories (key TEXT NOT NULL, content TEXT NOT NULL,"
                  " category TEXT NOT NULL DEFAULT 'core', created_at TEXT)")
@@ -96,7 +96,7 @@ def make_seed002(path: Path, rows: list[tuple[str, str, str]]) -> Path:
 
 
 def make_seed004(path: Path, entries: list[Any]) -> Path:
-    """Seed 004's single-file entry store, exported as JSON."""
+    """crabtalk's single-file entry store, exported as JSON."""
     path.write_text(json.dumps({"entries": entries}), encoding="utf-8")
     return path
 
@@ -157,7 +157,7 @@ def make_seed001(path: Path) -> Path:
                                    "function": {"name": "lookup",
                                                 "arguments": "{\"q\": \"pipeline\"}"}}]}),
         ("s1", 3, {"role": "tool", "tool_call_id": "c1", "content": "on the gravel runner"}),
-        ("s1", 4, {"role": "narrator", "content": "not a role seed 001 has"}),
+        ("s1", 4, {"role": "narrator", "content": "not a role oxydra has"}),
         ("memory:alice", 1, {"note_id": "note-11111111-2222-4333-8444-555555555555",
                              "content": "Alice prefers tea over coffee", "source": "memory_save",
                              "tags": ["Prefs"]}),
@@ -332,7 +332,7 @@ async def test_jsonl_that_grew_is_imported_from_where_it_stopped(
     assert seen[-1] == (3, 3) and seen == sorted(seen)
 
 
-# -- seed 000 ------------------------------------------------------------------------------
+# -- aidaemon ------------------------------------------------------------------------------
 
 
 async def test_seed000_messages_and_facts(engine: Engine, tmp_path: Path) -> None:
@@ -385,7 +385,7 @@ async def test_seed000_times_are_normalised_and_an_unreadable_one_is_skipped(
     report = await import_file("aidaemon", engine, source)
     assert counts(report, "messages") == (2, 0, 1)
     assert "created_at '2024-05-01Tnoon' is not a timestamp" in reasons(report, "messages")[0]
-    log = await engine.recall("log")  # seed 000 orders a session by its created_at text
+    log = await engine.recall("log")  # aidaemon orders a session by its created_at text
     assert [(r.payload["content"], r.created_at) for r in log] == [
         ("without a zone", "2024-05-01T11:00:00.000Z"),
         ("with an offset", "2024-05-01T10:00:00.123Z")]
@@ -423,7 +423,7 @@ async def test_a_file_that_is_not_the_seeds_store_is_refused(
     assert await engine.list_sessions() == []
 
 
-# -- seed 002 ------------------------------------------------------------------------------
+# -- pynchy ------------------------------------------------------------------------------
 
 
 async def test_seed002_memories_land_as_memories_of_the_namespace(
@@ -432,7 +432,7 @@ async def test_seed002_memories_land_as_memories_of_the_namespace(
         ("favorite color", "The user's favorite color is teal", "core"),
         ("standup", "Standup moved to 10:30 today", "daily"),
         ("archive 1", "Discussed the kitchen renovation budget", "conversation"),
-        ("bad", "a category seed 002 does not have", "weird"),
+        ("bad", "a category pynchy does not have", "weird"),
         ("favorite color", "The user's favorite color is teal", "core"),
     ])
     report = await import_file("pynchy", engine, source, namespace="group-a")
@@ -462,7 +462,7 @@ async def test_seed002_key_with_other_content_is_skipped_not_overwritten(
     assert (await engine.get_note("favorite color", namespace="group-a")).content == "green"
 
 
-# -- seed 004 ------------------------------------------------------------------------------
+# -- crabtalk ------------------------------------------------------------------------------
 
 
 async def test_seed004_entries_keep_names_aliases_kinds_and_times(
@@ -476,7 +476,7 @@ async def test_seed004_entries_keep_names_aliases_kinds_and_times(
          "kind": "Archive", "created_at": 1700000000},
         {"id": 3, "name": "clash", "aliases": ["taken"], "content": "alias already bound",
          "kind": "Note"},
-        {"id": 4, "name": "odd", "content": "a kind seed 004 lacks", "kind": "Draft"},
+        {"id": 4, "name": "odd", "content": "a kind crabtalk lacks", "kind": "Draft"},
     ])
     report = await import_file("crabtalk", engine, source, namespace="agent-4")
     assert counts(report, "notes") == (2, 0, 2)
@@ -516,7 +516,7 @@ async def test_a_malformed_seed004_file_is_refused_before_anything_is_written(
     assert (await engine.list_notes()).total == 0
 
 
-# -- seed 001 ------------------------------------------------------------------------------
+# -- oxydra ------------------------------------------------------------------------------
 
 
 async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_path: Path) -> None:

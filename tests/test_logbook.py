@@ -1,4 +1,4 @@
-"""The retrieval log, replay, relevance judgments and seed 000's tri-hybrid get_context."""
+"""The retrieval log, replay, relevance judgments and aidaemon's tri-hybrid get_context."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ async def test_an_agent_saves_and_recalls_while_a_second_connection_reads(
 
         found = await agent.ok("recall_memories", query="Lisbon")
         assert [m["key"] for m in found["memories"]] == ["timezone"]
-        # A substring no word matches falls back to LIKE (seed 002's second tier).
+        # A substring no word matches falls back to LIKE (pynchy's second tier).
         partial = await agent.ok("recall_memories", query="isbo")
         assert partial["memories"][0]["matched_by"] == "like"
         keys = await agent.ok("list_memories")

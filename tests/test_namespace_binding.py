@@ -1,4 +1,4 @@
-"""Namespace-bound engine calls (what the MCP server uses) and seed 001's note tools."""
+"""Namespace-bound engine calls (what the MCP server uses) and oxydra's note tools."""
 
 from __future__ import annotations
 

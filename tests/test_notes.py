@@ -1,4 +1,4 @@
-"""Notes: every operation, every limit, seed 002's memory tools, and how a note is indexed."""
+"""Notes: every operation, every limit, pynchy's memory tools, and how a note is indexed."""
 
 from __future__ import annotations
 
@@ -441,7 +441,7 @@ async def test_every_listing_query_reaches_notes_through_an_index(db_path: Path)
     assert plans and scans == []
 
 
-# --- seed 002's memory tools -------------------------------------------------------------------
+# --- pynchy's memory tools -------------------------------------------------------------------
 
 async def test_save_memory_adds_then_updates_under_the_key(engine: Engine) -> None:
     saved = await engine.save_memory("favorite_color", "blue")
@@ -530,7 +530,7 @@ async def test_a_note_is_indexed_like_a_message(engine: Engine, memory: str) -> 
     assert scope_token.split()[0] == scope_token_for(note.session_id)
     assert (context, status) == ("name words", "pending")
     for key in ("note_id", "source", "tags", "created_at", "updated_at", "schema_version"):
-        assert key in metadata  # seed 001 "Note Metadata"
+        assert key in metadata  # oxydra "Note Metadata"
     session = await engine.hybrid_query(session_id=note.session_id, query="content",
                                         mode="keyword")
     namespace = await engine.hybrid_query(namespace="default", query="content", mode="keyword")

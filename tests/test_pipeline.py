@@ -1,4 +1,4 @@
-"""The message pipeline (seed 001's nine steps), bulk path, backlog, restore, sessions."""
+"""The message pipeline (oxydra's nine steps), bulk path, backlog, restore, sessions."""
 
 from __future__ import annotations
 

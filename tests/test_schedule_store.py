@@ -1,4 +1,4 @@
-"""The schedule store (seed 001 SchedulerStore): every method against the seed's semantics."""
+"""The schedule store (oxydra SchedulerStore): every method against the seed's semantics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-session scratchpad (seed 001): read, whole-replace write, clear, and its limits."""
+"""The per-session scratchpad (oxydra): read, whole-replace write, clear, and its limits."""
 
 from __future__ import annotations
 

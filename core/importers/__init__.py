@@ -6,10 +6,10 @@ a ``check(path)`` that refuses a malformed source without touching a memory file
 
 ============  ===================================================================
 ``jsonl``     JSONL conversations, one message per line (:mod:`.jsonl`)
-``aidaemon``  an aidaemon (seed 000) SQLite file: ``messages`` and ``facts``
-``oxydra``    an oxydra (seed 001) SQLite/libSQL file: sessions, events, state, notes
-``pynchy``    a pynchy (seed 002) ``memories.db``: key, content, category
-``crabtalk``  a crabtalk (seed 004) entry store exported as JSON
+``aidaemon``  an aidaemon SQLite file: ``messages`` and ``facts``
+``oxydra``    an oxydra SQLite/libSQL file: sessions, events, state, notes
+``pynchy``    a pynchy ``memories.db``: key, content, category
+``crabtalk``  a crabtalk entry store exported as JSON
 ============  ===================================================================
 
 (LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)

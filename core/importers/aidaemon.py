@@ -3,19 +3,19 @@
 What each row maps to:
 
 - ``messages`` row: an event of the session of the same id, in the namespace, at the
-  row's ``created_at`` (RFC 3339, normalised to the engine's UTC milliseconds). Seed 000
+  row's ``created_at`` (RFC 3339, normalised to the engine's UTC milliseconds). aidaemon
   has no sequences, so a session's rows are ordered by ``created_at`` then ``id`` and
   numbered 1, 2, 3 (the same file always gives the same numbers; rows added later, with
   later times, continue the count). The payload is ``role``, ``content``,
   ``tool_call_id``, ``tool_name``, ``tool_calls`` (parsed from ``tool_calls_json``) and
-  ``importance`` (so seed 000's salience carries over), plus ``metadata.imported`` =
+  ``importance`` (so aidaemon's salience carries over), plus ``metadata.imported`` =
   ``{"from": "aidaemon", "id", "created_at", "consolidated_at"}``: the row's uuid and times
   as the source wrote them, kept with the event.
 - ``embedding`` / ``embedding_error``: not copied. The engine embeds the imported text
-  with its own model (seed 000's came from AllMiniLML6V2, whose vectors mean nothing to
+  with its own model (aidaemon's came from AllMiniLML6V2, whose vectors mean nothing to
   another model); the report says how many there were and of what size.
 - ``facts`` row: a fact (category, key, value, source) of the namespace. A source that is
-  empty (seed 000's default) is stored as "agent"; the report counts them. The fact's times
+  empty (aidaemon's default) is stored as "agent"; the report counts them. The fact's times
   are the import's.
 
 A row the engine refuses (an unknown role, ``tool_calls_json`` that is not JSON, an

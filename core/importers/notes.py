@@ -1,4 +1,4 @@
-"""Landing imported notes (seed 002 memories, seed 004 entries, seed 001 notes).
+"""Landing imported notes (pynchy memories, crabtalk entries, oxydra notes).
 
 An importer turns its source into :class:`PlannedNote` items and hands them to
 :func:`land_notes`, which decides for each one, against the namespace's notes:

@@ -8,7 +8,7 @@ What each source record maps to:
   ``CURRENT_TIMESTAMP``, UTC, normalised to the engine's RFC 3339; none: the time it is
   stored). The payload is the event's Message with ``metadata.imported = {"from":
   "oxydra", "created_at": ...}`` added, the time as the source wrote it.
-- ``conversation_events`` of a ``memory:{user}`` session: a note of the namespace (seed 001
+- ``conversation_events`` of a ``memory:{user}`` session: a note of the namespace (oxydra
   stores each note as such an event, its ``note_id`` in the chunks' metadata). The note
   keeps its ``note-{uuid}`` (unless a note of the target has it), its tags and source,
   and its times; it is named, as ``memory_save`` names notes, by its first words and the

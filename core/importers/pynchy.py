@@ -2,14 +2,14 @@
 
 Each row becomes a seed-002 memory of the namespace, exactly what ``save_memory(key,
 content, category)`` makes: a note named by the key, holding the content, in the row's
-category (core, daily or conversation; an empty one is core, seed 002's default), found by
+category (core, daily or conversation; an empty one is core, pynchy's default), found by
 ``recall_memories``. Its source is ``import:pynchy``; ``created_at`` / ``updated_at``
 columns, when the table has them, are kept as the note's times.
 
 The notes are written in one transaction (see :mod:`core.importers.notes`), not one
 ``save_memory`` call each, so the file lands whole or not at all. A key the namespace
 already holds with the same content is "already"; with other content it is skipped, never
-overwritten; a row the engine refuses (a category seed 002 does not have, blank content,
+overwritten; a row the engine refuses (a category pynchy does not have, blank content,
 a key over 200 characters) is skipped with the reason.
 """
 

@@ -1,4 +1,4 @@
-"""Facts (seed 000): a value under a key that is unique within its category.
+"""Facts (aidaemon): a value under a key that is unique within its category.
 
 Why facts have a table of their own rather than being notes with a category and a key:
 
@@ -8,7 +8,7 @@ Why facts have a table of their own rather than being notes with a category and 
 - Use differs. A fact is read by its key and replaced whole ("the user's time zone is
   Europe/Lisbon"); nothing ranks it, so it needs no chunks, FTS rows or vectors, and an
   upsert is one ``INSERT … ON CONFLICT`` instead of a note's delete-then-store of its index.
-- Seed 000 defines the table: ``id``, ``category``, ``key``, ``value``, ``source``
+- aidaemon defines the table: ``id``, ``category``, ``key``, ``value``, ``source``
   ("agent" or "user"), ``created_at``, ``updated_at``; keeping its shape keeps its meaning.
 
 Facts live in a namespace like notes do, and every statement names it: a category and key

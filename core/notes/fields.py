@@ -20,7 +20,7 @@ from core.inputs import shown
 KINDS = ("Note", "Archive")
 CATEGORIES = ("core", "daily", "conversation")
 NOTE_SCHEMA_VERSION = 1
-"""Seed 001's ``schema_version`` of note metadata: a constant, for future migrations."""
+"""oxydra's ``schema_version`` of note metadata: a constant, for future migrations."""
 
 MAX_IDENTIFIER_CHARS = 200
 """Longest note name, alias, fact category or key, or namespace, in characters."""
@@ -35,7 +35,7 @@ _ALLOWED_FORMAT = {"\u200c", "\u200d"}
 
 
 def new_note_id() -> str:
-    """A fresh ``note-{uuid}`` (seed 001)."""
+    """A fresh ``note-{uuid}`` (oxydra)."""
     return f"note-{uuid.uuid4()}"
 
 
@@ -114,7 +114,7 @@ def clean_content(value: Any) -> str:
 
 
 def clean_kind(value: Any) -> str:
-    """"Note" or "Archive" (seed 004), in any letter case."""
+    """"Note" or "Archive" (crabtalk), in any letter case."""
     if isinstance(value, str):
         for kind in KINDS:
             if value.strip().lower() == kind.lower():
@@ -123,14 +123,14 @@ def clean_kind(value: Any) -> str:
 
 
 def clean_category(value: Any) -> str:
-    """"core", "daily" or "conversation" (seed 002)."""
+    """"core", "daily" or "conversation" (pynchy)."""
     if isinstance(value, str) and value.strip().lower() in CATEGORIES:
         return value.strip().lower()
     raise InvalidInput(f"category must be one of {', '.join(CATEGORIES)}; got {shown(value)}")
 
 
 def clean_importance(value: Any) -> float:
-    """A number from 0 to 1 (seed 000's scale)."""
+    """A number from 0 to 1 (aidaemon's scale)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or \
             not math.isfinite(value) or not 0 <= value <= 1:
         raise InvalidInput(f"importance must be a number from 0 to 1; got {shown(value)}")
@@ -138,7 +138,7 @@ def clean_importance(value: Any) -> float:
 
 
 def clean_source(value: Any) -> str:
-    """Who or what wrote the note (seed 001: the tool's name), at most an identifier long."""
+    """Who or what wrote the note (oxydra: the tool's name), at most an identifier long."""
     text = _require_text(value, "source").strip()
     if len(text) > MAX_IDENTIFIER_CHARS:
         raise InvalidInput(f"source is {len(text)} characters; the limit is "

@@ -1,4 +1,4 @@
-"""Notes as the engine offers them: seed 004's operations and seed 002's memory tools.
+"""Notes as the engine offers them: crabtalk's operations and pynchy's memory tools.
 
 :class:`Notes` validates what a caller gives (:mod:`core.notes.fields`), chunks a note's
 content the way a message's is chunked, and hands the storage layer one operation to run
@@ -95,7 +95,7 @@ class Notes:
         return inputs.within_size(text, what, self._config.storage.max_content_kb)
 
     def chunks(self, content: str) -> tuple[PreparedChunk, ...]:
-        """The content's chunks, made as a message's are (seed 001 step 6)."""
+        """The content's chunks, made as a message's are (oxydra step 6)."""
         chunking = self._config.chunking
         pieces = indexing.chunk_text(indexing.normalize_text(content), chunking.max_chars,
                                      chunking.overlap_chars)
@@ -146,7 +146,7 @@ class Notes:
         self._wake()
         return note_from_row(row)
 
-    # -- seed 004's operations -------------------------------------------------------------
+    # -- crabtalk's operations -------------------------------------------------------------
 
     async def add(self, name: str, content: str, *, namespace: str | None = None,
                   kind: str = "Note", category: str | None = None,
@@ -233,7 +233,7 @@ class Notes:
         """A page of the namespace's notes matching every filter given.
 
         ``tags``: the note holds every one; ``text``: every word is the start of a word of
-        the note's content or name, else (seed 002's fallback) the text is a substring of
+        the note's content or name, else (pynchy's fallback) the text is a substring of
         either; ``order``: "name" or "updated" (most recently changed first).
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
@@ -253,7 +253,7 @@ class Notes:
         return NotePage([note_from_row(row) for row in rows], total, offset, limit, matched,
                         total_exact=exact)
 
-    # -- seed 002's memory tools -----------------------------------------------------------
+    # -- pynchy's memory tools -----------------------------------------------------------
 
     async def save_memory(self, key: str, content: str, category: str | None = None, *,
                           namespace: str | None = None) -> Note:
@@ -277,7 +277,7 @@ class Notes:
                               limit: int = 10,
                               caller: str = "recall_memories") -> list[MemoryHit]:
         """Memories matching a query, best first: FTS5 bm25 over content and names, and when
-        that finds nothing the LIKE substring fallback (seed 002's two tiers)."""
+        that finds nothing the LIKE substring fallback (pynchy's two tiers)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
         namespace = self.namespace(namespace)
@@ -290,13 +290,13 @@ class Notes:
                           matched_by=matched_by, note_id=row["note_id"])
                 for result, row in await self._best_per_note(namespace, found.results)][:limit]
 
-    # -- seed 001's memory tools -------------------------------------------------------------
+    # -- oxydra's memory tools -------------------------------------------------------------
 
     async def memory_save(self, content: str, *, tags: Iterable[str] | None = None,
                           source: str = "memory_save", namespace: str | None = None) -> Note:
-        """Store a note by its content alone, under a fresh ``note-{uuid}`` (seed 001).
+        """Store a note by its content alone, under a fresh ``note-{uuid}`` (oxydra).
 
-        Seed 001's notes have no names; ours do, so a person browsing sees one made from the
+        oxydra's notes have no names; ours do, so a person browsing sees one made from the
         content's first words and the id's first eight hex digits ("deploy runs on fridays
         (3f2a9c1b)"). Renaming it later changes nothing an agent relies on.
         """

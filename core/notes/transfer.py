@@ -1,4 +1,4 @@
-"""A namespace's notes as one JSON file, and back (seed 004's single-file store).
+"""A namespace's notes as one JSON file, and back (crabtalk's single-file store).
 
 The file is written atomically: into a temporary file in the same folder, flushed and
 fsynced, then renamed over the target, and the folder fsynced so the rename itself is

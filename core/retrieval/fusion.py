@@ -1,9 +1,9 @@
-"""Fusing the vector and full-text legs into one ranking (seed 001 "Weighted Merge" and more).
+"""Fusing the vector and full-text legs into one ranking (oxydra "Weighted Merge" and more).
 
 Each leg returns candidates with raw scores (higher is better) and ranks. A fusion turns
 each leg's raw scores into normalised ones and combines them with the leg weights:
 
-- ``minmax`` (seed 001): scale each leg to [0, 1] over the candidates it returned, then
+- ``minmax`` (oxydra): scale each leg to [0, 1] over the candidates it returned, then
   ``vector_weight * v + fts_weight * f``. A leg whose scores are all equal scales to 1.
 - ``dbsf`` (distribution-based score fusion): scale each leg by its mean ± 3 standard
   deviations, clipped to [0, 1], so one outlier does not squash the rest and a lone weak

@@ -80,7 +80,7 @@ class Retrieval:
         "keyword", "vector" or "hybrid" (nexo-rs); ``fusion`` is "minmax" (oxydra), "rrf" or
         "dbsf"; ``None`` takes the configured value. Any text is a valid query: only its words
         reach FTS5 (see :mod:`core.retrieval.fts_query`). When full-text search matches
-        nothing, seed 002's LIKE substring fallback answers. A failing embedder leaves the
+        nothing, pynchy's LIKE substring fallback answers. A failing embedder leaves the
         full-text leg to answer alone, and the explanation says so. With ``raw_fts`` the query
         is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
         error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
@@ -291,7 +291,7 @@ class Retrieval:
 
     async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,
                           caller: str = "get_context") -> ContextResult:
-        """Seed 000's tri-hybrid context: recent, salient and relevant events, deduplicated.
+        """aidaemon's tri-hybrid context: recent, salient and relevant events, deduplicated.
 
         Recency: the last ``recency_limit`` (10) events. Salience: events whose importance
         is at least ``salience_threshold`` (0.85). Relevance: events whose chunks' vector

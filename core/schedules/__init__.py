@@ -1,1 +1,1 @@
-"""Schedules (seed 001): cadences, their store, and a runner that fires them."""
+"""Schedules (oxydra): cadences, their store, and a runner that fires them."""

@@ -1,4 +1,4 @@
-"""Schedule cadences (seed 001, "Cadence Evaluation"): parse, validate, and find fire times.
+"""Schedule cadences (oxydra, "Cadence Evaluation"): parse, validate, and find fire times.
 
 A cadence is one of three kinds, always read in an IANA time zone:
 

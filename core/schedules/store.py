@@ -1,4 +1,4 @@
-"""The schedule store on the engine (seed 001 ``SchedulerStore``): ``engine.schedules``.
+"""The schedule store on the engine (oxydra ``SchedulerStore``): ``engine.schedules``.
 
 Every value is checked before it is written: a cadence is parsed and validated against
 ``scheduler.min_interval_secs`` (a once in the past, a cron firing too often are refused,
@@ -110,7 +110,7 @@ def run_seconds(run: ScheduleRun) -> float:
 
 
 class Schedules:
-    """Seed 001's ``SchedulerStore`` over the engine's file."""
+    """oxydra's ``SchedulerStore`` over the engine's file."""
 
     def __init__(self, backend: Backend, config: SchedulerConfig) -> None:
         self._backend = backend
@@ -259,7 +259,7 @@ class Schedules:
                                         next_run_at: datetime | str | None,
                                         new_status: str | None = None,
                                         status_reason: str | None = None) -> ScheduleDefinition:
-        """Record a run and reschedule, in one transaction (seed 001). A failure adds to
+        """Record a run and reschedule, in one transaction (oxydra). A failure adds to
         ``consecutive_failures``; at ``scheduler.max_consecutive_failures`` the schedule
         pauses itself and ``status_reason`` says why. History is pruned to
         ``scheduler.keep_runs``."""

@@ -21,7 +21,7 @@ Promises every operation keeps unless its docstring says otherwise:
 - Text that reaches a read and cannot be bound is refused with ``InvalidInput``.
 
 Row dicts (events, sessions, chunks, notes, facts, schedules, runs, log entries) keep the
-column names of seed 001's schema and of the workbench's own tables.
+column names of oxydra's schema and of the workbench's own tables.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ class Backend(Protocol):
                             ) -> tuple[list[tuple[str, float]], str | None]:
         """The full-text leg: ranked rows for the terms (or for the raw expression, whose
         syntax error raises the driver's own error, for the engine to word), else, when the
-        terms find nothing and ``like_text`` is set, substring matches (seed 002's
+        terms find nothing and ``like_text`` is set, substring matches (pynchy's
         fallback); and which answered (None: full text, "like": the fallback, "derived":
         full text ranked by a derived in-memory index, equal to the database's ranking)."""
 

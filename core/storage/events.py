@@ -1,4 +1,4 @@
-"""SQL for sessions, conversation events and their chunks (seed 001 storage pipeline).
+"""SQL for sessions, conversation events and their chunks (oxydra storage pipeline).
 
 Functions here take a connection and run on its lane's thread. The write path turns
 already-validated, already-chunked messages into rows in one transaction: session upsert,
@@ -198,7 +198,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                    vectors: np.ndarray | None = None,
                    vector_model: str | None = None, *, context_messages: int = 0,
                    context_chars: int = 400) -> list[WriteOutcome]:
-    """Store messages in one transaction (seed 001 steps 1-4, 8, 9, FTS rows included).
+    """Store messages in one transaction (oxydra steps 1-4, 8, 9, FTS rows included).
 
     With ``all_or_nothing`` any refusal raises and nothing is written (the single-message
     path); otherwise a refused message is reported in its outcome and the rest are stored.
@@ -439,7 +439,7 @@ def session_row_counts(conn: Any, session_id: str) -> dict[str, int]:
 
 
 def salient_events(conn: Any, session_id: str, threshold: float) -> list[dict[str, Any]]:
-    """Events of a session with importance at or above ``threshold`` (seed 000 salience)."""
+    """Events of a session with importance at or above ``threshold`` (aidaemon salience)."""
     rows = conn.execute(
         "SELECT session_id, sequence, payload_json, created_at, importance FROM"
         " conversation_events WHERE session_id = ? AND importance >= ? ORDER BY sequence",

@@ -1,4 +1,4 @@
-"""SQL for facts (seed 000): a value per (category, key), in a namespace.
+"""SQL for facts (aidaemon): a value per (category, key), in a namespace.
 
 One row per fact; ``UNIQUE (namespace, category, key)`` makes the upsert a single
 ``INSERT … ON CONFLICT`` and every read an index lookup. Every statement names the

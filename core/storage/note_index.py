@@ -6,7 +6,7 @@ columns, the same ``chunks_fts`` rows (:func:`core.storage.fts_rows.fts_rows`: p
 scope token, session-prefixed words) and vectors left to the embedding worker. It differs
 in three ways, each for a reason:
 
-- A chunk's context is the note's name. Seed 004 searches a note by the words of its content
+- A chunk's context is the note's name. crabtalk searches a note by the words of its content
   and its name; aliases add no words. The context is matched at the configured context
   weight and blended into the chunk's vector, as a message's earlier turns are.
 - A chunk's id is made from the note id, the name and the chunk's content hash, not the
@@ -78,7 +78,7 @@ def note_rows(note: dict[str, Any], chunks: Iterable[PreparedChunk], sequence: i
 
 def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedChunk]]],
            now: str) -> None:
-    """Store each note's event and chunks (seed 001 ``store_note`` steps 2, 3 and 6).
+    """Store each note's event and chunks (oxydra ``store_note`` steps 2, 3 and 6).
 
     Set-based, one statement per kind of row whatever the number of notes, so an import of
     100k notes holds the write lock for seconds rather than half a minute.

@@ -50,7 +50,7 @@ def list_notes(conn: Any, query: NoteQuery,
     exact), and how the text filter matched ("fts", "like" or None).
 
     The text filter matches words in FTS5 (each word a prefix, all words in one chunk of the
-    note's content or its name); when that finds nothing, seed 002's LIKE fallback looks for
+    note's content or its name); when that finds nothing, pynchy's LIKE fallback looks for
     the text as a substring of the name or content.
 
     Which index leads is chosen here, not left to the planner, which has no statistics: tags

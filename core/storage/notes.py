@@ -1,8 +1,8 @@
 """SQL for notes: identity, names and aliases, tags, and the operations that change them.
 
 Where a note lives. A namespace's notes belong to its memory session ``memory:{namespace}``
-(seed 001 keeps notes in session ``memory:{user_id}``), whose agent identity is the
-namespace (the engine's namespaces are agent identities, seed 003). A session query on that
+(oxydra keeps notes in session ``memory:{user_id}``), whose agent identity is the
+namespace (the engine's namespaces are agent identities, nexo-rs). A session query on that
 session therefore searches exactly the namespace's notes, and a namespace query finds them
 beside the agent's conversations. The engine refuses messages for ``memory:`` sessions, so
 such a session holds notes only.
@@ -145,7 +145,7 @@ def notes_by_ids(conn: Any, namespace: str,
 
 
 def note_names(conn: Any, namespace: str, category: str | None = None) -> list[str]:
-    """The namespace's note names in order (seed 002 ``list_memories``)."""
+    """The namespace's note names in order (pynchy ``list_memories``)."""
     if category is None:
         rows = conn.execute("SELECT name FROM notes WHERE namespace = ? ORDER BY name",
                             (namespace,)).fetchall()
@@ -243,7 +243,7 @@ def _set_tags(conn: Any, namespace: str, note_id: str, tags: Sequence[str]) -> N
                 [(note_id, namespace, tag) for tag in tags])
 
 
-# -- operations (seed 004: Add, Rename, Alias, Write, Remove) ---------------------------------
+# -- operations (crabtalk: Add, Rename, Alias, Write, Remove) ---------------------------------
 
 
 def add_note(conn: Any, draft: NoteDraft, now: str) -> dict[str, Any]:
@@ -260,7 +260,7 @@ def add_note(conn: Any, draft: NoteDraft, now: str) -> dict[str, Any]:
 def write_note(conn: Any, namespace: str, ref: NoteRef, changes: NoteChanges,
                now: str) -> dict[str, Any]:
     """Replace a note's content and fields: its chunks and event are deleted and stored
-    again (seed 001 update semantics); id, name, aliases and created_at are kept."""
+    again (oxydra update semantics); id, name, aliases and created_at are kept."""
     with transaction(conn):
         note = _require(conn, namespace, ref)
         _memory_session(conn, namespace, now)

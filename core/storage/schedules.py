@@ -1,4 +1,4 @@
-"""SQL for schedules and their runs (seed 001 ``SchedulerStore``).
+"""SQL for schedules and their runs (oxydra ``SchedulerStore``).
 
 Rows are plain dicts here; :mod:`core.schedules.store` checks what goes in and turns what
 comes out into :class:`core.types.ScheduleDefinition`. Every multi-row change is one
@@ -139,7 +139,7 @@ def release_claim(conn: Any, schedule_id: str, runner: str) -> None:
 def record_run_and_reschedule(conn: Any, run: dict[str, Any], next_run_at: str | None,
                               status: str | None, status_reason: str | None,
                               failure_limit: int, keep: int, now: str) -> dict[str, Any]:
-    """Record a run and reschedule its schedule in one transaction (seed 001).
+    """Record a run and reschedule its schedule in one transaction (oxydra).
 
     The run row; ``last_run_at``/``last_run_status``; ``consecutive_failures`` (reset by a
     success); the next run; the status (``status`` when given; paused, with the reason, once

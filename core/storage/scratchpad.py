@@ -1,4 +1,4 @@
-"""SQL for the scratchpad: one JSON field of a session's ``session_state`` (seed 001).
+"""SQL for the scratchpad: one JSON field of a session's ``session_state`` (oxydra).
 
 The field is ``{"items": [...], "updated_at": "..."}`` beside ``last_sequence`` and
 ``summary_state``; ``json_set`` and ``json_remove`` change it alone, so a scratchpad write

@@ -181,7 +181,7 @@ def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
 
 def like_search(conn: Any, scope: Scope, text: str, k: int,
                 tags: Sequence[str] = ()) -> list[tuple[str, float]]:
-    """Seed 002's fallback: chunks containing ``text`` as a substring, most recent first."""
+    """pynchy's fallback: chunks containing ``text`` as a substring, most recent first."""
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
     rows = conn.execute(

@@ -1,4 +1,4 @@
-"""SQL for rolling summaries, compactions and consolidation (seeds 001, 004, 000).
+"""SQL for rolling summaries, compactions and consolidation (oxydra, crabtalk, aidaemon).
 
 The rolling summary is the ``summary_state`` field of a session's ``session_state``; the
 latest compaction is its ``compaction`` field. Both change only inside ``BEGIN IMMEDIATE``
@@ -16,7 +16,7 @@ from core.errors import InvalidInput, NotFound, SummaryConflict
 from core.storage.connection import transaction
 from core.storage.notes import MEMORY_PREFIX, NoteDraft, add_note
 
-MARKER_IMPORTANCE = 0.1  # a system line (seed 000's importance for system messages)
+MARKER_IMPORTANCE = 0.1  # a system line (aidaemon's importance for system messages)
 
 
 def _state(conn: Any, session_id: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """SQL for the sqlite-vec index and the embedding backlog.
 
-``chunks_vec`` keeps seed 001's name and columns (``chunk_id``, ``embedding_blob``,
+``chunks_vec`` keeps oxydra's name and columns (``chunk_id``, ``embedding_blob``,
 ``embedding_model``) as a ``vec0`` virtual table partitioned by ``session_id``, so a
 session's KNN costs what the session holds. vec0 fixes the vector size at creation, so the
 table is made at open, once the model's dimension is known, and recorded in ``memory_meta``.

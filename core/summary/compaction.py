@@ -1,5 +1,5 @@
-"""Compaction into archives (seed 004, seed 002) and consolidation of idle conversations
-(seed 000).
+"""Compaction into archives (crabtalk, pynchy) and consolidation of idle conversations
+(aidaemon).
 
 ``compact`` folds everything since the latest compact marker into one Archive note
 (category ``conversation``, a generated name ``archive <session> #<n>``), appends a new

@@ -1,4 +1,4 @@
-"""The rolling summary's arithmetic (seed 001 "Rolling Summarization"), free of I/O.
+"""The rolling summary's arithmetic (oxydra "Rolling Summarization"), free of I/O.
 
 Token use is what ``restore`` would inject: the rolling summary as a system message, the
 latest compact marker, and every message after the summary. A summary starts when

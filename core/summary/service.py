@@ -1,4 +1,4 @@
-"""Rolling summaries over the engine (seed 001 "Rolling Summarization" and "Race Safety").
+"""Rolling summaries over the engine (oxydra "Rolling Summarization" and "Race Safety").
 
 A session's working context is replayed from its latest compact marker: the marker, the
 rolling summary (covering every message up to its ``upper_sequence``), then the messages
@@ -193,7 +193,7 @@ class Summaries:
 
     async def write_state(self, session_id: str, text: str, upper_sequence: int,
                           expected_epoch: int) -> bool:
-        """Seed 001's ``write_summary_state``: write when the stored epoch is still
+        """oxydra's ``write_summary_state``: write when the stored epoch is still
         ``expected_epoch`` (the new one is ``expected_epoch + 1``); False when it is not, and
         nothing was written."""
         if not isinstance(text, str):

@@ -24,7 +24,7 @@ and both guarantee the answer counts at most ``max_tokens`` with the engine's on
    doubled when it holds a digit or is capitalised other than as its sentence's first word
    (numbers, dates, names, places). A sentence scores the sum over its distinct words divided
    by the square root of its word count, so filler dilutes it, times its turn's weight: the
-   square of the message's importance over the default 0.5 (seed 000's by role: a tool
+   square of the message's importance over the default 0.5 (aidaemon's by role: a tool
    result 0.3 weighs 0.36, a system message 0.04; a salient fact the agent marked 0.9 weighs
    3.24). Squared, because raw tool output is full of the digits and names the idf doubles;
    this way it gives way to what was said about it. A turn is as informative as its best

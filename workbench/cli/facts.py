@@ -1,4 +1,4 @@
-"""``workbench facts …``: seed 000's facts, a value under a key unique within its category.
+"""``workbench facts …``: aidaemon's facts, a value under a key unique within its category.
 
 Every command works in one namespace: ``--namespace``, else the configured agent identity,
 as ``workbench notes`` does. ``facts set`` is an upsert: the same category and key replace

@@ -1,4 +1,4 @@
-"""``workbench scratchpad …``: a session's working-memory scratchpad (seed 001), by hand.
+"""``workbench scratchpad …``: a session's working-memory scratchpad (oxydra), by hand.
 
 A write replaces the whole list, as the agent's own writes do; a list over the limits
 (``[scratchpad]`` in the config: 32 items of 240 characters by default) is refused whole,

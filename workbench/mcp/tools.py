@@ -4,7 +4,7 @@ Every tool is an argument model (its JSON schema is what ``tools/list`` shows; u
 arguments are refused, so a misspelt one never silently does nothing) and a handler over
 the engine. The namespace is fixed when the server starts and no argument names it:
 
-- notes and memories (seed 002 ``save_memory``…, seed 001 ``memory_save``…) work in the
+- notes and memories (pynchy ``save_memory``…, oxydra ``memory_save``…) work in the
   namespace's notes, and another namespace's note id is "not found";
 - conversation and scratchpad tools take a session id; a session another namespace made
   is refused (``OutOfNamespace``) and a new one is made in this namespace;
@@ -45,7 +45,7 @@ class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-# -- seed 002 ------------------------------------------------------------------------------
+# -- pynchy ------------------------------------------------------------------------------
 
 class SaveMemoryArgs(Args):
     key: Annotated[str, Field(min_length=1, max_length=200,
@@ -74,7 +74,7 @@ class ListMemoriesArgs(Args):
                                                    "the page before).")] = 0
 
 
-# -- seed 001 notes ------------------------------------------------------------------------
+# -- oxydra notes ------------------------------------------------------------------------
 
 class MemorySaveArgs(Args):
     content: Annotated[str, Field(min_length=1, description="The note's text.")]
@@ -196,7 +196,7 @@ class MemoryTools:
         self.engine = engine
         self.namespace = namespace
 
-    # seed 002
+    # pynchy
 
     async def save_memory(self, a: SaveMemoryArgs) -> dict[str, Any]:
         note = await self.engine.save_memory(a.key, a.content, a.category,
@@ -220,7 +220,7 @@ class MemoryTools:
         return {"keys": keys[a.offset:end], "total": len(keys),
                 "next_offset": end if end < len(keys) else None}
 
-    # seed 001 notes
+    # oxydra notes
 
     async def memory_save(self, a: MemorySaveArgs) -> dict[str, Any]:
         note = await self.engine.memory_save(a.content, tags=a.tags, namespace=self.namespace)

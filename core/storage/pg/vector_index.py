@@ -6,7 +6,7 @@ the column to ``vector(N)`` and builds the namespace search's HNSW index, which 
 fixed dimension; from then on the database itself refuses a vector of another size, as
 sqlite-vec's ``FLOAT[N]`` column does. The dimension and the model are recorded in
 ``memory_meta`` under the SQLite side's keys, and a model of another size is refused at
-open (seed 003) with ``DimensionMismatch``, as the SQLite backend does.
+open (nexo-rs) with ``DimensionMismatch``, as the SQLite backend does.
 
 Altering the column while it is empty costs nothing; it is only ever done empty (a
 ``reindex`` to another size drops every vector first).

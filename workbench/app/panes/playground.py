@@ -8,7 +8,7 @@ sliders move, over the query and over every query judged in the scope (with 95% 
 and a warning when they are too few to tell); a sweep draws the judged set's scores over
 every vector weight with recall's band. ``p`` pins the
 settings as A to compare with what the controls say now (B); the retrieval log replays any
-past query, the agent's included. Tri-hybrid mode shows seed 000's ``get_context``: the
+past query, the agent's included. Tri-hybrid mode shows aidaemon's ``get_context``: the
 recent, salient and relevant events and why each was chosen.
 """
 

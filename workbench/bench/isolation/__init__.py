@@ -1,7 +1,7 @@
 """An adversarial isolation suite: one namespace's memory attacked from another.
 
 A victim namespace is planted with secrets in every kind of row it can own (messages, notes
-with names, aliases and tags, seed 002 memories, facts, scratchpads, a rolling summary,
+with names, aliases and tags, pynchy memories, facts, scratchpads, a rolling summary,
 schedules and their runs, compaction archives and their markdown files, logged queries,
 relevance judgments). Another namespace then attacks it with crafted input through the three
 front ends: the engine API, the command line and the MCP server. A *leak* is any answer,
