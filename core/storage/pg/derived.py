@@ -62,11 +62,6 @@ class NamespaceIndex:
     """The xmax of the snapshot of the last sync (or of the build)."""
     in_progress: list[int] = field(default_factory=list)
     """The transactions that snapshot saw in progress (its xip list)."""
-
-    @property
-    def xmin(self) -> int:
-        """The oldest transaction whose entries may not have been read yet."""
-        return min([*self.in_progress, self.xmax])
     build_seconds: float | None = None
     problem: str | None = None
     failed_at: float | None = None
@@ -74,6 +69,11 @@ class NamespaceIndex:
     requests: int = 0
     covered: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def xmin(self) -> int:
+        """The oldest transaction whose entries may not have been read yet."""
+        return min([*self.in_progress, self.xmax])
 
 
 class PgDerivedIndexes:
