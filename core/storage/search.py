@@ -422,6 +422,18 @@ def chunks_by_rowid(conn: Any, rowids: Sequence[int]) -> dict[int, dict[str, Any
             for row in select_in(conn, _CHUNK_SELECT + " WHERE fts_rowid IN", rowids)}
 
 
+def chunk_ids_of(conn: Any, rowids: Sequence[int],
+                 chunks: dict[str, dict[str, Any]] | None = None) -> dict[int, str]:
+    """The chunk id of each fts_rowid a derived index named (a row deleted since is left
+    out); with ``chunks``, the rows are read whole into it, in the same read."""
+    if chunks is None:
+        return dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
+                                    " WHERE fts_rowid IN", rowids))
+    found = chunks_by_rowid(conn, rowids)
+    chunks.update((chunk["chunk_id"], chunk) for chunk in found.values())
+    return {rowid: chunk["chunk_id"] for rowid, chunk in found.items()}
+
+
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Chunk rows by id: text, session, sequence range, metadata, context."""
     return {row[1]: _chunk(row)

@@ -38,7 +38,7 @@ from core.storage import (
     vectors,
 )
 from core.storage.backend import BackendFeatures
-from core.storage.connection import Database, select_in
+from core.storage.connection import Database
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
@@ -197,14 +197,7 @@ class SqliteBackend(SharedOperations):
             if not ready:
                 return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
             top = self.namespace_vectors.nearest(scope.value, query, k, all_cores=all_cores)
-            rowids = [rowid for rowid, _ in top]
-            if chunks is None:
-                chunk_ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
-                                                 " WHERE fts_rowid IN", rowids))
-            else:
-                found = search.chunks_by_rowid(conn, rowids)
-                chunks.update((chunk["chunk_id"], chunk) for chunk in found.values())
-                chunk_ids = {rowid: chunk["chunk_id"] for rowid, chunk in found.items()}
+            chunk_ids = search.chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
         # A chunk deleted since the sync is left out, as a later query would leave it.
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)

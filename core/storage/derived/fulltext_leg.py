@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage.connection import select_in
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
-from core.storage.search import chunks_by_rowid
+from core.storage.search import chunk_ids_of
 
 
 class DerivedFullText:
@@ -38,12 +37,5 @@ class DerivedFullText:
             top = self.index.search(namespace, terms, k, context_weight, conn)
             if top is None:
                 return None
-            rowids = [rowid for rowid, _ in top]
-            if chunks is None:
-                ids = dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
-                                           " WHERE fts_rowid IN", rowids))
-            else:
-                found = chunks_by_rowid(conn, rowids)
-                chunks.update((chunk["chunk_id"], chunk) for chunk in found.values())
-                ids = {rowid: chunk["chunk_id"] for rowid, chunk in found.items()}
+            ids = chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
         return [(ids[rowid], score) for rowid, score in top if rowid in ids]
