@@ -11,6 +11,7 @@ holds what is PostgreSQL's own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -19,6 +20,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
+import psycopg
 
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
@@ -144,6 +146,8 @@ class PostgresBackend(SharedOperations):
         stopping a derived index's build in flight)."""
         await self.derived.close()
         if self._liveness is not None:
+            with contextlib.suppress(psycopg.Error):  # a broken connection holds no lock
+                await vectors.release_claimer_lock(self._liveness, self._claimer)
             await self._liveness.close()
             self._liveness = None
         await self._db.close()

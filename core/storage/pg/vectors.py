@@ -47,6 +47,13 @@ async def hold_claimer_lock(conn: Conn, claimer: str) -> bool:
     return bool(row and row[0])
 
 
+async def release_claimer_lock(conn: Conn, claimer: str) -> None:
+    """Give up ``claimer``'s liveness lock now. Closing the connection frees it too, but only
+    once the server's backend process has exited, a moment after the client has gone: until
+    then another process would still take this claimer's leases for a live one's."""
+    await conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (CLAIMER_LOCK, claimer))
+
+
 async def get_meta(conn: Conn, key: str) -> str | None:
     """A value from memory_meta."""
     return await vector_index.get_meta(conn, key)
