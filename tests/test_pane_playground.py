@@ -407,3 +407,26 @@ def test_snapshot_explain(snap_compare: Any, fixture_db: Path,
     with fixture_clock():
         assert snap_compare(_snapshot_app(fixture_db, monkeypatch), run_before=run_before,
                             terminal_size=SIZE)
+
+
+async def test_a_long_session_name_is_cut_in_the_scope_box_not_wrapped() -> None:
+    from textual.app import App, ComposeResult
+
+    from core.types import SessionInfo
+    from workbench.app.widgets.playground_ask import AskBar
+
+    class Bar(App[None]):
+        def compose(self) -> ComposeResult:
+            yield AskBar(id="ask")
+
+    app = Bar()
+    async with app.run_test(size=SIZE) as pilot:
+        name = "research-alta-via-1-planning-for-the-summer"
+        session = SessionInfo(session_id=name, agent_identity=None, created_at="", updated_at="",
+                              event_count=0, chunk_count=0, last_sequence=None)
+        app.query_one(AskBar).show_scopes([session], name)
+        await pilot.pause()
+        label = app.query_one("#pg-scope SelectCurrent #label", Static)
+        assert label.size.height == 1
+        shown = label.render_line(0).text
+        assert shown.startswith("session research-") and shown.rstrip().endswith("…")

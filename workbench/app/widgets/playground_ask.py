@@ -45,6 +45,8 @@ class AskBar(Horizontal):
     AskBar { height: 3; }
     AskBar #pg-query { width: 1fr; }
     AskBar #pg-scope { width: 38; }
+    /* A long session name is cut with an ellipsis, not wrapped onto a second line. */
+    AskBar #pg-scope SelectCurrent Static#label { text-wrap: nowrap; text-overflow: ellipsis; }
     AskBar #pg-mode { width: 18; }
     """
 
