@@ -23,9 +23,11 @@ import numpy as np
 
 K1 = 1.2  # fts5_aux.c
 DENSE_SHARE = 4  # a word in at least 1 / DENSE_SHARE of the slots is kept dense
-# Bytes of quotients kept, per slot of the index: room for ~16 words in every row. Evicted
-# least recently used; at 1M chunks that is 128 MiB at most.
-BUDGET_PER_SLOT = 16 * 8
+# Bytes of dense quotients kept, per slot of the index: room for 64 words (at 100k chunks of
+# agent conversation, 52 words are in a quarter of the rows or more; room for 16 evicted them
+# query after query). Least recently used goes first; at most 55 MiB at 100k chunks, 550 MiB
+# at 1M, counted in the index's memory.
+BUDGET_PER_SLOT = 64 * 9
 
 
 class Impact:
@@ -74,7 +76,8 @@ class Impact:
 
 
 class ImpactCache:
-    """The :class:`Impact` of the words queries used lately, for one (N, tokens, weight)."""
+    """The dense :class:`Impact` of the common words queries used lately, for one (N, tokens,
+    weight); a rarer word's is made for each query."""
 
     def __init__(self) -> None:
         self._held: OrderedDict[Hashable, Impact] = OrderedDict()
@@ -96,6 +99,8 @@ class ImpactCache:
             return held
         freq = tf_text + stamp[2] * tf_context
         impact = Impact(slots, (freq * (K1 + 1.0)) / (freq + norm[slots]), used)
+        if not impact.dense:  # a rarer word's quotients cost less to make than to keep
+            return impact
         if held is not None:
             self._bytes -= self._held.pop(key).nbytes
         self._held[key] = impact
