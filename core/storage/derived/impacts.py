@@ -33,12 +33,13 @@ BUDGET_PER_SLOT = 64 * 9
 class Impact:
     """One word's quotients ``q`` for the postings ``slots`` it was computed from."""
 
-    def __init__(self, slots: np.ndarray, quotient: np.ndarray, used: int) -> None:
+    def __init__(self, slots: np.ndarray, quotient: np.ndarray, used: int,
+                 dense: bool = True) -> None:
         self.slots = slots
         """The postings' slot array it was computed from: a new array means new postings."""
         self.ceiling = float(quotient.max()) if len(quotient) else 0.0
         """The largest ``q``: no row gets more than ``idf * ceiling`` from this word."""
-        self.dense = len(slots) * DENSE_SHARE >= used
+        self.dense = dense and len(slots) * DENSE_SHARE >= used
         if self.dense:
             self.quotient = np.zeros(used, dtype=np.float64)
             self.quotient[slots] = quotient
@@ -83,6 +84,7 @@ class ImpactCache:
         self._held: OrderedDict[Hashable, Impact] = OrderedDict()
         self._stamp: tuple[int, int, float] | None = None
         self._bytes = 0
+        self._asked: set[Hashable] = set()  # words asked for once under this stamp
 
     def impact(self, key: Hashable, postings: tuple[np.ndarray, np.ndarray, np.ndarray],
                norm: np.ndarray, used: int, stamp: tuple[int, int, float]) -> Impact:
@@ -98,7 +100,11 @@ class ImpactCache:
             self._held.move_to_end(key)
             return held
         freq = tf_text + stamp[2] * tf_context
-        impact = Impact(slots, (freq * (K1 + 1.0)) / (freq + norm[slots]), used)
+        # Made dense (and kept) the second time a word is asked for under one stamp: while
+        # every query follows a write, laying the quotients out densely would be wasted.
+        impact = Impact(slots, (freq * (K1 + 1.0)) / (freq + norm[slots]), used,
+                        dense=key in self._asked)
+        self._asked.add(key)
         if not impact.dense:  # a rarer word's quotients cost less to make than to keep
             return impact
         if held is not None:
@@ -113,6 +119,7 @@ class ImpactCache:
     def clear(self) -> None:
         """Forget every impact (the index was rebuilt, or N or avgdl moved)."""
         self._held.clear()
+        self._asked.clear()
         self._bytes = 0
 
     @property
