@@ -11,7 +11,7 @@ import pytest
 
 from core import Engine
 from core.storage import connection
-from core.storage.derived import fulltext
+from core.storage.derived import fulltext, impacts
 from core.storage.derived.fulltext import FullTextIndex, varints
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.phrases import occurrences, phrase_postings
@@ -261,15 +261,19 @@ async def test_scoring_light_words_on_found_rows_only_stays_exact(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     await _file(db_path)
     outcomes: list[bool] = []  # with light words: whether the bound held
-    real = FullTextIndex._scored
+    scored, widened = FullTextIndex._scored, FullTextIndex._widened
 
-    def spy(self: FullTextIndex, weighed: Any, light: set[int], *args: Any) -> Any:
-        top = real(self, weighed, light, *args)
+    def spy_scored(self: FullTextIndex, weighed: Any, light: set[int], *args: Any) -> Any:
         if light:
-            outcomes.append(top is not None)
-        return top
+            outcomes.append(True)
+        return scored(self, weighed, light, *args)
 
-    monkeypatch.setattr(FullTextIndex, "_scored", spy)
+    def spy_widened(self: FullTextIndex, *args: Any) -> Any:
+        outcomes[-1] = False
+        return widened(self, *args)
+
+    monkeypatch.setattr(FullTextIndex, "_scored", spy_scored)
+    monkeypatch.setattr(FullTextIndex, "_widened", spy_widened)
     conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
     try:
         index = FullTextIndex()
@@ -306,3 +310,49 @@ async def test_a_build_in_many_batches_indexes_the_same(
                                 _fts5_top(conn, "ana", terms, 20))
     finally:
         conn.close()
+
+
+async def test_word_quotients_are_kept_until_a_write_moves_them(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _file(db_path, messages=300)
+    made: list[bool] = []  # each Impact computed: whether it is dense
+
+    class Counted(impacts.Impact):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self.dense)
+
+    monkeypatch.setattr(impacts, "Impact", Counted)
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    index = FullTextIndex()
+    holder = DerivedIndexes([index], lambda: connection.open_connection(
+        db_path, read_only=True, busy_timeout_ms=5000))
+    holder.build_now(index.name)
+    terms = ["good", "word5", "word3", "plan"]
+    try:
+        first = index.search("ana", terms, 10, 0.5, conn)
+        assert made == [False] * 4  # asked for once since the last write: made as they are
+        assert index.search("ana", terms, 10, 0.5, conn) == first
+        assert sorted(made[4:]) == [False, False, True, True]  # common words dense, rare sparse
+        assert index.search("ana", terms, 10, 0.5, conn) == first
+        assert made.count(True) == 2 and made.count(False) == 8  # the dense ones were kept
+        # Bit-equal to FTS5's own scores, not just close.
+        assert first == _fts5_top(conn, "ana", terms, 10)
+        for _ in range(2):  # another context weight: other quotients
+            index.search("ana", terms, 10, 0.3, conn)
+        assert made.count(True) == 4
+        async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+            await engine.store_many([("late", 1, {"role": "user", "content": "good oven"})])
+        assert _synced(holder, conn) > 0  # N and avgdl moved: every quotient with them
+        for _ in range(2):
+            assert index.search("ana", terms, 10, 0.5, conn) == _fts5_top(conn, "ana", terms,
+                                                                          10)
+        assert made.count(True) == 6
+        monkeypatch.setattr(impacts, "BUDGET_PER_SLOT", 0)  # room for one word at a time
+        for _ in range(3):  # another weight again, so none is held from before
+            assert index.search("ana", terms, 10, 1.0, conn) == _fts5_top(
+                conn, "ana", terms, 10, "1.0, 0, 1.0, 0, 0")
+        assert made.count(True) == 10
+    finally:
+        conn.close()
+        holder.close()

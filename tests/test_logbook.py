@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core import Engine
@@ -42,6 +44,25 @@ async def test_queries_waiting_for_the_log_are_written_at_close(memory: str) -> 
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         assert [e["query"] for e in await engine.retrieval_log()] == [
             f"kite {n}" for n in reversed(range(5))]
+
+
+async def test_the_log_write_encodes_nothing(memory: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Entries are encoded as each query is logged: the write that carries a batch to the
+    # database, on the writer thread beside the next queries, runs no JSON encoder.
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
+        await engine.store("s", 1, {"role": "user", "content": "a kite"})
+        for n in range(3):
+            await engine.hybrid_query(session_id="s", query=f"kite {n}")
+
+        def refuse(*args: object, **kwargs: object) -> str:
+            raise AssertionError("JSON encoded when the log was written")
+
+        monkeypatch.setattr(json, "dumps", refuse)
+        await engine.retrieval.flush_logs()
+        monkeypatch.undo()
+        assert [e["query"] for e in await engine.retrieval_log()] == [
+            f"kite {n}" for n in reversed(range(3))]
 
 
 async def test_an_entry_the_database_cannot_store_loses_only_itself(memory: str) -> None:

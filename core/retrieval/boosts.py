@@ -100,7 +100,8 @@ def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]]
                  by_speaker: Set[str], speaker_amount: float, in_period: Set[str],
                  date_amount: float, neighbour_weight: float,
                  neighbour_window: int = 1) -> list[Fused]:
-    """``fused`` with the speaker, date and neighbour boosts added, best first again.
+    """``fused`` (in fusion's order) with the speaker, date and neighbour boosts added, best
+    first again.
 
     A chunk of ``by_speaker`` (said by a speaker the query names) gains ``speaker_amount``,
     one of ``in_period`` ``date_amount`` (both already on the fused scale). Ties go to the
@@ -117,6 +118,9 @@ def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]]
             item.chunk_id, item.score + gain + dated, item.vector, item.fts, gain, 0.0, dated))
     if neighbour_weight > 0:
         boosted = _with_neighbours(boosted, chunks, neighbour_weight, neighbour_window)
+    if all(after is before for after, before in zip(boosted, fused, strict=True)):
+        # Nothing gained: ``fused`` is already in this order (fusion sorts by the same key).
+        return boosted
     boosted.sort(key=lambda item: (-item.score, -_end(chunks, item.chunk_id), item.chunk_id))
     return boosted
 
@@ -141,8 +145,11 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
         if chunk is None:
             result.append(item)
             continue
-        first, last = chunk["sequence_start"], chunk["sequence_end"]
         starts = starting[chunk["session_id"]]
+        if len(starts) == 1:  # only its own message's start: most of a namespace's candidates
+            result.append(item)
+            continue
+        first, last = chunk["sequence_start"], chunk["sequence_end"]
         if len(starts) > 2 * window:
             best = max(starts.get(sequence, 0.0) for sequence in (
                 *range(first - window, first), *range(last + 1, last + window + 1)))

@@ -228,6 +228,7 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     fts_by_id = {hit.chunk_id: hit for hit in legs.fts}
     results: list[HybridQueryResult] = []
     cut: list[dict[str, Any]] = []
+    below_top_k = f"ranked below top_k {ranking.top_k}"
     for item in fused:
         chunk = legs.chunks.get(item.chunk_id)
         if chunk is None:
@@ -235,7 +236,7 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
         elif ranking.min_score is not None and item.score < ranking.min_score:
             cut.append(_cut(item, f"score {item.score:.3f} below min_score {ranking.min_score}"))
         elif len(results) >= ranking.top_k:
-            cut.append(_cut(item, f"ranked below top_k {ranking.top_k}"))
+            cut.append(_cut(item, below_top_k))
         else:
             vh, fh = vector_by_id.get(item.chunk_id), fts_by_id.get(item.chunk_id)
             results.append(HybridQueryResult(

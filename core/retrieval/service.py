@@ -27,6 +27,7 @@ from core.retrieval.boosts import boost_settings
 from core.retrieval.depth import leg_depth
 from core.retrieval.log_warnings import ThrottledWarning
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
+from core.storage.log_rows import LogRow, log_row
 from core.storage.search import LegRequest, Scope
 from core.tasks import cancel_and_wait
 from core.types import ContextItem, ContextResult, MemoryRecord
@@ -57,7 +58,7 @@ class Retrieval:
         self._config = config
         self._model = model
         self._conversations = conversations
-        self._log_buffer: list[dict[str, Any]] = []
+        self._log_buffer: list[LogRow] = []
         self._log_failed = ThrottledWarning(log)
         self._log_flusher: asyncio.Task[None] | None = None
 
@@ -196,7 +197,7 @@ class Retrieval:
                         for r in found.results],
             "timings_ms": found.legs.timings_ms,
         }
-        self._log_buffer.append(entry)
+        self._log_buffer.append(log_row(entry))
         if self._log_flusher is None or self._log_flusher.done():
             self._log_flusher = asyncio.create_task(self._flush_soon())
 
@@ -207,23 +208,23 @@ class Retrieval:
         await self._write_logs()
 
     async def _write_logs(self) -> None:
-        entries, self._log_buffer = self._log_buffer, []
-        if not entries:
+        rows, self._log_buffer = self._log_buffer, []
+        if not rows:
             return
         try:
-            await self._backend.append_logs(entries)
+            await self._backend.append_logs(rows)
         except (OutOfNamespace, InvalidInput):
             # A database that enforces namespaces (row-level security) refused an entry
             # scoped outside this role's namespace, or one holds what the database cannot
             # store (NUL in PostgreSQL text): keep the others, drop only that one.
-            for entry in entries:
+            for row in rows:
                 try:
-                    await self._backend.append_logs([entry])
+                    await self._backend.append_logs([row])
                 except Exception as exc:  # as below: a diagnostic never fails a query
                     self._log_failed.warn("could not write a retrieval log entry: %s", exc)
         except Exception as exc:  # the log is a diagnostic: a failure never fails a query
             self._log_failed.warn("could not write %d retrieval log entries: %s",
-                                  len(entries), exc)
+                                  len(rows), exc)
 
     async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
                             session_id: str | None = None,

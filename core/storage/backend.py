@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from core.storage.copying import RowPage, WriteResult
     from core.storage.events import PreparedMessage, WriteOutcome
     from core.storage.locations import Location
+    from core.storage.log_rows import LogRow
     from core.storage.note_listing import NoteQuery
     from core.storage.notes import NoteChanges, NoteDraft, NoteRef
     from core.storage.search import LegRequest, LegRows, Scope
@@ -420,8 +421,9 @@ class Backend(Protocol):
 
     # -- retrieval log and judgments ---------------------------------------------------------
 
-    async def append_logs(self, entries: list[dict[str, Any]]) -> None:
-        """Record queries in the retrieval log, in order, in one transaction."""
+    async def append_logs(self, rows: list[LogRow]) -> None:
+        """Record queries in the retrieval log, in order, in one transaction (rows made by
+        :func:`core.storage.log_rows.log_row`)."""
 
     async def read_log(self, limit: int = 50, caller: str | None = None,
                        scope_kind: str | None = None, scope_value: str | None = None,

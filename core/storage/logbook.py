@@ -6,17 +6,15 @@ import json
 from typing import Any
 
 from core.storage.connection import transaction
+from core.storage.log_rows import LogRow
 
 
-def append_logs(conn: Any, entries: list[dict[str, Any]]) -> None:
+def append_logs(conn: Any, rows: list[LogRow]) -> None:
     """Record queries, in order, in one transaction."""
     with transaction(conn):
         conn.executemany(
             "INSERT INTO retrieval_log(created_at, caller, scope_kind, scope_value, query,"
-            " params_json, results_json, timings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(entry["created_at"], entry["caller"], entry["scope_kind"], entry["scope_value"],
-              entry["query"], json.dumps(entry["params"]), json.dumps(entry["results"]),
-              json.dumps(entry["timings_ms"])) for entry in entries])
+            " params_json, results_json, timings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
 def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,

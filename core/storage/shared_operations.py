@@ -24,6 +24,7 @@ from core.storage.namespace_legs import legs_then_fetch
 if TYPE_CHECKING:
     from core.storage import copying, events, note_listing, notes, search, summaries
     from core.storage.locations import Location
+    from core.storage.log_rows import LogRow
 
 
 class SharedOperations:
@@ -292,9 +293,9 @@ class SharedOperations:
         """Chunk rows by id."""
         return await self._db.read(self._ops.search.fetch_chunks, chunk_ids)
 
-    async def append_logs(self, entries: list[dict[str, Any]]) -> None:
+    async def append_logs(self, rows: list[LogRow]) -> None:
         """Record queries in the retrieval log, in one transaction."""
-        await self._db.write(self._ops.logbook.append_logs, entries)
+        await self._db.write(self._ops.logbook.append_logs, rows)
 
     async def read_log(self, limit: int = 50, caller: str | None = None,
                        scope_kind: str | None = None, scope_value: str | None = None,

@@ -7,16 +7,17 @@ import pytest
 
 from core.errors import ReadOnlyDatabase, StorageFull
 from core.storage.backend import Backend, BackendFeatures
+from core.storage.log_rows import LogRow, log_row
 from tests.backend.builders import DIMENSION, MODEL, NOW, store
 from tests.backend.conftest import Opener
 
 LATER = "2026-01-02T00:00:00.000Z"
 
 
-def entry(query: str, caller: str = "agent", scope_value: str = "s") -> dict[str, object]:
-    return {"created_at": NOW, "caller": caller, "scope_kind": "session",
-            "scope_value": scope_value, "query": query, "params": {"top_k": 5},
-            "results": [{"chunk_id": "chk-1"}], "timings_ms": {"fts": 0.1}}
+def entry(query: str, caller: str = "agent", scope_value: str = "s") -> LogRow:
+    return log_row({"created_at": NOW, "caller": caller, "scope_kind": "session",
+                    "scope_value": scope_value, "query": query, "params": {"top_k": 5},
+                    "results": [{"chunk_id": "chk-1"}], "timings_ms": {"fts": 0.1}})
 
 
 async def test_the_log_reads_newest_first_by_caller_scope_or_id(backend: Backend) -> None:

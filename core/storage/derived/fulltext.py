@@ -3,7 +3,8 @@
 FTS5 ranks a namespace query by computing bm25 for every row a query word matches, common
 words included (~46 ms at 100k chunks). This index keeps, per term, the rows holding it
 (numpy arrays: row slot, occurrences in ``chunk_text``, occurrences in ``context``) and
-scores a query with a few vectorised passes over its terms' postings.
+scores a query with a few vectorised passes over its terms' postings, each word's per-row
+quotients kept between queries (:mod:`core.storage.derived.impacts`).
 
 The score is FTS5's own (``fts5_aux.c``, ``fts5Bm25Function``), computed the same way:
 
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from core.storage.connection import select_in
+from core.storage.derived.impacts import Impact, ImpactCache
 from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
 
@@ -117,6 +119,7 @@ class FullTextIndex:
         self._rows = 0  # FTS5's N
         self._tokens = 0  # FTS5's token total over every column
         self._norm: tuple[int, int, np.ndarray] | None = None
+        self._impacts = ImpactCache()
 
     # -- keeping in step -------------------------------------------------------------------
 
@@ -285,60 +288,71 @@ class FullTextIndex:
         wanted = self._namespaces.get(namespace)
         if wanted is None or not term_ids or k <= 0:
             return []
-        weighed = []  # (postings, idf) of each word with rows, in query order
+        norm = self._row_norms()
+        stamp = (self._rows, self._tokens, float(context_weight))
+        weighed: list[tuple[Impact, float]] = []  # each word with rows, in query order
         for key in term_ids:
             postings = self._term_postings(key)
             if postings is not None and len(postings[0]):
                 hits = len(postings[0])
                 idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
-                weighed.append((postings, 1e-6 if idf <= 0.0 else idf))
+                impact = self._impacts.impact(key, postings, norm, self._used, stamp)
+                weighed.append((impact, 1e-6 if idf <= 0.0 else idf))
         in_namespace = (self._namespace[:self._used] == wanted
                         if len(self._namespaces) > 1 else None)
-        light = _light_words([idf for _, idf in weighed])
-        if light:
-            top = self._scored(weighed, light, in_namespace, k, context_weight)
-            if top is not None:
-                return top
-        top = self._scored(weighed, set(), in_namespace, k, context_weight)
-        assert top is not None
-        return top
+        return self._scored(weighed, _light_words([idf for _, idf in weighed]), in_namespace,
+                            k)
 
-    def _scored(self, weighed: list[tuple[Postings, float]], light: set[int],
-                in_namespace: np.ndarray | None, k: int, context_weight: float,
-                ) -> list[tuple[int, float]] | None:
+    def _scored(self, weighed: list[tuple[Impact, float]], light: set[int],
+                in_namespace: np.ndarray | None, k: int) -> list[tuple[int, float]]:
         """The top ``k`` by bm25 summed over the words in query order (as FTS5 sums it).
 
         With ``light`` words (MaxScore, Turtle and Flood 1995): rows are those holding
         another word, and the light words are scored on those rows only. A row holding only
-        light words scores below ``(k1 + 1) * Σ idf(light)``; if the ``k``-th row found
-        scores above that, no such row could have entered the top ``k`` and the answer is
-        exact; otherwise None (the caller scores every row). Common words (in half the
-        rows or more, idf clamped to 1e-6) are light in almost every query, and scoring them
-        on every row was most of a query's time.
+        light words scores at most ``Σ idf * max q`` over the light words; if the ``k``-th
+        row found scores above that, no such row could have entered the top ``k`` and the
+        answer is exact; otherwise the rows holding only light words are scored too
+        (:meth:`_widened`). Common words (in half the rows or more, idf clamped to 1e-6)
+        are light in almost every query, and scoring them on every row was most of a
+        query's time.
         """
         used = self._used
-        norm = self._row_norms()
         matched = np.zeros(used, dtype=bool)
-        for index, (postings, _) in enumerate(weighed):
+        for index, (impact, _) in enumerate(weighed):
             if index not in light:
-                matched[postings[0]] = True
+                impact.mark(matched)
         if in_namespace is not None:
             matched &= in_namespace
-        if light and np.count_nonzero(matched) < k:
-            return None
         scores = np.zeros(used, dtype=np.float64)
-        for index, ((slots, tf_text, tf_context), idf) in enumerate(weighed):
-            if index in light:
-                keep = matched[slots]
-                slots, tf_text, tf_context = slots[keep], tf_text[keep], tf_context[keep]
-            freq = tf_text + context_weight * tf_context
-            scores[slots] += idf * ((freq * (K1 + 1.0)) / (freq + norm[slots]))
-        candidates = np.flatnonzero(matched)
-        top = self._top(candidates, scores[candidates], k)
-        ceiling = (K1 + 1.0) * sum(weighed[index][1] for index in light)
-        if light and not (len(top) == k and top[-1][1] > ceiling):
-            return None
-        return top
+        for index, (impact, idf) in enumerate(weighed):
+            impact.add(scores, idf, matched if index in light else None)
+        top = self._top(np.flatnonzero(matched), scores, k)
+        if not light:
+            return top
+        # A row's computed sum may exceed the exact one by a few ulps: the margin covers it.
+        ceiling = sum(weighed[index][1] * weighed[index][0].ceiling
+                      for index in light) * (1.0 + 1e-9)
+        if len(top) == k and top[-1][1] > ceiling:
+            return top
+        return self._widened(weighed, light, in_namespace, matched, scores, k)
+
+    def _widened(self, weighed: list[tuple[Impact, float]], light: set[int],
+                 in_namespace: np.ndarray | None, matched: np.ndarray, scores: np.ndarray,
+                 k: int) -> list[tuple[int, float]]:
+        """The top ``k`` once the rows holding only light words are scored too: their sums
+        are made afresh from the light words alone, in query order, as FTS5 adds them (the
+        other words add nothing to those rows)."""
+        used = self._used
+        others = np.zeros(used, dtype=np.float64)
+        holding = np.zeros(used, dtype=bool)
+        for index in sorted(light):
+            impact, idf = weighed[index]
+            impact.add(others, idf, ~matched)
+            impact.mark(holding)
+        if in_namespace is not None:
+            holding &= in_namespace
+        candidates = np.flatnonzero(matched | holding)
+        return self._top(candidates, np.where(matched, scores, others), k)
 
     def _row_norms(self) -> np.ndarray:
         """``k1 * (1 - b + b * D / avgdl)`` for every slot, as fts5_aux.c computes it."""
@@ -349,9 +363,11 @@ class FullTextIndex:
             self._norm = (key[0], key[1], norm)
         return self._norm[2]
 
-    def _top(self, candidates: np.ndarray, scores: np.ndarray,
+    def _top(self, candidates: np.ndarray, every_score: np.ndarray,
              k: int) -> list[tuple[int, float]]:
-        """The best ``k`` by score, ties by rowid."""
+        """The best ``k`` of ``candidates`` by score (``every_score`` by slot), ties by
+        rowid."""
+        scores = every_score[candidates]
         if len(candidates) > k:
             kth = np.partition(scores, len(scores) - k)[len(scores) - k]
             keep = scores >= kth
@@ -373,9 +389,10 @@ class FullTextIndex:
         return self._used
 
     def memory_bytes(self) -> int:
-        """Bytes of the numpy arrays (postings and per-row), not Python's dictionaries."""
+        """Bytes of the numpy arrays (postings, per-row, the words' cached quotients), not
+        Python's dictionaries."""
         arrays: list[np.ndarray] = [self._rowid, self._namespace, self._length, self._alive]
-        total = sum(a.nbytes for a in arrays)
+        total = sum(a.nbytes for a in arrays) + self._impacts.nbytes
         for parts in self._postings.values():
             total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
         return int(total)

@@ -7,18 +7,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.storage.log_rows import LogRow
 from core.storage.pg.connection import Conn
 
 
-async def append_logs(conn: Conn, entries: list[dict[str, Any]]) -> None:
+async def append_logs(conn: Conn, rows: list[LogRow]) -> None:
     """Record queries, in order, in one transaction."""
     async with conn.cursor() as cursor:
         await cursor.executemany(
             "INSERT INTO retrieval_log(created_at, caller, scope_kind, scope_value, query,"
             " params_json, results_json, timings_json) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            [(entry["created_at"], entry["caller"], entry["scope_kind"], entry["scope_value"],
-              entry["query"], json.dumps(entry["params"]), json.dumps(entry["results"]),
-              json.dumps(entry["timings_ms"])) for entry in entries])
+            rows)
 
 
 async def read_log(
