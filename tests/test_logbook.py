@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NotFound
+from core.retrieval import log_writer
+from core.storage.log_rows import LogRow
 from tests.conftest import DETERMINISTIC
 
 
@@ -115,3 +118,53 @@ async def test_get_context_combines_recency_salience_and_relevance(memory: str) 
         assert [s for s, i in by_sequence.items() if "recency" in i.reasons] == [17, 18, 19]
         assert [item.record.sequence for item in context.items] == sorted(by_sequence)
         assert context.counts["recency"] == 3 and context.counts["salience"] == 1
+
+
+class _RecordingBackend:
+    """Only what the log writer calls: every batch it was handed."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[LogRow]] = []
+
+    async def append_logs(self, rows: list[LogRow]) -> None:
+        self.batches.append(list(rows))
+
+
+def _row(n: int) -> LogRow:
+    return LogRow("2026-01-01T00:00:00Z", "api", "session", "s", f"query {n}", "{}", "[]", "{}")
+
+
+async def test_the_log_waits_for_a_moment_with_no_query_in_flight(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_writer, "FLUSH_DELAY", 0.01)
+    monkeypatch.setattr(log_writer, "QUIET", 0.01)
+    monkeypatch.setattr(log_writer, "FLUSH_LATEST", 60.0)
+    backend = _RecordingBackend()
+    writer = log_writer.LogWriter(backend)  # type: ignore[arg-type]
+    with writer.query():
+        writer.add(_row(1))
+        await asyncio.sleep(0.2)  # far past the delay: a write would have been made by now
+        assert backend.batches == []
+        writer.add(_row(2))
+    assert writer._flusher is not None
+    await asyncio.wait_for(writer._flusher, 10)
+    assert backend.batches == [[_row(1), _row(2)]]
+
+
+async def test_a_burst_that_never_pauses_is_logged_all_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_writer, "FLUSH_DELAY", 0.01)
+    monkeypatch.setattr(log_writer, "FLUSH_LATEST", 0.05)
+    monkeypatch.setattr(log_writer, "FLUSH_MOST", 3)
+    backend = _RecordingBackend()
+    writer = log_writer.LogWriter(backend)  # type: ignore[arg-type]
+    with writer.query():  # never leaves: the latest moment writes it
+        writer.add(_row(1))
+        assert writer._flusher is not None
+        await asyncio.wait_for(writer._flusher, 10)
+        assert backend.batches == [[_row(1)]]
+        for n in range(2, 5):  # three waiting: written without waiting for the latest moment
+            writer.add(_row(n))
+        monkeypatch.setattr(log_writer, "FLUSH_LATEST", 60.0)
+        await asyncio.wait_for(writer._flusher, 10)
+    assert backend.batches == [[_row(1)], [_row(2), _row(3), _row(4)]]

@@ -8,7 +8,6 @@ every front end queries the same way.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import math
@@ -21,15 +20,14 @@ import numpy as np
 from core import indexing, inputs, retrieval
 from core.clock import utc_now
 from core.conversations import require_session_in
-from core.errors import EmbeddingError, InvalidInput, NotFound, OutOfNamespace
+from core.errors import EmbeddingError, InvalidInput, NotFound
 from core.notes.fields import clean_namespace
 from core.retrieval.boosts import boost_settings
 from core.retrieval.depth import leg_depth
-from core.retrieval.log_warnings import ThrottledWarning
+from core.retrieval.log_writer import LogWriter
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
-from core.storage.log_rows import LogRow, log_row
+from core.storage.log_rows import log_row
 from core.storage.search import LegRequest, Scope
-from core.tasks import cancel_and_wait
 from core.types import ContextItem, ContextResult, MemoryRecord
 
 if TYPE_CHECKING:
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LOG_FLUSH_DELAY = 0.25  # seconds a retrieval log entry may wait to be written with others
 # sqlite-vec answers a KNN query for at most 4096 neighbours: no leg is asked for more, and no
 # query for more results than that.
 MAX_TOP_K = 4096
@@ -58,9 +55,7 @@ class Retrieval:
         self._config = config
         self._model = model
         self._conversations = conversations
-        self._log_buffer: list[LogRow] = []
-        self._log_failed = ThrottledWarning(log)
-        self._log_flusher: asyncio.Task[None] | None = None
+        self._log = LogWriter(backend)
 
     async def search(self, *, query: str, session_id: str | None = None,
                      namespace: str | None = None, top_k: int = 10,
@@ -113,10 +108,13 @@ class Retrieval:
             raise InvalidInput("raw FTS mode needs an expression; an empty one matches nothing")
         full_text, vectors = mode_used != "vector", mode_used != "keyword"
         try:
-            if scope.session_id is not None:
-                await self._session_legs(legs, request, full_text, vectors, query_embedding)
-            else:
-                await self._namespace_legs(legs, request, full_text, vectors, query_embedding)
+            with self._log.query():
+                if scope.session_id is not None:
+                    await self._session_legs(legs, request, full_text, vectors,
+                                             query_embedding)
+                else:
+                    await self._namespace_legs(legs, request, full_text, vectors,
+                                               query_embedding)
         except Exception as exc:  # the driver's OperationalError: the person's raw syntax
             if raw_fts and any(marker in str(exc) for marker in _FTS_SYNTAX):
                 raise InvalidInput("FTS syntax error in raw mode: "
@@ -197,34 +195,7 @@ class Retrieval:
                         for r in found.results],
             "timings_ms": found.legs.timings_ms,
         }
-        self._log_buffer.append(log_row(entry))
-        if self._log_flusher is None or self._log_flusher.done():
-            self._log_flusher = asyncio.create_task(self._flush_soon())
-
-    async def _flush_soon(self) -> None:
-        # Entries wait a moment so a burst of queries costs one transaction, not one each:
-        # a commit per query took a third of a session query's time on two cores.
-        await asyncio.sleep(LOG_FLUSH_DELAY)
-        await self._write_logs()
-
-    async def _write_logs(self) -> None:
-        rows, self._log_buffer = self._log_buffer, []
-        if not rows:
-            return
-        try:
-            await self._backend.append_logs(rows)
-        except (OutOfNamespace, InvalidInput):
-            # A database that enforces namespaces (row-level security) refused an entry
-            # scoped outside this role's namespace, or one holds what the database cannot
-            # store (NUL in PostgreSQL text): keep the others, drop only that one.
-            for row in rows:
-                try:
-                    await self._backend.append_logs([row])
-                except Exception as exc:  # as below: a diagnostic never fails a query
-                    self._log_failed.warn("could not write a retrieval log entry: %s", exc)
-        except Exception as exc:  # the log is a diagnostic: a failure never fails a query
-            self._log_failed.warn("could not write %d retrieval log entries: %s",
-                                  len(rows), exc)
+        self._log.add(log_row(entry))
 
     async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
                             session_id: str | None = None,
@@ -264,10 +235,7 @@ class Retrieval:
 
     async def flush_logs(self) -> None:
         """Write the queries still waiting for the log (reads of the log and close call it)."""
-        flusher = self._log_flusher
-        if flusher is not None and not flusher.done():
-            await cancel_and_wait(flusher)
-        await self._write_logs()
+        await self._log.flush()
 
     async def judge(self, query: str, chunk_id: str, grade: int, *,
                     session_id: str | None = None, namespace: str | None = None) -> None:
