@@ -380,6 +380,9 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
         assert fetched == []
         # Both legs from memory run one after the other, the scan on BLAS's every thread.
         assert scans == [True] * len(queries)
+        scans.clear()  # a vector-only query has no other leg: its scan takes every thread
+        await engine.search(namespace="ann", query=queries[0], top_k=10, mode="vector")
+        assert scans == [True]
         for found in ours:
             legs = found.explain()["legs"]
             assert (legs["fts_path"], legs["vector_path"]) == ("derived index",

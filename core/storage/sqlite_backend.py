@@ -248,7 +248,10 @@ class SqliteBackend(SharedOperations):
             started = time.perf_counter()
             vector = await query_vector
             if vector is not None:
-                vector_rows, path, found = await self._db.read(vector_hop, vector)
+                # Alone (a vector-only query), the scan takes every core; beside the
+                # full-text leg's thread, one.
+                vector_rows, path, found = await self._db.read(vector_hop, vector,
+                                                               not full_text)
                 chunks.update(found)
             timings["vector"] = (time.perf_counter() - started) * 1000
 
