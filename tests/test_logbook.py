@@ -134,13 +134,18 @@ def _row(n: int) -> LogRow:
     return LogRow("2026-01-01T00:00:00Z", "api", "session", "s", f"query {n}", "{}", "[]", "{}")
 
 
+def _writer(monkeypatch: pytest.MonkeyPatch, **constants: float,
+            ) -> tuple[_RecordingBackend, log_writer.LogWriter]:
+    """A log writer over a recording backend, its timing constants set to ``constants``."""
+    for name, value in {"FLUSH_DELAY": 0.01, **constants}.items():
+        monkeypatch.setattr(log_writer, name, value)
+    backend = _RecordingBackend()
+    return backend, log_writer.LogWriter(backend)  # type: ignore[arg-type]
+
+
 async def test_the_log_waits_for_a_moment_with_no_query_in_flight(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(log_writer, "FLUSH_DELAY", 0.01)
-    monkeypatch.setattr(log_writer, "QUIET", 0.01)
-    monkeypatch.setattr(log_writer, "FLUSH_LATEST", 60.0)
-    backend = _RecordingBackend()
-    writer = log_writer.LogWriter(backend)  # type: ignore[arg-type]
+    backend, writer = _writer(monkeypatch, QUIET=0.01, FLUSH_LATEST=60.0)
     with writer.query():
         writer.add(_row(1))
         await asyncio.sleep(0.2)  # far past the delay: a write would have been made by now
@@ -153,11 +158,7 @@ async def test_the_log_waits_for_a_moment_with_no_query_in_flight(
 
 async def test_a_burst_that_never_pauses_is_logged_all_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(log_writer, "FLUSH_DELAY", 0.01)
-    monkeypatch.setattr(log_writer, "FLUSH_LATEST", 0.05)
-    monkeypatch.setattr(log_writer, "FLUSH_MOST", 3)
-    backend = _RecordingBackend()
-    writer = log_writer.LogWriter(backend)  # type: ignore[arg-type]
+    backend, writer = _writer(monkeypatch, FLUSH_LATEST=0.05, FLUSH_MOST=3)
     with writer.query():  # never leaves: the latest moment writes it
         writer.add(_row(1))
         assert writer._flusher is not None
