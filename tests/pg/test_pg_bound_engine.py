@@ -13,22 +13,15 @@ import pytest
 from core import Engine
 from core.storage.locations import parse_location
 from core.storage.pg import roles
-from tests.pg.test_pg_roles import as_role, drop_role
+from tests.pg.test_pg_roles import alpha_bound, as_role, drop_role
 
 CONFIG: dict[str, Any] = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
 
 
 async def test_a_bound_engine_sees_its_namespace_only_and_keeps_its_own_log(
         pg_url: str) -> None:
-    async with Engine.open(pg_url, config=CONFIG) as owner:
-        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
-                           namespace="alpha")
-        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
-                           namespace="beta")
-        await owner.drain()
-    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
-    try:
-        async with Engine.open(as_role(pg_url, "agent_alpha"), config=CONFIG) as agent:
+    async with alpha_bound(pg_url, CONFIG) as url:
+        async with Engine.open(url, config=CONFIG) as agent:
             own = await agent.hybrid_query(session_id="alpha-1", query="key", caller="agent")
             assert [r.text for r in own] == ["alpha keeps the blue key"]
             assert await agent.hybrid_query(namespace="beta", query="key") == []
@@ -42,8 +35,6 @@ async def test_a_bound_engine_sees_its_namespace_only_and_keeps_its_own_log(
             everything = await owner.retrieval_log(limit=10)
             assert all(e["scope_value"] != "beta-1" for e in everything)
             assert any(e["scope_value"] == "alpha-1" for e in everything)
-    finally:
-        await drop_role(pg_url, "agent_alpha")
 
 
 async def test_a_bound_engine_warns_once_for_many_refused_log_entries(
@@ -54,7 +45,7 @@ async def test_a_bound_engine_warns_once_for_many_refused_log_entries(
     await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
     try:
         async with Engine.open(as_role(pg_url, "agent_alpha"), config=CONFIG) as agent:
-            with caplog.at_level(logging.WARNING, logger="core.retrieval.service"):
+            with caplog.at_level(logging.WARNING, logger="core.retrieval.log_writer"):
                 for _ in range(5):
                     await agent.hybrid_query(session_id="beta-1", query="key", caller="agent")
                     await agent.retrieval.flush_logs()
@@ -65,15 +56,7 @@ async def test_a_bound_engine_warns_once_for_many_refused_log_entries(
 
 
 async def test_a_bound_role_reads_the_postings_of_its_namespace_only(pg_url: str) -> None:
-    async with Engine.open(pg_url, config=CONFIG) as owner:
-        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
-                           namespace="alpha")
-        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
-                           namespace="beta")
-    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
-    try:
-        async with await psycopg.AsyncConnection.connect(as_role(pg_url, "agent_alpha")) as conn:
-            cursor = await conn.execute("SELECT DISTINCT session_id FROM chunk_terms")
-            assert await cursor.fetchall() == [("alpha-1",)]
-    finally:
-        await drop_role(pg_url, "agent_alpha")
+    async with alpha_bound(pg_url, CONFIG) as url, \
+            await psycopg.AsyncConnection.connect(url) as conn:
+        cursor = await conn.execute("SELECT DISTINCT session_id FROM chunk_terms")
+        assert await cursor.fetchall() == [("alpha-1",)]

@@ -183,37 +183,26 @@ async def test_derived_full_text_ranks_as_the_sql_path_on_the_locomo_dev_questio
 
 async def test_a_bound_roles_derived_index_holds_what_the_database_shows_it(
         pg_url: str) -> None:
-    from core.storage.locations import parse_location
-    from core.storage.pg import roles
-    from tests.pg.test_pg_roles import as_role, drop_role
+    from tests.pg.test_pg_roles import alpha_bound
 
-    async with Engine.open(pg_url, config=DETERMINISTIC) as owner:
-        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
-                           namespace="alpha")
-        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
+    async with alpha_bound(pg_url, DETERMINISTIC) as url, \
+            Engine.open(url, config=DETERMINISTIC) as agent, \
+            Engine.open(pg_url, config=DETERMINISTIC) as owner:
+        backend: Any = agent.backend
+        own = await built(agent, "alpha")
+        other = await built(agent, "beta")
+        assert len(own.chunk_ids) == 1 and own.vectors.rows() == 1
+        assert len(other.chunk_ids) == 0
+        assert other.vectors.rows() == 0 and other.postings.postings_count() == 0
+        await owner.append("beta-2", {"role": "user", "content": "beta hides a key"},
                            namespace="beta")
+        await owner.append("alpha-2", {"role": "user", "content": "alpha finds a key"},
+                           namespace="alpha")
         await owner.drain()
-    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
-    try:
-        async with Engine.open(as_role(pg_url, "agent_alpha"), config=DETERMINISTIC) as agent, \
-                Engine.open(pg_url, config=DETERMINISTIC) as owner:
-            backend: Any = agent.backend
-            own = await built(agent, "alpha")
-            other = await built(agent, "beta")
-            assert len(own.chunk_ids) == 1 and own.vectors.rows() == 1
-            assert len(other.chunk_ids) == 0
-            assert other.vectors.rows() == 0 and other.postings.postings_count() == 0
-            await owner.append("beta-2", {"role": "user", "content": "beta hides a key"},
-                               namespace="beta")
-            await owner.append("alpha-2", {"role": "user", "content": "alpha finds a key"},
-                               namespace="alpha")
-            await owner.drain()
-            assert await backend.derived.full_text_rows("beta", ["key"], 5, 0.5) == []
-            assert len(await backend.derived.full_text_rows("alpha", ["key"], 5, 0.5)) == 2
-            found = await agent.search(namespace="beta", query="key")
-            assert found.results == []
-    finally:
-        await drop_role(pg_url, "agent_alpha")
+        assert await backend.derived.full_text_rows("beta", ["key"], 5, 0.5) == []
+        assert len(await backend.derived.full_text_rows("alpha", ["key"], 5, 0.5)) == 2
+        found = await agent.search(namespace="beta", query="key")
+        assert found.results == []
 
 
 async def test_a_namespace_postgresql_cannot_hold_gets_no_index(

@@ -5,6 +5,7 @@ read, change, delete nor create rows of namespace B in any table that holds name
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -13,6 +14,7 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
+from core import Engine
 from core.errors import InvalidInput, OutOfNamespace
 from core.storage.locations import parse_location
 from core.storage.pg import roles
@@ -131,6 +133,23 @@ def as_role(pg_url: str, role: str) -> str:
     parts = urlsplit(pg_url)
     return urlunsplit((parts.scheme, f"{role}@{parts.netloc.rpartition('@')[2]}",
                        parts.path, parts.query, ""))
+
+
+@contextlib.asynccontextmanager
+async def alpha_bound(pg_url: str, config: dict[str, Any]) -> AsyncIterator[str]:
+    """One message stored by the owner in namespace alpha and one in beta, and the role
+    agent_alpha bound to alpha (dropped after): the URL it connects with."""
+    async with Engine.open(pg_url, config=config) as owner:
+        await owner.append("alpha-1", {"role": "user", "content": "alpha keeps the blue key"},
+                           namespace="alpha")
+        await owner.append("beta-1", {"role": "user", "content": "beta keeps the red key"},
+                           namespace="beta")
+        await owner.drain()
+    await roles.grant(parse_location(pg_url), "alpha", "agent_alpha")
+    try:
+        yield as_role(pg_url, "agent_alpha")
+    finally:
+        await drop_role(pg_url, "agent_alpha")
 
 
 async def drop_role(pg_url: str, role: str) -> None:
