@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import resource
+import time
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -52,3 +54,17 @@ def resident_anon_mb() -> float:
     except OSError:
         pass
     return 0.0
+
+
+async def wait_until_quiet(*, window: float = 0.1, busy: float = 0.05,
+                           longest: float = 30.0) -> float:
+    """Wait until this process's threads used under ``busy`` of one core over a ``window``
+    (another library's worker threads still busy from its last call, a collector pass), at
+    most ``longest`` seconds; the seconds waited."""
+    began = time.monotonic()
+    while time.monotonic() - began < longest:
+        cpu = time.process_time()
+        await asyncio.sleep(window)
+        if time.process_time() - cpu < busy * window:
+            break
+    return time.monotonic() - began

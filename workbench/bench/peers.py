@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.bench.derived_index import build_derived_full_text
-from workbench.bench.measure import peak_rss_mb, percentile
+from workbench.bench.measure import peak_rss_mb, percentile, wait_until_quiet
 from workbench.bench.peers_lancedb import (
     INSTALL_HINT,
     PeersUnavailable,
@@ -239,12 +239,16 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
         # Each system timed in a block of its own: LanceDB's worker threads stay busy for a
         # while after its queries, and this engine writes its retrieval log in the first
         # quiet moment; interleaved by path, either landed in the other's timings.
+        # Each block also starts only once the process is quiet: at 1M, LanceDB's threads
+        # were still busy from building and warming when our first block began.
         for name in PATHS:
-            say(f"timing {name}: ours …")
+            waited = await wait_until_quiet()
+            say(f"timing {name}: ours (after {waited:.1f} s waiting for a quiet process) …")
             ours_ms[name] = await _time_each(asked, ours[name])
         await engine.retrieval.flush_logs()
         for name in PATHS:
-            say(f"timing {name}: LanceDB …")
+            waited = await wait_until_quiet()
+            say(f"timing {name}: LanceDB (after {waited:.1f} s waiting for a quiet process) …")
             theirs_ms[name] = await _time_each(
                 asked, lambda sid, text, name=name: lancedb_call(name, sid, text))
 
