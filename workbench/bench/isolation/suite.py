@@ -11,7 +11,7 @@ import asyncio
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,7 @@ def attack_config(archive_dir: Path | None = None) -> dict[str, Any]:
 
 def run_suite(workdir: Path, cli: click.Command, *, memory: str | None = None,
               rls: bool = False, mcp: bool = True, thorough: bool = False,
+              parts: Collection[str] = ENTRY_POINTS,
               say: Callable[[str], None] = lambda line: None) -> SuiteResult:
     """Plant a victim in a memory and attack it; the tally.
 
@@ -82,7 +83,8 @@ def run_suite(workdir: Path, cli: click.Command, *, memory: str | None = None,
     imported: the command line itself runs this suite as ``workbench bench isolation``).
 
     ``thorough`` gives the command line every input (the engine and MCP parts always get
-    them all); ``mcp=False`` leaves the MCP server out.
+    them all); ``mcp=False`` leaves the MCP server out. ``parts`` names the entry points
+    that attack (the victim's view is always checked): the tests run the parts side by side.
     """
     from core.storage.locations import parse_location
 
@@ -105,7 +107,8 @@ def run_suite(workdir: Path, cli: click.Command, *, memory: str | None = None,
     roles = Roles(db_path, rls)
     try:
         return _attack(workdir, cli, planted, roles, config, config_path, archive_dir,
-                       mcp=mcp, thorough=thorough, say=say, seconds=seconds, started=started)
+                       mcp=mcp, thorough=thorough, parts={*parts, VIEW}, say=say,
+                       seconds=seconds, started=started)
     finally:
         roles.drop()
 
@@ -160,8 +163,8 @@ class Roles:
 
 def _attack(workdir: Path, cli: click.Command, planted: Planted, roles: Roles,
             config: dict[str, Any], config_path: Path, archive_dir: Path, *, mcp: bool,
-            thorough: bool, say: Callable[[str], None], seconds: dict[str, float],
-            started: float) -> SuiteResult:
+            thorough: bool, parts: Collection[str], say: Callable[[str], None],
+            seconds: dict[str, float], started: float) -> SuiteResult:
     db_path = roles.owner
     snapshot = Snapshot(planted, archive_dir)
     probe = Probe(planted.words, planted.ids, snapshot)
@@ -189,9 +192,11 @@ def _attack(workdir: Path, cli: click.Command, planted: Planted, roles: Roles,
         _victim_cli_view(cli, db_path, config_path, planted, probe, workdir)
         asyncio.run(_victim_view(db_path, config, planted, probe))
 
-    parts = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, victim_view), strict=True))
+    runs = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, victim_view), strict=True))
     try:
-        for part, run in parts.items():
+        for part, run in runs.items():
+            if part not in parts:
+                continue
             began = time.perf_counter()
             run()
             probe.unchanged(part, "(after the part)", [])
