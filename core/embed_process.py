@@ -58,6 +58,14 @@ class EmbeddingProcess:
         if self._starting is None:
             self._starting = asyncio.create_task(self._start_guarded())
 
+    async def started(self) -> None:
+        """Wait until the helper has started (or failed to); at once when it was never started.
+
+        Shielded: a caller cancelled while waiting leaves the start-up running for the others.
+        """
+        if self._starting is not None:
+            await asyncio.shield(self._starting)
+
     async def _start_guarded(self) -> None:
         async with self._lock:
             try:
