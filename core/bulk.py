@@ -123,11 +123,16 @@ class BulkIngest:
         # Per session, its latest messages so far as context parts: (text, vector or None).
         tails: dict[str, list[tuple[str, np.ndarray | None]]] = {}
 
-        async def embed(texts: list[str]) -> np.ndarray | None:
+        async def embed(texts: list[str], *, wait_for_helper: bool = True) -> np.ndarray | None:
             if not (embed_inline and texts):
                 return None
             matrix = None
             if self.process is not None:
+                if wait_for_helper:
+                    # A batch embedded here while the helper starts costs this process the
+                    # model's work (and the tokenizer's threads), on the core the writes need;
+                    # the helper is ready within about a second, and then has a core of its own.
+                    await self.process.started()
                 matrix = await self.process.embed(texts)
             if matrix is None:
                 matrix = await asyncio.to_thread(embed_here, texts)
@@ -180,7 +185,9 @@ class BulkIngest:
                                          if vector is None))
             if not missing:
                 return True
-            vectors = await embed(missing)
+            # Never waits: a batch's own embedding has waited for the helper already, and the
+            # first batch's (from an earlier import in the file) should not.
+            vectors = await embed(missing, wait_for_helper=False)
             if vectors is None:
                 return False
             made = dict(zip(missing, vectors, strict=True))
@@ -198,7 +205,8 @@ class BulkIngest:
             if count > 0:  # first chunks longer than a context part, cut as a part is
                 texts += [p.chunks[0].text[:max_chars] for _, p in batch
                           if p.chunks and len(p.chunks[0].text) > max_chars]
-            matrix = await embed(texts)
+            # The first batch is embedded here, so that writing starts while the helper starts.
+            matrix = await embed(texts, wait_for_helper=previous is not None)
             before, mine = turn
             try:
                 if before is not None:

@@ -35,6 +35,11 @@ log = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
+# Seconds a batch waits for a starting helper rather than embedding in this process. The
+# helper is ready in well under a second here (0.6 s with a 256-dimension model): past this,
+# something is wrong with it, and batches embed here until it answers.
+STARTUP_WAIT = 5.0
+
 
 def worth_a_process(config: EmbeddingConfig) -> bool:
     """Whether a helper process would help: a local model and a second core to run it on."""
@@ -51,12 +56,28 @@ class EmbeddingProcess:
         self._process: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._starting: asyncio.Task[None] | None = None
+        self._ready_by = 0.0
         self.usable = True
 
     def start(self) -> None:
         """Start the helper in the background; ``embed`` declines until it is ready."""
         if self._starting is None:
             self._starting = asyncio.create_task(self._start_guarded())
+            self._ready_by = asyncio.get_running_loop().time() + STARTUP_WAIT
+
+    async def started(self) -> None:
+        """Wait until the helper has started (or failed to), but no later than
+        :data:`STARTUP_WAIT` after it was started; at once when it was never started.
+
+        A helper slow to start (or stuck) then leaves callers to embed in-process, as before
+        it is ready. Shielded: a caller cancelled while waiting leaves the start-up running.
+        """
+        if self._starting is None or self._starting.done():
+            return
+        remaining = self._ready_by - asyncio.get_running_loop().time()
+        if remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._starting), remaining)
 
     async def _start_guarded(self) -> None:
         async with self._lock:

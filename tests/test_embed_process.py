@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from core import Engine
+from core import Engine, embed_process
 from core.config import EmbeddingConfig
 from core.embed_process import EmbeddingProcess
 from core.embeddings import load_embedder
@@ -101,3 +103,46 @@ async def test_vectors_from_the_helper_land_on_their_own_chunks(db_path: Path) -
         expected = embed_with_context(engine.embedder, [t for _, t, _ in rows],
                                       [c for c, _, _ in rows])
         np.testing.assert_allclose(stored, expected, rtol=0, atol=1e-6)
+
+
+async def test_batches_after_the_first_wait_for_a_starting_helper(db_path: Path) -> None:
+    items = [("s", i, {"role": "user", "content": f"import message {i} " * (i % 3 + 1)})
+             for i in range(1, 61)]
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        local_batches = []
+        real_embed = engine.embedder.embed
+
+        def counting(texts):
+            local_batches.append(len(texts))
+            return real_embed(texts)
+
+        engine.embedder.embed = counting  # type: ignore[method-assign]
+        result = await engine.store_many(items, batch_size=10)
+        engine.embedder.embed = real_embed  # type: ignore[method-assign]
+        assert result.stored == 60
+        assert engine.bulk.process is not None and engine.bulk.process.usable
+        # Only the first batch is embedded here, while the helper starts; the other five
+        # wait for it rather than taking this process's core from the writes.
+        assert local_batches == [10]
+        assert (await engine.counts())["chunks_vec"] == (await engine.counts())["chunks"]
+
+
+async def test_a_helper_slow_to_start_is_waited_for_no_longer_than_its_limit(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    released = asyncio.Event()
+
+    async def stuck_start(self: EmbeddingProcess) -> Any:
+        await released.wait()
+        raise RuntimeError("the helper never said hello")
+
+    monkeypatch.setattr(EmbeddingProcess, "_start", stuck_start)
+    monkeypatch.setattr(embed_process, "STARTUP_WAIT", 0.05)
+    items = [("s", i, {"role": "user", "content": f"message {i}"}) for i in range(1, 41)]
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        result = await engine.store_many(items, batch_size=10)
+        helper = engine.bulk.process
+        assert helper is not None and helper._starting is not None
+        # Every batch was stored, embedded here, while the helper was still starting.
+        assert result.stored == 40 and not helper._starting.done()
+        assert (await engine.counts())["chunks_vec"] == 40
+        released.set()
