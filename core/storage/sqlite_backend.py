@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -24,6 +25,7 @@ import numpy as np
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
 from core.storage import (
+    chunk_rows,
     copying,
     events,
     facts,
@@ -34,6 +36,7 @@ from core.storage import (
     scratchpad,
     search,
     session_snapshot,
+    session_vectors,
     summaries,
     vectors,
 )
@@ -197,10 +200,26 @@ class SqliteBackend(SharedOperations):
             if not ready:
                 return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
             top = self.namespace_vectors.nearest(scope.value, query, k, all_cores=all_cores)
-            chunk_ids = search.chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
+            chunk_ids = chunk_rows.chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
         # A chunk deleted since the sync is left out, as a later query would leave it.
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)
+
+    async def run_legs(self, request: search.LegRequest, *, full_text: bool,
+                       ) -> search.LegRows:
+        """A session's legs in one hop; its vector leg and fetch from the namespace matrix
+        when a namespace query has built it (:mod:`core.storage.session_vectors`)."""
+        if (request.query_vector is None or not search.session_typed(request, full_text)
+                or not self.derived.state(self.namespace_vectors.name).ready):
+            return await super().run_legs(request, full_text=full_text)
+        return await self._db.read(self._session_legs_from_matrix, request)
+
+    def _session_legs_from_matrix(self, conn: Any, request: search.LegRequest,
+                                  ) -> search.LegRows:
+        with self.derived.reading(conn, self.namespace_vectors.name) as ready:
+            answer = functools.partial(session_vectors.session_answer,
+                                       self.namespace_vectors) if ready else None
+            return search.run_legs(conn, request, full_text=True, session_vectors=answer)
 
     async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
