@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core import Engine
 from core.retrieval.search import SearchResult
 from core.storage import session_vectors
+from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.session_vectors import SESSION_VECTOR_LEG
 from core.storage.sqlite_backend import SqliteBackend
 from tests.conftest import DETERMINISTIC
@@ -107,3 +109,23 @@ async def test_a_message_stored_after_the_build_is_found_by_both_legs(db_path: P
     assert best.text == "quokka marmalade on the ferry"
     assert best.vector_rank == 1 and best.fts_rank == 1
     assert gone.results == [] and gone.legs.vector == []
+
+
+def test_the_rows_of_a_session_rank_as_their_namespace_ranks_them() -> None:
+    rng = np.random.default_rng(5)
+    index = NamespaceVectors()
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    vectors[7] = vectors[3]  # a tie: broken by rowid, as a namespace's is
+    index.load(8, [(rowid + 1, "ann" if rowid % 3 else "bob", vectors[rowid].tobytes())
+                   for rowid in range(300)])
+    query = rng.normal(size=8).astype(np.float32)
+    ann = [rowid for rowid in range(1, 301) if (rowid - 1) % 3]
+    assert index.nearest_of(ann, query, 25) == index.nearest("ann", query, 25)
+    # Rowids of two namespaces, and some the index does not hold (no vector, or unknown).
+    mixed = [*range(1, 301), 0, 999, 10**9]
+    best = sorted(index.nearest("ann", query, 300) + index.nearest("bob", query, 300),
+                  key=lambda pair: (pair[1], pair[0]))
+    assert index.nearest_of(mixed, query, 40) == best[:40]
+    assert [rowid for rowid, _ in index.nearest_of([8, 4], query, 5)] == [4, 8]  # the tie
+    assert index.nearest_of([], query, 5) == [] and index.nearest_of(ann, query, 0) == []
+    assert NamespaceVectors().nearest_of(ann, query, 5) == []
