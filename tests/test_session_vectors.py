@@ -41,8 +41,10 @@ def _backend(engine: Engine) -> SqliteBackend:
 
 
 async def _ask(engine: Engine) -> list[SearchResult]:
-    return [await engine.search(session_id=session_id, query=query, top_k=10)
-            for session_id in SESSIONS for query in QUERIES]
+    """Hybrid queries, and vector-only ones (get_context's relevance search)."""
+    return [await engine.search(session_id=session_id, query=query, top_k=top_k, mode=mode)
+            for session_id in SESSIONS for query in QUERIES
+            for mode, top_k in (("hybrid", 10), ("vector", 20))]
 
 
 def _assert_alike(sql: list[SearchResult], matrix: list[SearchResult]) -> None:
@@ -75,7 +77,7 @@ async def test_a_session_query_answers_alike_from_the_matrix(db_path: Path) -> N
         await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
         matrix = await _ask(engine)
     assert {found.legs.vector_path for found in matrix} == {SESSION_VECTOR_LEG}
-    assert sum(bool(found.results) for found in matrix) >= len(SESSIONS) * (len(QUERIES) - 1)
+    assert sum(bool(found.results) for found in matrix) >= 2 * len(SESSIONS) * (len(QUERIES) - 1)
     _assert_alike(sql, matrix)
 
 

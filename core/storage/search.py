@@ -295,6 +295,10 @@ def run_legs(conn: Any, request: LegRequest, *, full_text: bool,
     if session_typed(request, full_text):
         return _session_legs(conn, request, session_vectors)
     timings: dict[str, float] = {}
+    if session_vectors is not None and session_vector_leg(request, full_text):
+        answer = session_vectors(conn, request, [], timings)
+        if answer is not None:  # a session's vector-only query (get_context's relevance)
+            return LegRows([], None, answer.vector, answer.chunks, timings, answer.vector_path)
     started = time.perf_counter()
     fts_rows: list[tuple[str, float]] = []
     fallback = None
@@ -313,6 +317,13 @@ def session_typed(request: LegRequest, full_text: bool) -> bool:
     """Whether a query is a session's typed hybrid (or keyword) one, answered in one hop."""
     return (full_text and request.scope.session_id is not None and not request.tags
             and request.raw_expression is None)
+
+
+def session_vector_leg(request: LegRequest, full_text: bool) -> bool:
+    """Whether a session query's vector leg and fetch may come from a derived index: it has
+    a query vector and no tags, and its full-text leg (if any) is typed words."""
+    return (request.query_vector is not None and request.scope.session_id is not None
+            and not request.tags and (not full_text or request.raw_expression is None))
 
 
 class SessionAnswer(NamedTuple):

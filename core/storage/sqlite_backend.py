@@ -209,17 +209,17 @@ class SqliteBackend(SharedOperations):
                        ) -> search.LegRows:
         """A session's legs in one hop; its vector leg and fetch from the namespace matrix
         when a namespace query has built it (:mod:`core.storage.session_vectors`)."""
-        if (request.query_vector is None or not search.session_typed(request, full_text)
+        if (not search.session_vector_leg(request, full_text)
                 or not self.derived.state(self.namespace_vectors.name).ready):
             return await super().run_legs(request, full_text=full_text)
-        return await self._db.read(self._session_legs_from_matrix, request)
+        return await self._db.read(self._session_legs_from_matrix, request, full_text)
 
     def _session_legs_from_matrix(self, conn: Any, request: search.LegRequest,
-                                  ) -> search.LegRows:
+                                  full_text: bool) -> search.LegRows:
         with self.derived.reading(conn, self.namespace_vectors.name) as ready:
             answer = functools.partial(session_vectors.session_answer,
                                        self.namespace_vectors) if ready else None
-            return search.run_legs(conn, request, full_text=True, session_vectors=answer)
+            return search.run_legs(conn, request, full_text=full_text, session_vectors=answer)
 
     async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
