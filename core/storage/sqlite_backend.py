@@ -212,14 +212,19 @@ class SqliteBackend(SharedOperations):
         if (not search.session_vector_leg(request, full_text)
                 or not self.derived.state(self.namespace_vectors.name).ready):
             return await super().run_legs(request, full_text=full_text)
-        return await self._db.read(self._session_legs_from_matrix, request, full_text)
+        run_legs = functools.partial(search.run_legs, full_text=full_text,
+                                     session_vectors=self._session_answer)
+        return await self._db.read(run_legs, request)
 
-    def _session_legs_from_matrix(self, conn: Any, request: search.LegRequest,
-                                  full_text: bool) -> search.LegRows:
+    def _session_answer(self, conn: Any, request: search.LegRequest, fts_rowids: Sequence[int],
+                        timings: dict[str, float]) -> search.SessionAnswer | None:
+        """The session's vector leg and rows from the matrix, in one snapshot with it (the
+        full-text leg ran before, outside the matrix's lock)."""
         with self.derived.reading(conn, self.namespace_vectors.name) as ready:
-            answer = functools.partial(session_vectors.session_answer,
-                                       self.namespace_vectors) if ready else None
-            return search.run_legs(conn, request, full_text=full_text, session_vectors=answer)
+            if not ready:
+                return None
+            return session_vectors.session_answer(self.namespace_vectors, conn, request,
+                                                  fts_rowids, timings)
 
     async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
