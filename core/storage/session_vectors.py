@@ -20,11 +20,34 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.storage.chunk_rows import CHUNK_SELECT, chunk_row
+from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.search import READ_WHOLE_RATIO, LegRequest, SessionAnswer
 
 SESSION_VECTOR_LEG = "session rows of the namespace matrix (numpy, exact)"
 """What answers a session's vector leg from the derived matrix."""
+
+
+class SessionMatrix:
+    """A session's vector leg and rows from ``vectors``, kept by ``holder``."""
+
+    def __init__(self, holder: DerivedIndexes, vectors: NamespaceVectors) -> None:
+        self.holder = holder
+        self.vectors = vectors
+
+    def ready(self) -> bool:
+        """Whether the matrix is built (a session query never starts its build)."""
+        return self.holder.state(self.vectors.name).ready
+
+    def answer(self, conn: Any, request: LegRequest, fts_rowids: Sequence[int],
+               timings: dict[str, float]) -> SessionAnswer | None:
+        """:func:`session_answer` in one snapshot with the matrix, brought up to the file's
+        last commit (the full-text leg ran before, outside the matrix's lock); None when
+        the SQL path must answer."""
+        with self.holder.reading(conn, self.vectors.name) as ready:
+            if not ready:
+                return None
+            return session_answer(self.vectors, conn, request, fts_rowids, timings)
 
 
 def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,

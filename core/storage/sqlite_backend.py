@@ -36,7 +36,6 @@ from core.storage import (
     scratchpad,
     search,
     session_snapshot,
-    session_vectors,
     summaries,
     vectors,
 )
@@ -54,6 +53,7 @@ from core.storage.migrations import (
     schema_too_new_message,
 )
 from core.storage.refusals import storage_refusal
+from core.storage.session_vectors import SessionMatrix
 from core.storage.shared_operations import SharedOperations
 
 if TYPE_CHECKING:
@@ -105,6 +105,8 @@ class SqliteBackend(SharedOperations):
         """Indexes derived from the file (:mod:`core.storage.derived`), built on first use."""
         self.derived_full_text = DerivedFullText(self.derived, self.full_text_index)
         """The namespace full-text leg from its in-memory index once that is built."""
+        self.session_matrix = SessionMatrix(self.derived, self.namespace_vectors)
+        """A session's vector leg from the namespace matrix once that is built."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -209,22 +211,11 @@ class SqliteBackend(SharedOperations):
                        ) -> search.LegRows:
         """A session's legs in one hop; its vector leg and fetch from the namespace matrix
         when a namespace query has built it (:mod:`core.storage.session_vectors`)."""
-        if (not search.session_vector_leg(request, full_text)
-                or not self.derived.state(self.namespace_vectors.name).ready):
+        if not (search.session_vector_leg(request, full_text) and self.session_matrix.ready()):
             return await super().run_legs(request, full_text=full_text)
-        run_legs = functools.partial(search.run_legs, full_text=full_text,
-                                     session_vectors=self._session_answer)
-        return await self._db.read(run_legs, request)
-
-    def _session_answer(self, conn: Any, request: search.LegRequest, fts_rowids: Sequence[int],
-                        timings: dict[str, float]) -> search.SessionAnswer | None:
-        """The session's vector leg and rows from the matrix, in one snapshot with it (the
-        full-text leg ran before, outside the matrix's lock)."""
-        with self.derived.reading(conn, self.namespace_vectors.name) as ready:
-            if not ready:
-                return None
-            return session_vectors.session_answer(self.namespace_vectors, conn, request,
-                                                  fts_rowids, timings)
+        return await self._db.read(functools.partial(
+            search.run_legs, full_text=full_text, session_vectors=self.session_matrix.answer),
+            request)
 
     async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
