@@ -15,6 +15,7 @@ from core import Engine
 from core.storage import search
 from core.storage.derived.changes import changes_after, collapse
 from core.storage.derived.vector_matrix import NamespaceVectors
+from core.storage.session_vectors import SESSION_VECTOR_LEG
 from core.storage.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
 from tests.conftest import DETERMINISTIC, execute, rows
 
@@ -161,7 +162,7 @@ async def test_explain_says_which_path_answered(db_path: Path) -> None:
         assert second.explain()["legs"]["vector_path"] == DERIVED_VECTOR_LEG
         assert [r.chunk_id for r in first.results] == [r.chunk_id for r in second.results]
         session = await engine.search(session_id="ann-s1", query="apple pie")
-        assert session.explain()["legs"]["vector_path"] == "sqlite-vec"
+        assert session.explain()["legs"]["vector_path"] == SESSION_VECTOR_LEG
         tagged = await engine.search(namespace="ann", query="apple pie", tags=["x"])
         assert tagged.legs.vector_path == "sqlite-vec"
 

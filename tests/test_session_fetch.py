@@ -28,7 +28,7 @@ def test_session_rows_are_read_through_the_clustering_index(db_path: Path) -> No
 
     asyncio.run(_fill(db_path))
     plan = " ".join(str(row[-1]) for row in rows(
-        db_path, "EXPLAIN QUERY PLAN " + search._CHUNK_SELECT
+        db_path, "EXPLAIN QUERY PLAN " + search.CHUNK_SELECT
         + " INDEXED BY chunks_session_rows WHERE session_id = ?", "session-00000"))
     assert "COVERING INDEX chunks_session_rows" in plan
 

@@ -24,6 +24,9 @@ import re
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
 from core import inputs
 from core.errors import InvalidInput
 from core.retrieval.fusion import Fused
@@ -139,6 +142,11 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
             starts = starting.setdefault(chunk["session_id"], {})
             start = chunk["sequence_start"]
             starts[start] = max(item.score, starts.get(start, 0.0))
+    # A session with many candidates (a session query's ~100): the best score of every
+    # window of its sequences at once, so each candidate looks up two windows, not 2 x window
+    # sequences.
+    windows = {session_id: _window_bests(starts, window) for session_id, starts in
+               starting.items() if len(starts) > 2 * window}
     result = []
     for item in items:
         chunk = chunks.get(item.chunk_id)
@@ -150,7 +158,12 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
             result.append(item)
             continue
         first, last = chunk["sequence_start"], chunk["sequence_end"]
-        if len(starts) > 2 * window:
+        if (bests := windows.get(chunk["session_id"])) is not None:
+            low, best_from = bests
+            after = last + 1 - low
+            best = max(best_from[first - window - low],
+                       best_from[after] if after < len(best_from) else 0.0)
+        elif len(starts) > 2 * window:
             best = max(starts.get(sequence, 0.0) for sequence in (
                 *range(first - window, first), *range(last + 1, last + window + 1)))
         else:
@@ -161,6 +174,19 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
         result.append(item if not gain else Fused(item.chunk_id, item.score + gain, item.vector,
                                                   item.fts, item.speaker, gain, item.date))
     return result
+
+
+def _window_bests(starts: Mapping[int, float], window: int) -> tuple[int, list[float]] | None:
+    """``(low, best_from)``: ``best_from[i]`` is the best score starting in sequences
+    ``low + i`` to ``low + i + window - 1`` (0.0 where none does), from ``min(starts) - window``
+    on; None when the starts are too sparse for an array of their span to pay."""
+    low, high = min(starts) - window, max(starts)
+    if high - low > 64 * len(starts):
+        return None
+    scores = np.zeros(high - low + 1 + window)
+    scores[np.fromiter(starts, np.int64, len(starts)) - low] = np.fromiter(
+        starts.values(), np.float64, len(starts))
+    return low, sliding_window_view(scores, window).max(axis=1).tolist()
 
 
 def _end(chunks: Mapping[str, Mapping[str, Any]], chunk_id: str) -> int:

@@ -54,11 +54,12 @@ def min_max(hits: Sequence[LegHit]) -> dict[str, float]:
     """Scale a leg's raw scores to [0, 1]; a leg whose scores are all equal scales to 1."""
     if not hits:
         return {}
-    low = min(hit.raw for hit in hits)
-    high = max(hit.raw for hit in hits)
-    if high - low <= 1e-12:
+    raws = [hit.raw for hit in hits]
+    low, high = min(raws), max(raws)
+    span = high - low
+    if span <= 1e-12:
         return {hit.chunk_id: 1.0 for hit in hits}
-    return {hit.chunk_id: (hit.raw - low) / (high - low) for hit in hits}
+    return {hit.chunk_id: (hit.raw - low) / span for hit in hits}
 
 
 def distribution(hits: Sequence[LegHit]) -> dict[str, float]:
@@ -95,11 +96,9 @@ def fuse(vector_hits: Sequence[LegHit], fts_hits: Sequence[LegHit], *, vector_we
     recency = recency or {}
     vector_norm = normalise(vector_hits)
     fts_norm = normalise(fts_hits)
-    fused = [
-        Fused(chunk_id, vector_weight * vector_norm.get(chunk_id, 0.0)
-              + fts_weight * fts_norm.get(chunk_id, 0.0),
-              vector_norm.get(chunk_id, 0.0), fts_norm.get(chunk_id, 0.0))
-        for chunk_id in set(vector_norm) | set(fts_norm)
-    ]
+    vector_of, fts_of = vector_norm.get, fts_norm.get
+    fused = [Fused(chunk_id, vector_weight * vector + fts_weight * fts, vector, fts)
+             for chunk_id in vector_norm.keys() | fts_norm.keys()
+             for vector, fts in ((vector_of(chunk_id, 0.0), fts_of(chunk_id, 0.0)),)]
     fused.sort(key=lambda item: (-item.score, -recency.get(item.chunk_id, 0), item.chunk_id))
     return fused

@@ -16,7 +16,7 @@ from typing import Any
 from core.retrieval.boosts import apply_boosts, named_speakers
 from core.retrieval.dates import Period, candidate_dates, names_a_time, query_period
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
-from core.storage.search import chunk_context, chunk_metadata
+from core.storage.chunk_rows import chunk_context, chunk_metadata
 from core.types import HybridQueryResult
 
 MODES = ("keyword", "vector", "hybrid")
@@ -221,12 +221,10 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                          date_amount=ranking.date_boost * ceiling if hybrid else 0.0,
                          neighbour_weight=ranking.neighbour_weight if hybrid else 0.0,
                          neighbour_window=ranking.neighbour_window)
-    boosts = {item.chunk_id: {"speaker": item.speaker, "date": item.date,
-                              "neighbour": item.neighbour}
-              for item in fused if item.speaker or item.date or item.neighbour}
     vector_by_id = {hit.chunk_id: hit for hit in legs.vector}
     fts_by_id = {hit.chunk_id: hit for hit in legs.fts}
     results: list[HybridQueryResult] = []
+    boosts: dict[str, dict[str, float]] = {}  # what each boost added to a result
     cut: list[dict[str, Any]] = []
     below_top_k = f"ranked below top_k {ranking.top_k}"
     for item in fused:
@@ -239,6 +237,9 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
             cut.append(_cut(item, below_top_k))
         else:
             vh, fh = vector_by_id.get(item.chunk_id), fts_by_id.get(item.chunk_id)
+            if item.speaker or item.date or item.neighbour:
+                boosts[item.chunk_id] = {"speaker": item.speaker, "date": item.date,
+                                         "neighbour": item.neighbour}
             results.append(HybridQueryResult(
                 chunk_id=item.chunk_id, session_id=chunk["session_id"], text=chunk["text"],
                 score=item.score, vector_score=item.vector, fts_score=item.fts,
@@ -246,8 +247,7 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
                 fts_rank=fh.rank if fh else None, context=chunk_context(chunk)))
-    return SearchResult(legs, ranking, results, cut, speakers, period,
-                        {r.chunk_id: boosts[r.chunk_id] for r in results if r.chunk_id in boosts})
+    return SearchResult(legs, ranking, results, cut, speakers, period, boosts)
 
 
 def _dated(legs: KeptLegs) -> tuple[Period | None, frozenset[str]]:

@@ -134,7 +134,7 @@ class Retrieval:
                                             full_text=full_text)
         self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
         if qvec is not None:
-            legs.vector_path = self._backend.vector_leg_name
+            legs.vector_path = rows.vector_path or self._backend.vector_leg_name
         legs.chunks = rows.chunks
         legs.timings_ms.update(rows.timings_ms)
         if vectors:

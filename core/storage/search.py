@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from core.indexing import CONTEXT_SEPARATOR
 from core.storage import fts_maxscore
+from core.storage.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
 from core.storage.connection import select_in
 from core.storage.events import agent_token_for, scope_token_for
 from core.storage.fts_maxscore import bm25_rowids, quoted
@@ -284,16 +284,21 @@ def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | Non
     return rows, answered
 
 
-def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:
+def run_legs(conn: Any, request: LegRequest, *, full_text: bool,
+             session_vectors: SessionVectors | None = None) -> LegRows:
     """Both legs and the chunks they found, one after the other on this connection.
 
     A session's legs cost well under a millisecond each; running them in one hop saves the
-    thread hand-offs that would otherwise cost more than the SQL.
+    thread hand-offs that would otherwise cost more than the SQL. ``session_vectors``
+    answers a session's vector leg and fetch from a derived index when it can.
     """
-    if (full_text and request.scope.session_id is not None and not request.tags
-            and request.raw_expression is None):
-        return _session_legs(conn, request)
+    if session_typed(request, full_text):
+        return _session_legs(conn, request, session_vectors)
     timings: dict[str, float] = {}
+    if session_vectors is not None and session_vector_leg(request, full_text):
+        answer = session_vectors(conn, request, [], timings)
+        if answer is not None:  # a session's vector-only query (get_context's relevance)
+            return LegRows([], None, answer.vector, answer.chunks, timings, answer.vector_path)
     started = time.perf_counter()
     fts_rows: list[tuple[str, float]] = []
     fallback = None
@@ -308,7 +313,36 @@ def run_legs(conn: Any, request: LegRequest, *, full_text: bool) -> LegRows:
     return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
 
 
-def _session_legs(conn: Any, request: LegRequest) -> LegRows:
+def session_typed(request: LegRequest, full_text: bool) -> bool:
+    """Whether a query is a session's typed hybrid (or keyword) one, answered in one hop."""
+    return (full_text and request.scope.session_id is not None and not request.tags
+            and request.raw_expression is None)
+
+
+def session_vector_leg(request: LegRequest, full_text: bool) -> bool:
+    """Whether a session query's vector leg and fetch may come from a derived index: it has
+    a query vector and no tags, and its full-text leg (if any) is typed words."""
+    return (request.query_vector is not None and request.scope.session_id is not None
+            and not request.tags and (not full_text or request.raw_expression is None))
+
+
+class SessionAnswer(NamedTuple):
+    """A derived index's answer to a session's vector leg and fetch."""
+
+    vector: list[tuple[str, float]]  # (chunk_id, distance), nearest first
+    by_rowid: dict[int, Sequence[Any]]  # the full-text leg's rows, for the owner check
+    chunks: dict[str, dict[str, Any]]  # every candidate
+    vector_path: str
+
+
+# Given the connection, the request, the full-text leg's rowids and the timings to fill:
+# the answer, or None when the SQL path must answer (see core.storage.session_vectors).
+SessionVectors = Callable[[Any, LegRequest, Sequence[int], dict[str, float]],
+                          SessionAnswer | None]
+
+
+def _session_legs(conn: Any, request: LegRequest,
+                  session_vectors: SessionVectors | None = None) -> LegRows:
     """A session's typed query: bm25 rowids, the vector leg, then every chunk in one read.
 
     The full-text leg's owner check needs the chunk rows its rowids name, and the fetch
@@ -321,14 +355,19 @@ def _session_legs(conn: Any, request: LegRequest) -> LegRows:
     session_match = _session_match(session_id, request.terms, request.context_weight)
     top = [] if session_match is None else bm25_rowids(conn, *session_match, request.depth)
     timings["fts"] = (time.perf_counter() - started) * 1000
-    vector_rows = _timed_vector_leg(conn, request, timings)
-
-    began = time.perf_counter()
-    by_rowid, chunks = session_chunks(conn, session_id, [rowid for rowid, _ in top],
-                                      [row[0] for row in vector_rows])
+    answered = None if session_vectors is None else session_vectors(
+        conn, request, [rowid for rowid, _ in top], timings)
+    path = None
+    if answered is not None:
+        vector_rows, by_rowid, chunks, path = answered
+    else:
+        vector_rows = _timed_vector_leg(conn, request, timings)
+        began = time.perf_counter()
+        by_rowid, chunks = session_chunks(conn, session_id, [rowid for rowid, _ in top],
+                                          [row[0] for row in vector_rows])
+        timings["fetch"] = (time.perf_counter() - began) * 1000
     fts_rows = _owned(top, {rowid: (row[1], row[2]) for rowid, row in by_rowid.items()},
                       session_id)
-    timings["fetch"] = (time.perf_counter() - began) * 1000
 
     fallback = None
     if not fts_rows and request.like_text:
@@ -339,7 +378,7 @@ def _session_legs(conn: Any, request: LegRequest) -> LegRows:
             chunks.update(fetch_chunks(conn, sorted({cid for cid, _ in fts_rows}
                                                     - chunks.keys())))
         timings["fts"] += (time.perf_counter() - began) * 1000
-    return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
 
 
 # A session with at most this many rows per wanted row is read whole, in one range of
@@ -366,17 +405,17 @@ def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids:
         (session_id, read_whole + 1)).fetchone()[0]
     if size <= read_whole:
         rows = [row for row in conn.execute(
-            _CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?",
+            CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?",
             (session_id,)) if row[0] in wanted_rowids or row[1] in wanted_ids]
     else:
-        rows = select_in(conn, _CHUNK_SELECT + " INDEXED BY chunks_session_rows"
+        rows = select_in(conn, CHUNK_SELECT + " INDEXED BY chunks_session_rows"
                          " WHERE session_id = ? AND fts_rowid IN", list(wanted_rowids),
                          [session_id])
     by_rowid = {row[0]: row for row in rows if row[0] in wanted_rowids}
-    chunks = {row[1]: _chunk(row) for row in rows}
+    chunks = {row[1]: chunk_row(row) for row in rows}
     missing = sorted(wanted_ids - chunks.keys())
-    chunks.update((row[1], _chunk(row)) for row in select_in(
-        conn, _CHUNK_SELECT + " WHERE chunk_id IN", missing))
+    chunks.update((row[1], chunk_row(row)) for row in select_in(
+        conn, CHUNK_SELECT + " WHERE chunk_id IN", missing))
     return by_rowid, chunks
 
 
@@ -390,51 +429,3 @@ def _timed_vector_leg(conn: Any, request: LegRequest,
                          request.model, request.tags)
     timings["vector"] = (time.perf_counter() - began) * 1000
     return rows
-
-
-_CHUNK_SELECT = ("SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_start,"
-                 " sequence_end, metadata_json, context_text FROM chunks")
-
-
-def _chunk(row: Sequence[Any]) -> dict[str, Any]:
-    """A chunk row as the legs keep it. Metadata stays JSON and the context keeps its
-    separators until a result needs them (:func:`chunk_metadata`, :func:`chunk_context`):
-    a query fetches ~100 candidates and shows ten."""
-    return {"chunk_id": row[1], "session_id": row[2], "text": row[3],
-            "sequence_start": row[4], "sequence_end": row[5], "metadata_json": row[6],
-            "context_text": row[7]}
-
-
-def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
-    """A fetched chunk's metadata object."""
-    return json.loads(chunk["metadata_json"] or "{}")
-
-
-def chunk_context(chunk: dict[str, Any]) -> str:
-    """A fetched chunk's conversational context, one previous message per line."""
-    return chunk["context_text"].replace(CONTEXT_SEPARATOR, "\n")
-
-
-def chunks_by_rowid(conn: Any, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Chunk rows by fts_rowid (what a derived index holds), as :func:`fetch_chunks` reads
-    them."""
-    return {row[0]: _chunk(row)
-            for row in select_in(conn, _CHUNK_SELECT + " WHERE fts_rowid IN", rowids)}
-
-
-def chunk_ids_of(conn: Any, rowids: Sequence[int],
-                 chunks: dict[str, dict[str, Any]] | None = None) -> dict[int, str]:
-    """The chunk id of each fts_rowid a derived index named (a row deleted since is left
-    out); with ``chunks``, the rows are read whole into it, in the same read."""
-    if chunks is None:
-        return dict(select_in(conn, "SELECT fts_rowid, chunk_id FROM chunks"
-                                    " WHERE fts_rowid IN", rowids))
-    found = chunks_by_rowid(conn, rowids)
-    chunks.update((chunk["chunk_id"], chunk) for chunk in found.values())
-    return {rowid: chunk["chunk_id"] for rowid, chunk in found.items()}
-
-
-def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Chunk rows by id: text, session, sequence range, metadata, context."""
-    return {row[1]: _chunk(row)
-            for row in select_in(conn, _CHUNK_SELECT + " WHERE chunk_id IN", chunk_ids)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -24,6 +25,7 @@ import numpy as np
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
 from core.storage import (
+    chunk_rows,
     copying,
     events,
     facts,
@@ -51,6 +53,7 @@ from core.storage.migrations import (
     schema_too_new_message,
 )
 from core.storage.refusals import storage_refusal
+from core.storage.session_vectors import SessionMatrix
 from core.storage.shared_operations import SharedOperations
 
 if TYPE_CHECKING:
@@ -102,6 +105,8 @@ class SqliteBackend(SharedOperations):
         """Indexes derived from the file (:mod:`core.storage.derived`), built on first use."""
         self.derived_full_text = DerivedFullText(self.derived, self.full_text_index)
         """The namespace full-text leg from its in-memory index once that is built."""
+        self.session_matrix = SessionMatrix(self.derived, self.namespace_vectors)
+        """A session's vector leg from the namespace matrix once that is built."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,
@@ -197,10 +202,20 @@ class SqliteBackend(SharedOperations):
             if not ready:
                 return search.vector_search(conn, scope, query, k, model), self.vector_leg_name
             top = self.namespace_vectors.nearest(scope.value, query, k, all_cores=all_cores)
-            chunk_ids = search.chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
+            chunk_ids = chunk_rows.chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
         # A chunk deleted since the sync is left out, as a later query would leave it.
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)
+
+    async def run_legs(self, request: search.LegRequest, *, full_text: bool,
+                       ) -> search.LegRows:
+        """A session's legs in one hop; its vector leg and fetch from the namespace matrix
+        when a namespace query has built it (:mod:`core.storage.session_vectors`)."""
+        if not (search.session_vector_leg(request, full_text) and self.session_matrix.ready()):
+            return await super().run_legs(request, full_text=full_text)
+        return await self._db.read(functools.partial(
+            search.run_legs, full_text=full_text, session_vectors=self.session_matrix.answer),
+            request)
 
     async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,

@@ -262,6 +262,32 @@ class NamespaceVectors:
         chosen = candidates[order]
         return [(int(rowids[i]), float(distances[i])) for i in chosen]
 
+    def nearest_of(self, rowids: Sequence[int], query: np.ndarray,
+                   k: int) -> list[tuple[int, float]]:
+        """The ``k`` of ``rowids`` nearest ``query``, as :meth:`nearest` ranks a namespace
+        (a rowid with no vector here is left out): one session's rows, gathered from the
+        matrix of the namespace each belongs to."""
+        wanted = np.asarray(rowids, dtype=np.int64)
+        wanted = wanted[(wanted >= 0) & (wanted < len(self._where))]
+        codes = self._where[wanted]
+        held = codes != _NOT_HELD
+        wanted, codes = wanted[held], codes[held]
+        if k <= 0 or wanted.size == 0 or self.dimension is None:
+            return []
+        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0 or vector.shape[0] != self.dimension:
+            return []
+        vector = vector / norm
+        numbers, rows = codes >> 32, codes & 0xFFFFFFFF
+        distances = np.empty(wanted.size, dtype=np.float32)
+        for number in np.unique(numbers).tolist():
+            inside = numbers == number
+            space = self._spaces[self._space_names[number]]
+            distances[inside] = 1.0 - space.vectors[rows[inside]] @ vector
+        order = np.lexsort((wanted, distances))[:k]
+        return list(zip(wanted[order].tolist(), distances[order].tolist(), strict=True))
+
     def rows(self) -> int:
         """Vectors held, every namespace together."""
         return sum(space.size for space in self._spaces.values())

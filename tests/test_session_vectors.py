@@ -1,0 +1,133 @@
+"""A session's vector leg and fetch from the namespace matrix: the same answers as the SQL
+path (sqlite-vec's partition, then the clustered rows), which stays the fallback."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import Engine
+from core.retrieval.search import SearchResult
+from core.storage import session_vectors
+from core.storage.derived.vector_matrix import NamespaceVectors
+from core.storage.session_vectors import SESSION_VECTOR_LEG
+from core.storage.sqlite_backend import SqliteBackend
+from tests.conftest import DETERMINISTIC
+from workbench.bench import synthetic
+
+SESSIONS = ["session-00000", "session-00001", "session-00002"]
+QUERIES = ["remember the booking", "recipe garlic oven", "check the schedule", "flight hotel",
+           "budget invoice", "what did we decide", "zzzz unknown words"]
+
+
+async def _fill(path: Path) -> None:
+    async with Engine.open(path, config=DETERMINISTIC) as engine:
+        data = synthetic.messages(300, len(SESSIONS))
+        await engine.store_many(sorted(data, key=lambda item: (item[1], item[0])),
+                                agent="agent")
+        await engine.store_many([("other-agent-session", None,
+                                  {"role": "user", "content": "the booking for the hotel"})],
+                                agent="someone-else")
+        await engine.drain()
+
+
+def _backend(engine: Engine) -> SqliteBackend:
+    backend = engine.backend
+    assert isinstance(backend, SqliteBackend)
+    return backend
+
+
+async def _ask(engine: Engine) -> list[SearchResult]:
+    """Hybrid queries, and vector-only ones (get_context's relevance search)."""
+    return [await engine.search(session_id=session_id, query=query, top_k=top_k, mode=mode)
+            for session_id in SESSIONS for query in QUERIES
+            for mode, top_k in (("hybrid", 10), ("vector", 20))]
+
+
+def _assert_alike(sql: list[SearchResult], matrix: list[SearchResult]) -> None:
+    for old, new in zip(sql, matrix, strict=True):
+        assert [r.chunk_id for r in new.results] == [r.chunk_id for r in old.results]
+        for a, b in zip(old.results, new.results, strict=True):
+            assert b.score == pytest.approx(a.score, abs=1e-6)
+            assert b.vector_score == pytest.approx(a.vector_score, abs=1e-6)
+            assert b.fts_score == a.fts_score
+            assert (b.text, b.context, b.metadata, b.sequence_start) == (
+                a.text, a.context, a.metadata, a.sequence_start)
+        assert {h.chunk_id: h.raw for h in new.legs.fts} == {
+            h.chunk_id: h.raw for h in old.legs.fts}
+        assert {h.chunk_id for h in new.legs.vector} == {h.chunk_id for h in old.legs.vector}
+        distances = {h.chunk_id: h.raw for h in old.legs.vector}
+        for hit in new.legs.vector:
+            assert hit.raw == pytest.approx(distances[hit.chunk_id], abs=1e-6)
+        assert new.legs.chunks == old.legs.chunks
+
+
+async def test_a_session_query_answers_alike_from_the_matrix(db_path: Path) -> None:
+    await _fill(db_path)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = _backend(engine)
+        sql = await _ask(engine)
+        assert {found.legs.vector_path for found in sql} == {"sqlite-vec"}
+        # A session query never starts the matrix's build (it is a namespace query's).
+        state = backend.derived.state(backend.namespace_vectors.name)
+        assert not state.ready and not state.building
+        await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+        matrix = await _ask(engine)
+    assert {found.legs.vector_path for found in matrix} == {SESSION_VECTOR_LEG}
+    assert sum(bool(found.results) for found in matrix) >= 2 * len(SESSIONS) * (len(QUERIES) - 1)
+    _assert_alike(sql, matrix)
+
+
+async def test_a_session_too_long_to_read_whole_takes_the_sql_path(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _fill(db_path)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = _backend(engine)
+        await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+        matrix = await _ask(engine)
+        monkeypatch.setattr(session_vectors, "READ_WHOLE_RATIO", 0)
+        sql = await _ask(engine)
+    assert {found.legs.vector_path for found in sql} == {"sqlite-vec"}
+    _assert_alike(sql, matrix)
+
+
+async def test_a_message_stored_after_the_build_is_found_by_both_legs(db_path: Path) -> None:
+    await _fill(db_path)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = _backend(engine)
+        await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+        await engine.append(SESSIONS[1], {"role": "user",
+                                          "content": "quokka marmalade on the ferry"})
+        await engine.drain()
+        found = await engine.search(session_id=SESSIONS[1], query="quokka marmalade ferry",
+                                    top_k=10)
+        await engine.forget(SESSIONS[2])
+        gone = await engine.search(session_id=SESSIONS[2], query="flight hotel", top_k=10)
+    assert found.legs.vector_path == SESSION_VECTOR_LEG
+    best = found.results[0]
+    assert best.text == "quokka marmalade on the ferry"
+    assert best.vector_rank == 1 and best.fts_rank == 1
+    assert gone.results == [] and gone.legs.vector == []
+
+
+def test_the_rows_of_a_session_rank_as_their_namespace_ranks_them() -> None:
+    rng = np.random.default_rng(5)
+    index = NamespaceVectors()
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    vectors[7] = vectors[3]  # a tie: broken by rowid, as a namespace's is
+    index.load(8, [(rowid + 1, "ann" if rowid % 3 else "bob", vectors[rowid].tobytes())
+                   for rowid in range(300)])
+    query = rng.normal(size=8).astype(np.float32)
+    ann = [rowid for rowid in range(1, 301) if (rowid - 1) % 3]
+    assert index.nearest_of(ann, query, 25) == index.nearest("ann", query, 25)
+    # Rowids of two namespaces, and some the index does not hold (no vector, or unknown).
+    mixed = [*range(1, 301), 0, 999, 10**9]
+    best = sorted(index.nearest("ann", query, 300) + index.nearest("bob", query, 300),
+                  key=lambda pair: (pair[1], pair[0]))
+    assert index.nearest_of(mixed, query, 40) == best[:40]
+    assert [rowid for rowid, _ in index.nearest_of([8, 4], query, 5)] == [4, 8]  # the tie
+    assert index.nearest_of([], query, 5) == [] and index.nearest_of(ann, query, 0) == []
+    assert NamespaceVectors().nearest_of(ann, query, 5) == []
