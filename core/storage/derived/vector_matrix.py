@@ -284,6 +284,11 @@ class NamespaceVectors:
         approximate += bound
         reaching = np.flatnonzero(approximate >= floor)
         rest = np.setdiff1d(reaching, first, assume_unique=True)
+        # The few left, by their codes against the float query: no error of the query's codes.
+        closer = space.codes[rest].astype(np.float64) @ vector.astype(np.float64)
+        closer *= space.scales[rest]
+        closer += space.residuals[rest] * (1 + 1e-5) + _MARGIN
+        rest = rest[closer >= floor]
         chosen = np.concatenate([first, rest])
         scores = np.concatenate([first_scores, _exact_scores(space, rest, vector)])
         return _ranked(space, chosen, scores, k)
