@@ -274,17 +274,23 @@ class NamespaceVectors:
             chosen = np.arange(size)
             return _ranked(space, chosen, _exact_scores(space, chosen, vector), k)
         codes, scale, reach, missed = vector_codes.quantise_query(vector)
+        # s_i (d.c_i): the code's score over the query's scale (a positive constant), in
+        # float32 (one rounding, 6e-8 of it, far inside _MARGIN once times the scale).
         approximate = _scan(space.codes[:size], codes, all_cores)
         approximate *= space.scales[:size]
-        approximate *= scale
         # The best k by code, scored exactly: their k-th score is a floor under the true k-th.
-        first = np.argpartition(approximate, size - k)[size - k:]
+        cut = np.partition(approximate, size - k)[size - k]
+        first = np.flatnonzero(approximate >= cut)
         first_scores = _exact_scores(space, first, vector)
-        floor = float(first_scores.min()) - _MARGIN
-        bound = space.residuals[:size] * reach
-        bound += missed * (1 + 1e-5) + _MARGIN  # |v| <= 1 + float32 rounding
-        approximate += bound
-        reaching = np.flatnonzero(approximate >= floor)
+        floor = float(np.partition(first_scores, len(first) - k)[len(first) - k]) - _MARGIN
+        # Every row whose bound can reach the floor: first with the largest residual (one
+        # pass over the space), then each row's own.
+        spare = missed * (1 + 1e-5) + _MARGIN  # |v| <= 1 + float32 rounding
+        least = (floor - spare - reach * float(space.residuals[:size].max())) / scale
+        reaching = np.flatnonzero(approximate >= _float32_at_most(least))
+        upper = approximate[reaching].astype(np.float64) * scale
+        upper += space.residuals[reaching] * reach + spare
+        reaching = reaching[upper >= floor]
         rest = np.setdiff1d(reaching, first, assume_unique=True)
         # The few left, by their codes against the float query: no error of the query's codes.
         closer = space.codes[rest].astype(np.float64) @ vector.astype(np.float64)
@@ -309,7 +315,7 @@ class NamespaceVectors:
 
 
 def _scan(codes: np.ndarray, query_codes: np.ndarray, all_cores: bool = False) -> np.ndarray:
-    """Each row's code dot the query's code (exact integers, as float64), on one thread
+    """Each row's code dot the query's code (exact integers, as float32), on one thread
     unless ``all_cores`` and the space is large.
 
     The scan is memory-bound. Beside the full-text leg on the other core, a second thread
@@ -319,8 +325,17 @@ def _scan(codes: np.ndarray, query_codes: np.ndarray, all_cores: bool = False) -
     on one thread, 7.3 on two; at 1M, 18.0 and 23.3).
     """
     threads = (os.cpu_count() or 1) if all_cores and len(codes) >= _SPLIT_ROWS else 1
+    # float32 holds such a dot exactly up to 1,040 dimensions (|d.c| <= d * 127**2 < 2**24);
+    # past that, one rounding of 6e-8 of it, inside _MARGIN.
     return np.asarray(simsimd.cdist(query_codes[None], codes, metric="dot",
-                                    threads=threads)).reshape(-1)
+                                    out_dtype="float32", threads=threads)).reshape(-1)
+
+
+def _float32_at_most(value: float) -> np.float32:
+    """The largest float32 not above ``value`` (a comparison with a float32 array rounds the
+    bound to float32, which could round it up past a row that reaches it)."""
+    rounded = np.float32(value)
+    return np.nextafter(rounded, np.float32(-np.inf)) if rounded > value else rounded
 
 
 def _exact_scores(space: _Space, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
