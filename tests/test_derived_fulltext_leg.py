@@ -132,7 +132,7 @@ async def test_queries_while_another_writer_stores_and_forgets(db_path: Path) ->
 
             _, *answers = await asyncio.gather(write(), read(), read())
         assert {path for paths in answers for path in paths} == {
-            "derived index / namespace matrix (numpy, exact)"}
+            "derived index / namespace matrix (int8 scan, exact)"}
         found = await reader.search(namespace="ana", query="garlic zanzibar", top_k=50,
                                     mode="keyword")
         sql = await reader.backend.fts_search(Scope(namespace="ana"), ["garlic", "zanzibar"], 50)

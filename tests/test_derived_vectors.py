@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from core import Engine
 from core.storage import search
@@ -365,7 +364,8 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
     from core.storage.shared_operations import SharedOperations
 
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
-        await fill(engine, {"ann": 60, "bob": 20}, sessions_per_agent=6)
+        # Enough rows that the scan runs (a small space is scored exactly, row by row).
+        await fill(engine, {"ann": 600, "bob": 20}, sessions_per_agent=6)
         backend = await built(engine)
         await asyncio.to_thread(backend.derived.build_now, backend.full_text_index.name)
         queries = ["apple pie lisbon", "jazz piano winter", "tax invoice doctor"]
@@ -374,9 +374,9 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
         monkeypatch.setattr(search, "fetch_chunks", lambda conn, ids: (
             fetched.append(len(ids)), real_fetch(conn, ids))[1])
         scans: list[bool] = []
-        real_distances = vector_matrix._distances
-        monkeypatch.setattr(vector_matrix, "_distances", lambda m, q, all_cores=False: (
-            scans.append(all_cores), real_distances(m, q, all_cores))[1])
+        real_scan = vector_matrix._scan
+        monkeypatch.setattr(vector_matrix, "_scan", lambda m, q, all_cores=False: (
+            scans.append(all_cores), real_scan(m, q, all_cores))[1])
         ours = [await engine.search(namespace="ann", query=q, top_k=10) for q in queries]
         assert fetched == []
         # Both legs from memory run one after the other, the scan on BLAS's every thread.
@@ -396,24 +396,3 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
         for mine, other in zip(ours, theirs, strict=True):
             assert [(r.chunk_id, r.score, r.text, r.metadata) for r in mine.results] == [
                 (r.chunk_id, r.score, r.text, r.metadata) for r in other.results]
-
-
-def test_overlapping_scans_keep_blas_on_one_thread_until_the_last_ends() -> None:
-    from threadpoolctl import threadpool_limits
-
-    from core.storage.derived import vector_matrix
-
-    def blas_threads() -> set[int]:
-        return {info["num_threads"] for info in vector_matrix._blas().info()
-                if info["user_api"] == "blas"}
-
-    if not blas_threads():
-        pytest.skip("numpy here has no BLAS thread pool to limit")
-    with threadpool_limits(limits=2, user_api="blas"):
-        first, second = (vector_matrix._single_blas_thread() for _ in range(2))
-        first.__enter__()
-        second.__enter__()
-        first.__exit__(None, None, None)
-        assert blas_threads() == {1}  # the second scan still runs
-        second.__exit__(None, None, None)
-        assert blas_threads() == {2}

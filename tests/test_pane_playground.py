@@ -167,7 +167,7 @@ async def test_explain_names_what_answered_each_leg_and_whether_it_is_exact(
         await pilot.press("e")
         await settle(pilot)
         shown = "\n".join(plain(s) for s in app.screen.query(Static))
-        assert ("vector namespace matrix (numpy, exact) · full text derived index · exact"
+        assert ("vector namespace matrix (int8 scan, exact) · full text derived index · exact"
                 in shown)
         await pilot.press("escape")
         # An approximate answer (PostgreSQL's HNSW) says so.

@@ -75,7 +75,7 @@ SQLITE_FEATURES = BackendFeatures(
 )
 
 
-DERIVED_VECTOR_LEG = "namespace matrix (numpy, exact)"
+DERIVED_VECTOR_LEG = "namespace matrix (int8 scan, exact)"
 """What answers a namespace's vector leg once its derived matrix is built."""
 
 

@@ -1,87 +1,121 @@
-"""Every namespace's vectors as one contiguous float32 matrix, scanned with numpy.
+"""Every namespace's vectors as int8 codes scanned with simsimd, and an exact answer.
 
 A namespace-wide KNN in sqlite-vec reads every vector block of the agent through SQLite's
-pages (~55 ms at 100k chunks); the same vectors in a matrix in memory are one matrix-vector
-product at memory bandwidth (~5 ms). Rows are stored normalised, so a row's cosine
-distance to a normalised query is ``1 - dot``; the answer is exact, ordered by distance
-then by fts_rowid (the chunk's insertion order).
+pages (~55 ms at 100k chunks); the same vectors in memory are one scan at memory bandwidth.
+Rows are normalised, so a row's cosine distance to a normalised query is ``1 - dot``.
 
-Memory stays near the raw vector bytes: each namespace's matrix grows by an eighth when
-full, a deleted row is replaced by the last one (no holes to compact), a matrix left half
-empty is shrunk, and besides the vectors each row costs its fts_rowid and one slot of a
-rowid -> (namespace, row) table (8 bytes each).
+The scan reads int8 codes (a quarter of the float32 bytes; :mod:`.vector_codes`), whose
+score error is bounded per row. The answer is then made exact: the best ``k`` by code are
+scored exactly, and so is every row whose bound still reaches the ``k``-th of those; no other
+row can enter the top ``k``. The exact rows come from the same memory: the codes plus each
+float32's low 24 bits give the float32 back bit for bit, so the whole index stays near the
+raw vector bytes. The answer is ordered by float32 distance, then fts_rowid (the chunk's
+insertion order), as a float32 brute-force scan orders it.
+
+Memory stays near the raw vector bytes: each namespace's arrays grow by an eighth when full,
+a deleted row is replaced by the last one (no holes to compact), a space left half empty is
+shrunk, and besides the vectors each row costs its fts_rowid, its scale and bound, its
+patches and one slot of a rowid -> (namespace, row) table.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import threading
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
+import simsimd
 
 from core.storage.connection import select_in
+from core.storage.derived import vector_codes
 
 _MIN_ROWS = 16
 _BUILD_BATCH = 4096
 _GROWTH = 1.125
 _NOT_HELD = -1
+# Beyond every float error of the bound (scores are at most 1; float64 sums of 256 terms
+# err by ~1e-14), and more than two float32 steps of a distance: a row left out by it has a
+# float32 distance strictly above the k-th's, so no tie on fts_rowid can bring it back.
+_MARGIN = 1e-6
+# A space this small (or at most this many times k) is scored exactly, row by row.
+_SMALL = 256
+_SMALL_PER_K = 4
+# The fewest rows whose scan is split over every core (``all_cores``).
+_SPLIT_ROWS = 250_000
+# What a row kept whole costs beyond its vector (a dict slot and an array's header).
+_WHOLE_OVERHEAD = 200
 
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The process's BLAS thread pools (found once: the search costs milliseconds)."""
-    return ThreadpoolController()
-
-
-_single_blas_lock = threading.Lock()
-_single_blas_users = 0
-_single_blas_limit: Any = None
-
-
-@contextlib.contextmanager
-def _single_blas_thread() -> Iterator[None]:
-    """BLAS on one thread per call while any scan runs. The limit is process-wide, so it
-    is counted: two scans that overlap restore the original only when both are done (one
-    that restored on its own would leave the other on BLAS's threads, or the process on
-    one thread for good)."""
-    global _single_blas_users, _single_blas_limit
-    with _single_blas_lock:
-        if _single_blas_users == 0:
-            _single_blas_limit = _blas().limit(limits=1, user_api="blas")
-        _single_blas_users += 1
-    try:
-        yield
-    finally:
-        with _single_blas_lock:
-            _single_blas_users -= 1
-            if _single_blas_users == 0:
-                _single_blas_limit.restore_original_limits()
-                _single_blas_limit = None
+_PLANES = (("codes", np.int8, True), ("low16", np.uint16, True), ("low8", np.uint8, True),
+           ("scales", np.float32, False), ("residuals", np.float32, False),
+           ("patch_dims", np.uint16, "patches"), ("patch_bytes", np.uint8, "patches"),
+           ("rowids", np.int64, False))
 
 
 class _Space:
-    """One namespace's rows: ``vectors[:size]`` normalised, ``rowids[:size]`` beside them."""
+    """One namespace's rows: ``codes[:size]`` and what makes them exact, ``rowids`` beside,
+    and the float32 rows too irregular for their patches in ``whole`` (by fts_rowid)."""
+
+    codes: np.ndarray
+    low16: np.ndarray
+    low8: np.ndarray
+    scales: np.ndarray
+    residuals: np.ndarray
+    patch_dims: np.ndarray
+    patch_bytes: np.ndarray
+    rowids: np.ndarray
 
     def __init__(self, dimension: int, capacity: int) -> None:
-        capacity = max(_MIN_ROWS, capacity)
-        self.vectors = np.empty((capacity, dimension), dtype=np.float32)
-        self.rowids = np.empty(capacity, dtype=np.int64)
+        self.dimension = dimension
         self.size = 0
+        self.whole: dict[int, np.ndarray] = {}
+        self._allocate(max(_MIN_ROWS, capacity))
+
+    def _allocate(self, capacity: int) -> None:
+        for name, dtype, width in _PLANES:
+            shape: tuple[int, ...] = (capacity,)
+            if width is True:
+                shape = (capacity, self.dimension)
+            elif width:
+                shape = (capacity, vector_codes.patches(self.dimension))
+            old = getattr(self, name, None)
+            plane = np.empty(shape, dtype=dtype)
+            if old is not None:
+                plane[:self.size] = old[:self.size]
+            setattr(self, name, plane)
 
     def resize(self, capacity: int) -> None:
-        capacity = max(_MIN_ROWS, capacity, self.size)
-        vectors = np.empty((capacity, self.vectors.shape[1]), dtype=np.float32)
-        vectors[:self.size] = self.vectors[:self.size]
-        rowids = np.empty(capacity, dtype=np.int64)
-        rowids[:self.size] = self.rowids[:self.size]
-        self.vectors, self.rowids = vectors, rowids
+        self._allocate(max(_MIN_ROWS, capacity, self.size))
+
+    def put(self, start: int, encoded: vector_codes.Encoded, rowids: np.ndarray) -> None:
+        """Write ``encoded`` rows at ``start`` on."""
+        end = start + len(rowids)
+        for name, _, _ in _PLANES[:-1]:
+            getattr(self, name)[start:end] = getattr(encoded, name)
+        self.rowids[start:end] = rowids
+        for row, vector in encoded.whole.items():
+            self.whole[int(rowids[row])] = vector
+
+    def move(self, source: int, target: int) -> None:
+        for name, _, _ in _PLANES:
+            plane = getattr(self, name)
+            plane[target] = plane[source]
+
+    def exact(self, rows: np.ndarray) -> np.ndarray:
+        """The float32 rows at ``rows``, bit for bit as they were put."""
+        vectors = vector_codes.decode(
+            self.codes[rows], self.low16[rows], self.low8[rows], self.scales[rows],
+            self.patch_dims[rows], self.patch_bytes[rows])
+        if self.whole:
+            for at, rowid in enumerate(self.rowids[rows].tolist()):
+                vector = self.whole.get(rowid)
+                if vector is not None:
+                    vectors[at] = vector
+        return vectors
 
     def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.rowids.nbytes)
+        return int(sum(getattr(self, name).nbytes for name, _, _ in _PLANES)
+                   + len(self.whole) * (4 * self.dimension + _WHOLE_OVERHEAD))
 
 
 class NamespaceVectors:
@@ -120,12 +154,10 @@ class NamespaceVectors:
             " JOIN chunks c ON c.chunk_id = v.chunk_id")
         while batch := cursor.fetchmany(_BUILD_BATCH):
             self._append_batch(batch)
-        for space in self._spaces.values():
-            _normalise(space.vectors[:space.size])
 
-    def _append_batch(self, batch: list[tuple[int, str | None, bytes]]) -> None:
-        """A page of rows read at build, copied in per namespace as whole blocks (a row at a
-        time cost a third of a build). Each rowid is new: the index started empty."""
+    def _append_batch(self, batch: Iterable[tuple[int, str | None, bytes]]) -> None:
+        """A page of rows, each rowid new to the index, added per namespace as whole blocks
+        (a row at a time cost a third of a build)."""
         dimension = self.dimension
         assert dimension is not None
         by_namespace: dict[str, list[tuple[int, bytes]]] = {}
@@ -133,14 +165,15 @@ class NamespaceVectors:
             if len(blob) == 4 * dimension:  # else another model's, before a reindex finished
                 by_namespace.setdefault(namespace or "", []).append((rowid, blob))
         for namespace, rows in by_namespace.items():
+            rowids = np.fromiter((rowid for rowid, _ in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(blob for _, blob in rows),
+                                    dtype=np.float32).reshape(-1, dimension).copy()
+            _normalise(vectors)
             space = self._space(namespace, len(rows))
             start, end = space.size, space.size + len(rows)
             if end > len(space.rowids):
                 space.resize(max(end, int(space.size * _GROWTH) + 1))
-            rowids = np.fromiter((rowid for rowid, _ in rows), dtype=np.int64, count=len(rows))
-            space.vectors[start:end] = np.frombuffer(
-                b"".join(blob for _, blob in rows), dtype=np.float32).reshape(-1, dimension)
-            space.rowids[start:end] = rowids
+            space.put(start, vector_codes.encode(vectors), rowids)
             space.size = end
             self._reserve_rowids(int(rowids.max()))
             self._where[rowids] = (self._space_number[namespace] << 32) + np.arange(
@@ -159,18 +192,14 @@ class NamespaceVectors:
         self._add_rows(select_in(
             conn, "SELECT c.fts_rowid, v.agent_identity, v.embedding_blob FROM chunks c"
                   " JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
-                  " WHERE c.embedding_status = 'done' AND c.fts_rowid IN", inserted),
-            normalise=True)
+                  " WHERE c.embedding_status = 'done' AND c.fts_rowid IN", inserted))
 
     def load(self, dimension: int, rows: list[tuple[int, str | None, bytes]]) -> None:
         """Add rows a backend read itself, (fts_rowid, namespace, float32 bytes), each rowid
         new to the index (a build's pages; PostgreSQL's, :mod:`core.storage.pg.derived`)."""
         if self.dimension is None:
             self.dimension = dimension
-        before = {name: space.size for name, space in self._spaces.items()}
         self._append_batch(rows)
-        for name, space in self._spaces.items():
-            _normalise(space.vectors[before.get(name, 0):space.size])
 
     def replace(self, dimension: int, deleted: Sequence[int],
                 rows: Sequence[tuple[int, str | None, bytes]]) -> None:
@@ -182,28 +211,16 @@ class NamespaceVectors:
             return
         if self.dimension is None:
             self.dimension = dimension
-        self._add_rows(rows, normalise=True)
+        self._add_rows(rows)
 
-    def _add_rows(self, rows: Any, *, normalise: bool) -> None:
-        dimension = self.dimension
-        assert dimension is not None
+    def _add_rows(self, rows: Iterable[tuple[int, str | None, bytes]]) -> None:
+        """Add (or replace) rows, one batch per namespace."""
+        fresh = []
         for rowid, namespace, blob in rows:
             if rowid < len(self._where) and self._where[rowid] != _NOT_HELD:
                 self._remove(rowid)  # never two rows for one chunk
-            vector = np.frombuffer(blob, dtype=np.float32)
-            if vector.shape[0] != dimension:
-                continue  # another model's vector, written before a reindex finished
-            space = self._space(namespace or "", 1)
-            if space.size == len(space.rowids):
-                space.resize(int(space.size * _GROWTH) + 1)
-            row = space.size
-            space.vectors[row] = vector
-            if normalise:
-                _normalise(space.vectors[row:row + 1])
-            space.rowids[row] = rowid
-            space.size += 1
-            self._reserve_rowids(rowid)
-            self._where[rowid] = self._space_number[namespace or ""] << 32 | row
+            fresh.append((rowid, namespace, blob))
+        self._append_batch(fresh)
 
     def _space(self, namespace: str, rows: int) -> _Space:
         space = self._spaces.get(namespace)
@@ -228,10 +245,10 @@ class NamespaceVectors:
         code = int(self._where[rowid])
         space = self._spaces[self._space_names[code >> 32]]
         row, last = code & 0xFFFFFFFF, space.size - 1
+        space.whole.pop(rowid, None)
         if row != last:
             moved = int(space.rowids[last])
-            space.vectors[row] = space.vectors[last]
-            space.rowids[row] = moved
+            space.move(last, row)
             self._where[moved] = (code >> 32) << 32 | row
         space.size -= 1
         self._where[rowid] = _NOT_HELD
@@ -249,18 +266,40 @@ class NamespaceVectors:
             return []
         vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(vector))
-        if norm == 0.0 or vector.shape[0] != space.vectors.shape[1]:
+        if norm == 0.0 or vector.shape[0] != space.dimension:
             return []
-        distances = _distances(space.vectors[:space.size], vector / norm, all_cores)
-        rowids = space.rowids[:space.size]
-        if space.size > k:
-            cut = np.partition(distances, k - 1)[k - 1]
-            candidates = np.flatnonzero(distances <= cut)  # every row tied at the cut
-        else:
-            candidates = np.arange(space.size)
-        order = np.lexsort((rowids[candidates], distances[candidates]))[:k]
-        chosen = candidates[order]
-        return [(int(rowids[i]), float(distances[i])) for i in chosen]
+        vector = vector / np.float32(norm)
+        size = space.size
+        if size <= max(_SMALL, _SMALL_PER_K * k):
+            chosen = np.arange(size)
+            return _ranked(space, chosen, _exact_scores(space, chosen, vector), k)
+        codes, scale, reach, missed = vector_codes.quantise_query(vector)
+        # s_i (d.c_i): the code's score over the query's scale (a positive constant), in
+        # float32 (one rounding, 6e-8 of it, far inside _MARGIN once times the scale).
+        approximate = _scan(space.codes[:size], codes, all_cores)
+        approximate *= space.scales[:size]
+        # The best k by code, scored exactly: their k-th score is a floor under the true k-th.
+        cut = np.partition(approximate, size - k)[size - k]
+        first = np.flatnonzero(approximate >= cut)
+        first_scores = _exact_scores(space, first, vector)
+        floor = float(np.partition(first_scores, len(first) - k)[len(first) - k]) - _MARGIN
+        # Every row whose bound can reach the floor: first with the largest residual (one
+        # pass over the space), then each row's own.
+        spare = missed * (1 + 1e-5) + _MARGIN  # |v| <= 1 + float32 rounding
+        least = (floor - spare - reach * float(space.residuals[:size].max())) / scale
+        reaching = np.flatnonzero(approximate >= _float32_at_most(least))
+        upper = approximate[reaching].astype(np.float64) * scale
+        upper += space.residuals[reaching] * reach + spare
+        reaching = reaching[upper >= floor]
+        rest = np.setdiff1d(reaching, first, assume_unique=True)
+        # The few left, by their codes against the float query: no error of the query's codes.
+        closer = space.codes[rest].astype(np.float64) @ vector.astype(np.float64)
+        closer *= space.scales[rest]
+        closer += space.residuals[rest] * (1 + 1e-5) + _MARGIN
+        rest = rest[closer >= floor]
+        chosen = np.concatenate([first, rest])
+        scores = np.concatenate([first_scores, _exact_scores(space, rest, vector)])
+        return _ranked(space, chosen, scores, k)
 
     def nearest_of(self, rowids: Sequence[int], query: np.ndarray,
                    k: int) -> list[tuple[int, float]]:
@@ -278,13 +317,15 @@ class NamespaceVectors:
         norm = float(np.linalg.norm(vector))
         if norm == 0.0 or vector.shape[0] != self.dimension:
             return []
-        vector = vector / norm
+        vector = vector / np.float32(norm)
         numbers, rows = codes >> 32, codes & 0xFFFFFFFF
         distances = np.empty(wanted.size, dtype=np.float32)
         for number in np.unique(numbers).tolist():
             inside = numbers == number
             space = self._spaces[self._space_names[number]]
-            distances[inside] = 1.0 - space.vectors[rows[inside]] @ vector
+            # As nearest scores its survivors: exact rows, float64 sums, float32 distances.
+            scores = _exact_scores(space, rows[inside], vector)
+            distances[inside] = np.float32(1) - scores.astype(np.float32)
         order = np.lexsort((wanted, distances))[:k]
         return list(zip(wanted[order].tolist(), distances[order].tolist(), strict=True))
 
@@ -301,18 +342,48 @@ class NamespaceVectors:
         return sum(space.nbytes() for space in self._spaces.values()) + int(self._where.nbytes)
 
 
-def _distances(matrix: np.ndarray, query: np.ndarray, all_cores: bool = False) -> np.ndarray:
-    """``1 - matrix @ query``, BLAS on one thread unless ``all_cores``.
+def _scan(codes: np.ndarray, query_codes: np.ndarray, all_cores: bool = False) -> np.ndarray:
+    """Each row's code dot the query's code (exact integers, as float32), on one thread
+    unless ``all_cores`` and the space is large.
 
-    The scan is memory-bound. Beside the full-text leg on the other core, a second BLAS
-    thread only contended with it (measured at 100k, namespace hybrid p95 15.1 ms with
-    BLAS's two threads, 10.5 with one). When the full-text leg ran first from memory, the
-    scan alone takes BLAS's every thread (see ``SqliteBackend.namespace_legs``).
+    The scan is memory-bound. Beside the full-text leg on the other core, a second thread
+    only contends with it; when the full-text leg ran first from memory, the scan alone
+    takes every core (see ``SqliteBackend.namespace_legs``). Below :data:`_SPLIT_ROWS` a
+    second thread saves less than waking it costs (at 100k rows on 2 busy cores: p50 1.0 ms
+    on one thread, 7.3 on two; at 1M, 18.0 and 23.3).
     """
-    if all_cores:
-        return 1.0 - matrix @ query
-    with _single_blas_thread():
-        return 1.0 - matrix @ query
+    threads = (os.cpu_count() or 1) if all_cores and len(codes) >= _SPLIT_ROWS else 1
+    # float32 holds such a dot exactly up to 1,040 dimensions (|d.c| <= d * 127**2 < 2**24);
+    # past that, one rounding of 6e-8 of it, inside _MARGIN.
+    return np.asarray(simsimd.cdist(query_codes[None], codes, metric="dot",
+                                    out_dtype="float32", threads=threads)).reshape(-1)
+
+
+def _float32_at_most(value: float) -> np.float32:
+    """The largest float32 not above ``value`` (a comparison with a float32 array rounds the
+    bound to float32, which could round it up past a row that reaches it)."""
+    rounded = np.float32(value)
+    return np.nextafter(rounded, np.float32(-np.inf)) if rounded > value else rounded
+
+
+def _exact_scores(space: _Space, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The rows' exact dot with ``query``: float32 values, summed in float64 row by row (the
+    same sum for a row whichever rows are scored with it)."""
+    if len(rows) == 0:
+        return np.empty(0, dtype=np.float64)
+    return np.einsum("ij,j->i", space.exact(rows).astype(np.float64),
+                     query.astype(np.float64))
+
+
+def _ranked(space: _Space, rows: np.ndarray, scores: np.ndarray,
+            k: int) -> list[tuple[int, float]]:
+    """The best ``k`` of ``rows`` by float32 distance, then fts_rowid. The score is rounded
+    to float32 first, as a float32 scan's is: what is left of the float64 sum's order then
+    never decides a tie."""
+    distances = np.float32(1) - scores.astype(np.float32)
+    rowids = space.rowids[rows]
+    order = np.lexsort((rowids, distances))[:k]
+    return [(int(rowids[i]), float(distances[i])) for i in order]
 
 
 def _dimension(conn: Any) -> int | None:
