@@ -18,9 +18,7 @@ CHUNK_SELECT = ("SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_st
 
 
 def chunk_row(row: Sequence[Any]) -> dict[str, Any]:
-    """A chunk row as the legs keep it. Metadata stays JSON and the context keeps its
-    separators until a result needs them (:func:`chunk_metadata`, :func:`chunk_context`):
-    a query fetches ~100 candidates and shows ten."""
+    """A chunk row (``CHUNK_SELECT``'s columns) as the legs keep it."""
     return {"chunk_id": row[1], "session_id": row[2], "text": row[3],
             "sequence_start": row[4], "sequence_end": row[5], "metadata_json": row[6],
             "context_text": row[7]}

@@ -387,6 +387,18 @@ def _session_legs(conn: Any, request: LegRequest,
 READ_WHOLE_RATIO = 2
 
 
+def whole_session(conn: Any, session_id: str, most: int) -> list[Sequence[Any]] | None:
+    """Every chunk row of a session that holds at most ``most`` (``CHUNK_SELECT``'s
+    columns, in session order from ``chunks_session_rows``); None for a longer one."""
+    size = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE session_id = ? LIMIT ?)",
+        (session_id, most + 1)).fetchone()[0]
+    if size > most:
+        return None
+    return conn.execute(CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?",
+                        (session_id,)).fetchall()
+
+
 def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids: Sequence[str],
                    ) -> tuple[dict[int, Sequence[Any]], dict[str, dict[str, Any]]]:
     """A session's candidate rows: by full-text rowid (the rows themselves, for the owner
@@ -399,14 +411,10 @@ def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids:
     wanted_rowids, wanted_ids = set(rowids), set(chunk_ids)
     if not wanted_rowids and not wanted_ids:
         return {}, {}
-    read_whole = READ_WHOLE_RATIO * (len(wanted_rowids) + len(wanted_ids))
-    size = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE session_id = ? LIMIT ?)",
-        (session_id, read_whole + 1)).fetchone()[0]
-    if size <= read_whole:
-        rows = [row for row in conn.execute(
-            CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?",
-            (session_id,)) if row[0] in wanted_rowids or row[1] in wanted_ids]
+    whole = whole_session(conn, session_id,
+                          READ_WHOLE_RATIO * (len(wanted_rowids) + len(wanted_ids)))
+    if whole is not None:
+        rows = [row for row in whole if row[0] in wanted_rowids or row[1] in wanted_ids]
     else:
         rows = select_in(conn, CHUNK_SELECT + " INDEXED BY chunks_session_rows"
                          " WHERE session_id = ? AND fts_rowid IN", list(wanted_rowids),

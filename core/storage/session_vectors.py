@@ -19,10 +19,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage.chunk_rows import CHUNK_SELECT, chunk_row
+from core.storage.chunk_rows import chunk_row
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
-from core.storage.search import READ_WHOLE_RATIO, LegRequest, SessionAnswer
+from core.storage.search import READ_WHOLE_RATIO, LegRequest, SessionAnswer, whole_session
 
 SESSION_VECTOR_LEG = "session rows of the namespace matrix (numpy, exact)"
 """What answers a session's vector leg from the derived matrix."""
@@ -66,13 +66,10 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
     # The vector leg returns at most ``depth`` rows: the SQL path reads a session whole
     # when it holds at most this many (session_chunks).
     read_whole = READ_WHOLE_RATIO * (len(fts_rowids) + request.depth)
-    size = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE session_id = ? LIMIT ?)",
-        (session_id, read_whole + 1)).fetchone()[0]
-    if size > read_whole:
+    whole = whole_session(conn, session_id, read_whole)
+    if whole is None:
         return None
-    rows = {row[0]: row for row in conn.execute(
-        CHUNK_SELECT + " INDEXED BY chunks_session_rows WHERE session_id = ?", (session_id,))}
+    rows = {row[0]: row for row in whole}
     fetched = time.perf_counter()
     nearest = vectors.nearest_of(list(rows), request.query_vector, request.depth)
     timings["vector"] = (time.perf_counter() - fetched) * 1000

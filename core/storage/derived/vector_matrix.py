@@ -264,11 +264,9 @@ class NamespaceVectors:
         space = self._spaces.get(namespace)
         if space is None or space.size == 0 or k <= 0:
             return []
-        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(vector))
-        if norm == 0.0 or vector.shape[0] != space.dimension:
+        vector = _unit(query, space.dimension)
+        if vector is None:
             return []
-        vector = vector / np.float32(norm)
         size = space.size
         if size <= max(_SMALL, _SMALL_PER_K * k):
             chosen = np.arange(size)
@@ -313,11 +311,9 @@ class NamespaceVectors:
         wanted, codes = wanted[held], codes[held]
         if k <= 0 or wanted.size == 0 or self.dimension is None:
             return []
-        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(vector))
-        if norm == 0.0 or vector.shape[0] != self.dimension:
+        vector = _unit(query, self.dimension)
+        if vector is None:
             return []
-        vector = vector / np.float32(norm)
         numbers, rows = codes >> 32, codes & 0xFFFFFFFF
         distances = np.empty(wanted.size, dtype=np.float32)
         for number in np.unique(numbers).tolist():
@@ -340,6 +336,15 @@ class NamespaceVectors:
     def memory_bytes(self) -> int:
         """The bytes of every array it holds (matrices with their spare rows, rowids, map)."""
         return sum(space.nbytes() for space in self._spaces.values()) + int(self._where.nbytes)
+
+
+def _unit(query: np.ndarray, dimension: int) -> np.ndarray | None:
+    """``query`` as a float32 vector of length 1; None for a zero one or another size."""
+    vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0 or vector.shape[0] != dimension:
+        return None
+    return vector / np.float32(norm)
 
 
 def _scan(codes: np.ndarray, query_codes: np.ndarray, all_cores: bool = False) -> np.ndarray:
