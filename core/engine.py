@@ -65,6 +65,7 @@ from core.types import (
     SummaryOutcome,
     SummaryState,
 )
+from core.upkeep import Upkeep
 from core.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
@@ -83,7 +84,13 @@ class Engine(NoteOperations):
         self.warnings: list[str] = list(backend.warnings)
         self.model = CurrentModel(loaded, self.warnings)
         self._loader = ModelLoader(backend, config.embedding, self.model)
-        short, wake = config.short_term, self.model.wake
+        self.upkeep = Upkeep(backend)
+        short = config.short_term
+
+        def wake() -> None:  # after every write: the embedding worker, the index upkeep
+            self.model.wake()
+            self.upkeep.wrote()
+
         self.working_memory = WorkingMemory(
             max_history_turns=short.max_history_turns, session_ttl=short.session_ttl,
             max_sessions=short.max_sessions)
@@ -138,6 +145,7 @@ class Engine(NoteOperations):
             engine = cls(backend, cfg, LoadedEmbedder(placeholder, None, False))
             await engine._loader.start(deferred=deferred, start_worker=start_worker,
                                        reindex=reindex, also_start=engine.compactor.start)
+            engine.upkeep.start()
         except BaseException:
             await backend.close()
             raise
@@ -159,6 +167,7 @@ class Engine(NoteOperations):
             return
         self._closed = True
         await self._loader.cancel()
+        await self.upkeep.stop()
         await self.compactor.stop()
         await self.summaries.stop()
         await self.retrieval.flush_logs()

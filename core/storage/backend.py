@@ -464,6 +464,10 @@ class Backend(Protocol):
         """The store's own consistency checks, full-text index included; ``["ok"]`` when
         sound, else one line per problem."""
 
+    async def merge_full_text(self) -> bool:
+        """One bounded step of tidying the full-text index (SQLite: merging FTS5 segments,
+        :mod:`core.storage.fts_segments`); False when nothing is left to do."""
+
     async def cap_size(self, extra_pages: int | None) -> int:
         """Cap the store at its size plus ``extra_pages`` pages (None lifts the cap), so a
         write that needs more fails as on a full disk; the cap in pages. Only where

@@ -29,6 +29,7 @@ from core.storage import (
     copying,
     events,
     facts,
+    fts_segments,
     logbook,
     note_listing,
     notes,
@@ -353,6 +354,13 @@ class SqliteBackend(SharedOperations):
             return int(conn.execute(f"PRAGMA max_page_count = {int(limit)}").fetchone()[0])
         self.require_writable()
         return await self._db.write(cap)
+
+    async def merge_full_text(self) -> bool:
+        """One step of merging chunks_fts's segments (:mod:`core.storage.fts_segments`);
+        False when it is one segment, or the file is read-only."""
+        if self.read_only:
+            return False
+        return await self._db.write(fts_segments.merge_step)
 
     async def integrity_check(self) -> list[str]:
         """PRAGMA integrity_check plus the FTS index's own check; ['ok'] when sound."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,14 @@ class PgDerivedFigures:
                 " background; the SQL path answers until then); arrays: matrix"
                 f" {self.vector_mb:,.0f} MiB, postings {self.postings_mb:,.0f} MiB;"
                 f" resident memory +{self.rss_growth_mb:,.0f} MiB")
+
+
+async def merged_full_text(engine: Any, say: Callable[[str], None]) -> None:
+    """Merge the full-text index's segments now, as the engine does once the memory has
+    been quiet (core/upkeep.py), so queries are timed on a tidy index; say how long."""
+    began = time.perf_counter()
+    steps = await engine.upkeep.merge_now()
+    say(f"full-text segments merged: {steps:,} steps in {time.perf_counter() - began:,.1f} s")
 
 
 async def build_derived_full_text(engine: Any, namespace: str,

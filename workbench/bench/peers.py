@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.bench.derived_index import build_derived_full_text
+from workbench.bench.derived_index import build_derived_full_text, merged_full_text
 from workbench.bench.measure import peak_rss_mb, percentile, wait_until_quiet
 from workbench.bench.peers_lancedb import (
     INSTALL_HINT,
@@ -268,6 +268,7 @@ async def _derived_ready(engine: Any, say: Callable[[str], None]) -> None:
     does: otherwise they build in the background while the first paths are timed."""
     from core.storage.sqlite_backend import SqliteBackend
 
+    await merged_full_text(engine, say)
     backend = engine.backend
     if not isinstance(backend, SqliteBackend):
         return

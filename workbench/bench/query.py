@@ -43,6 +43,7 @@ from workbench.bench.derived_index import (
     FullTextFigures,
     PgDerivedFigures,
     build_derived_full_text,
+    merged_full_text,
 )
 from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
 
@@ -330,6 +331,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
             del data, stored_data
             gc.collect()
             gc.freeze()
+            await merged_full_text(engine, say)
             say("building the derived full-text index …")
             derived_full_text = await build_derived_full_text(engine, AGENT)
             warm = asked[:min(20, len(asked))]

@@ -222,6 +222,11 @@ class PostgresBackend(SharedOperations):
         """Not offered: a server's storage is the administrator's (``features.can_cap_size``)."""
         raise InvalidInput("a PostgreSQL memory cannot be capped in size from here")
 
+    async def merge_full_text(self) -> bool:
+        """Nothing to merge here: PostgreSQL keeps its GIN index's pending entries itself
+        (``gin_pending_list_limit`` and autovacuum)."""
+        return False
+
     async def integrity_check(self) -> list[str]:
         """The invariants the schema does not enforce by itself; ['ok'] when sound."""
         return await self._db.read(events.integrity_problems)
