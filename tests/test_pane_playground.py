@@ -306,6 +306,22 @@ async def test_replaying_the_agents_query_from_the_log(fixture_db: Path) -> None
         assert pane.log_entries[0]["caller"] == "replay"
 
 
+async def test_escape_leaves_the_query_box_before_any_query_and_after_one(
+        fixture_db: Path) -> None:
+    async with running_app(fixture_db, build=False) as (app, pilot):
+        pane = await open_playground(pilot)
+        box = pane.query_one("#pg-query", Input)
+        box.focus()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.focused, LogList)  # no results yet: the log, not stuck
+        await ask(pilot, pane, "peanut allergy", mode="keyword")
+        box.focus()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.focused, ResultsList)
+
+
 async def test_tri_hybrid_shows_each_events_reasons(fixture_db: Path) -> None:
     async with running_app(fixture_db, build=False) as (app, pilot):
         pane = await open_playground(pilot)

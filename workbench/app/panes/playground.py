@@ -329,7 +329,10 @@ class PlaygroundPane(SweepActions, Pane):
         self.query_one("#pg-query", Input).focus()
 
     def action_focus_results(self) -> None:
-        self.view.focus_results()
+        """Leave the query box: for the results, or the retrieval log while there are none
+        (before a query has run, or when it found nothing), so the pane's keys work again."""
+        if not self.view.focus_results():
+            self.query_one(LogList).focus()
 
     def action_focus_log(self) -> None:
         self.query_one(LogList).focus()
