@@ -76,7 +76,7 @@ class PlaygroundPane(SweepActions, Pane):
         Binding("l", "focus_log", "Log", id="playground.log"),
         Binding("c", "copy", "Copy JSON", id="playground.copy"),
         Binding("r", "run_query", "Run the query again", id="playground.run", show=False),
-        Binding("escape", "focus_results", "Go to the results", id="playground.results",
+        Binding("escape", "focus_results", "Leave the query box", id="playground.results",
                 show=False),
         Binding("left_square_bracket", "nudge('pg-vector', -1)", "Vector weight −0.05",
                 id="playground.vector_down", key_display="[", show=False),
