@@ -45,7 +45,7 @@ from core.storage.connection import Database
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
-from core.storage.derived.vector_matrix import NamespaceVectors
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
 from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
@@ -74,10 +74,6 @@ SQLITE_FEATURES = BackendFeatures(
     # PRAGMA max_page_count.
     can_cap_size=True,
 )
-
-
-DERIVED_VECTOR_LEG = "namespace matrix (int8 scan, exact)"
-"""What answers a namespace's vector leg once its derived matrix is built."""
 
 
 class SqliteBackend(SharedOperations):

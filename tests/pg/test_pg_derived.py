@@ -13,7 +13,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput
-from core.storage.pg.derived_legs import DERIVED_VECTOR_LEG
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.pg.postings_index import NamespacePostings
 from core.storage.search import Scope
 from tests.conftest import DETERMINISTIC

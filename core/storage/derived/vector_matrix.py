@@ -46,6 +46,9 @@ _SPLIT_ROWS = 250_000
 # What a row kept whole costs beyond its vector (a dict slot and an array's header).
 _WHOLE_OVERHEAD = 200
 
+DERIVED_VECTOR_LEG = "namespace matrix (int8 scan, exact)"
+"""What answers a namespace's vector leg once its matrix is built, on either backend."""
+
 _PLANES = (("codes", np.int8, True), ("low16", np.uint16, True), ("low8", np.uint8, True),
            ("scales", np.float32, False), ("residuals", np.float32, False),
            ("patch_dims", np.uint16, "patches"), ("patch_bytes", np.uint8, "patches"),
@@ -69,6 +72,9 @@ class _Space:
         self.dimension = dimension
         self.size = 0
         self.whole: dict[int, np.ndarray] = {}
+        # At least every held row's residual (a row's removal leaves it as it was): the
+        # bound that spares ``nearest`` a pass over all residuals on every query.
+        self.residual_ceiling = 0.0
         self._allocate(max(_MIN_ROWS, capacity))
 
     def _allocate(self, capacity: int) -> None:
@@ -93,6 +99,8 @@ class _Space:
         for name, _, _ in _PLANES[:-1]:
             getattr(self, name)[start:end] = getattr(encoded, name)
         self.rowids[start:end] = rowids
+        if end > start:
+            self.residual_ceiling = max(self.residual_ceiling, float(encoded.residuals.max()))
         for row, vector in encoded.whole.items():
             self.whole[int(rowids[row])] = vector
 
@@ -281,10 +289,10 @@ class NamespaceVectors:
         first = np.flatnonzero(approximate >= cut)
         first_scores = _exact_scores(space, first, vector)
         floor = float(np.partition(first_scores, len(first) - k)[len(first) - k]) - _MARGIN
-        # Every row whose bound can reach the floor: first with the largest residual (one
-        # pass over the space), then each row's own.
+        # Every row whose bound can reach the floor: first with the space's largest residual,
+        # then each row's own.
         spare = missed * (1 + 1e-5) + _MARGIN  # |v| <= 1 + float32 rounding
-        least = (floor - spare - reach * float(space.residuals[:size].max())) / scale
+        least = (floor - spare - reach * space.residual_ceiling) / scale
         reaching = np.flatnonzero(approximate >= _float32_at_most(least))
         upper = approximate[reaching].astype(np.float64) * scale
         upper += space.residuals[reaching] * reach + spare

@@ -25,6 +25,7 @@ import psycopg
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.storage.backend import BackendFeatures
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
 from core.storage.pg import (
@@ -43,7 +44,7 @@ from core.storage.pg import (
     vectors,
 )
 from core.storage.pg.connection import Conn, PgDatabase
-from core.storage.pg.derived_legs import DERIVED_VECTOR_LEG, DerivedLegs
+from core.storage.pg.derived_legs import DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
 from core.storage.search import LegRequest, Scope, derived_answers
 from core.storage.shared_operations import SharedOperations

@@ -19,9 +19,6 @@ from core.storage.pg.derived import PgDerivedIndexes
 from core.storage.pg.fts_bm25 import CONFIG
 from core.storage.pg.postings_index import Scored
 
-DERIVED_VECTOR_LEG = "namespace matrix (int8 scan, exact)"
-"""What answers a namespace's vector leg once its derived matrix is built."""
-
 _CACHED_TERMS = 50_000
 
 
