@@ -148,3 +148,30 @@ async def test_a_refused_model_is_said_in_the_header_not_left_loading(
         text = str(app.query_one(StatusHeader).render())
     assert "(loading)" not in text
     assert "model did not load: embedding model 'no-such-org/no-such-model'" in text
+
+
+@pytest.mark.parametrize("downloads", [True, False])
+async def test_the_palettes_screenshot_is_saved_with_or_without_a_downloads_folder(
+        fixture_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        downloads: bool) -> None:
+    import asyncio
+
+    import platformdirs
+
+    folder = tmp_path / "Downloads"
+    if downloads:
+        folder.mkdir()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.setattr(platformdirs, "user_downloads_dir", lambda: str(folder))
+    monkeypatch.chdir(workdir)
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        app.action_screenshot()
+        saved_in = folder if downloads else workdir
+        for _ in range(200):  # the file is written by a worker, at most 10 s
+            if list(saved_in.glob("*.svg")):
+                break
+            await asyncio.sleep(0.05)
+    assert [path.suffix for path in saved_in.glob("*")] == [".svg"]
+    assert not list(workdir.glob("*.svg")) if downloads else not folder.exists()

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import platformdirs
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -275,6 +276,15 @@ class WorkbenchApp(App[None]):
             self.action_show_pane(pane_id)
 
     # -- shared actions ----------------------------------------------------------------------
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's screenshot (the palette's "Screenshot"): in the user's downloads folder,
+        as Textual saves it, or in the working directory when there is none (a server, a
+        container), where Textual reported "Failed to save screenshot" and saved nothing."""
+        if path is None:
+            downloads = Path(platformdirs.user_downloads_dir())
+            path = str(downloads if downloads.is_dir() else Path.cwd())
+        super().action_screenshot(filename, path)
 
     def action_help(self) -> None:
         sections: list[tuple[str, list[Any]]] = [("Everywhere", list(self.BINDINGS))]
