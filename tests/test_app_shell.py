@@ -167,7 +167,9 @@ async def test_the_palettes_screenshot_is_saved_with_or_without_a_downloads_fold
     monkeypatch.chdir(workdir)
     async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
         await settle(pilot)
-        app.action_screenshot()
+        for command in app.get_system_commands(app.screen):  # as the palette runs it
+            if command.title == "Screenshot":
+                command.callback()
         saved_in = folder if downloads else workdir
         for _ in range(200):  # the file is written by a worker, at most 10 s
             if list(saved_in.glob("*.svg")):

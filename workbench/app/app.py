@@ -277,14 +277,15 @@ class WorkbenchApp(App[None]):
 
     # -- shared actions ----------------------------------------------------------------------
 
-    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
         """Textual's screenshot (the palette's "Screenshot"): in the user's downloads folder,
         as Textual saves it, or in the working directory when there is none (a server, a
         container), where Textual reported "Failed to save screenshot" and saved nothing."""
         if path is None:
             downloads = Path(platformdirs.user_downloads_dir())
             path = str(downloads if downloads.is_dir() else Path.cwd())
-        super().action_screenshot(filename, path)
+        return super().deliver_screenshot(filename, path, time_format)
 
     def action_help(self) -> None:
         sections: list[tuple[str, list[Any]]] = [("Everywhere", list(self.BINDINGS))]
