@@ -120,6 +120,11 @@ class StorageConfig(_Section):
     mmap_mb: Int64 = Field(
         default=1024, ge=0,
         description="MiB of the file each connection reads through memory mapping (0: off).")
+    derived_memory_mb: Int64 = Field(
+        default=4096, ge=0,
+        description="On PostgreSQL: MiB the namespaces' indexes this process derives in memory "
+        "may hold together; beyond it the least recently queried are dropped (never one "
+        "queried in the last minute) and rebuilt on their next query (0: no limit).")
     max_content_kb: Int64 = Field(
         default=256, ge=1,
         description="Largest message (as stored: JSON) or note content accepted, in KiB of "

@@ -14,6 +14,7 @@ import pytest
 from core import Engine
 from core.errors import InvalidInput
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
+from core.storage.pg import derived as pg_derived
 from core.storage.pg.postings_index import NamespacePostings
 from core.storage.search import Scope
 from tests.conftest import DETERMINISTIC
@@ -306,3 +307,51 @@ async def test_vectors_of_another_size_make_the_index_rebuild(pg_url: str) -> No
         assert rebuilt.vectors.dimension == 3 and rebuilt.vectors.rows() == 1
         nearest = await backend.derived.vector_rows("a", query, 5)
         assert nearest is not None and len(nearest) == 1 and nearest[0][1] < 1e-6
+
+
+async def test_namespaces_beyond_the_memory_budget_are_dropped_and_rebuilt(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        await engine.drain()
+        indexes = engine.backend.derived.indexes  # type: ignore[attr-defined]
+        assert indexes.budget_bytes == 4096 * 2**20  # storage.derived_memory_mb's default
+        before = {q: [r.chunk_id for r in (await engine.search(namespace="a", query=q)).results]
+                  for q in QUERIES}
+        await built(engine, "a")
+        indexes.budget_bytes = indexes.held_bytes() + 1  # room for "a" alone
+        monkeypatch.setattr(pg_derived, "KEPT_AFTER_USE_S", 0.0)
+        await built(engine, "b")
+        assert indexes.index("a") is None and indexes.dropped == 1
+        assert indexes.index("b").ready
+        paths = []
+        for query in QUERIES:  # the SQL path answers while "a" is built again
+            search = await engine.search(namespace="a", query=query)
+            paths.append(search.explain()["legs"]["fts_path"])
+            assert [r.chunk_id for r in search.results] == before[query]
+        assert paths[0] == "database"
+        await built(engine, "a")  # the first query started it; "b" goes in turn
+        assert indexes.index("b") is None and indexes.dropped == 2
+        for query in QUERIES:
+            search = await engine.search(namespace="a", query=query)
+            assert search.explain()["legs"]["fts_path"] == "derived index"
+            assert [r.chunk_id for r in search.results] == before[query]
+
+
+async def test_a_namespace_queried_in_the_last_minute_is_kept_over_the_budget(
+        pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    await fill(pg_url)
+    async with Engine.open(pg_url, config={**DETERMINISTIC,
+                                           "storage": {"derived_memory_mb": 0}}) as engine:
+        indexes = engine.backend.derived.indexes  # type: ignore[attr-defined]
+        assert indexes.budget_bytes == 0
+        await built(engine, "a")
+        await built(engine, "b")  # no limit: both held
+        assert indexes.index("a").ready and indexes.dropped == 0
+        indexes.budget_bytes = 1
+        await engine.search(namespace="a", query="quokka")
+        await engine.search(namespace="b", query="quokka")
+        indexes.start_build("c")  # a namespace with nothing in it builds in an instant
+        await built(engine, "c")
+        assert indexes.index("a").ready and indexes.index("b").ready and indexes.dropped == 0
+        assert "storage.derived_memory_mb" in caplog.text

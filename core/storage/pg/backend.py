@@ -80,7 +80,7 @@ class PostgresBackend(SharedOperations):
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors)
 
-    def __init__(self, db: PgDatabase, warnings: list[str]) -> None:
+    def __init__(self, db: PgDatabase, warnings: list[str], derived_memory_mb: int = 0) -> None:
         self._db = db
         self.location = db.location
         self.read_only = db.read_only
@@ -91,7 +91,7 @@ class PostgresBackend(SharedOperations):
         # engine, as there is one embedding worker per engine).
         self._claimer = _new_claimer()
         self._liveness: Conn | None = None  # holds the claimer's lock (vectors.py)
-        self.derived = DerivedLegs(db)
+        self.derived = DerivedLegs(db, derived_memory_mb * 1024 * 1024)
         """The namespaces' indexes derived in memory (:mod:`core.storage.pg.derived`)."""
 
     @classmethod
@@ -129,7 +129,7 @@ class PostgresBackend(SharedOperations):
             await db.close()
             raise
         db.read_only = read_only
-        backend = cls(db, warnings)
+        backend = cls(db, warnings, config.derived_memory_mb)
         backend.schema_version = found
         backend.read_only_reason = forced
         if not read_only:

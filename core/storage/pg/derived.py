@@ -39,6 +39,12 @@ log = logging.getLogger(__name__)
 
 _BATCH = 4096
 RETRY_AFTER_S = 30.0
+# Never dropped for the memory budget when queried this recently: two namespaces queried in
+# turn that do not fit together would otherwise each rebuild on every query.
+KEPT_AFTER_USE_S = 60.0
+# What one chunk's entry in ``NamespaceIndex.chunk_ids`` takes (int key, 36-character id and
+# the dict's slot): 165 bytes by sys.getsizeof over 100,000 of them.
+_CHUNK_ID_BYTES = 165
 # Rebuilt (in the background) once a quarter of what it holds was written since its build:
 # postings added since sit in lists, and deleted chunks' postings stay until then.
 REBUILD_CHURN = 0.25
@@ -68,6 +74,7 @@ class NamespaceIndex:
     rebuilds: int = 0
     requests: int = 0
     covered: int = 0
+    last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -75,15 +82,24 @@ class NamespaceIndex:
         """The oldest transaction whose entries may not have been read yet."""
         return min([*self.in_progress, self.xmax])
 
+    def memory_bytes(self) -> int:
+        """What it holds: the matrix, the postings and the chunk ids."""
+        return (self.vectors.memory_bytes() + self.postings.memory_bytes()
+                + _CHUNK_ID_BYTES * len(self.chunk_ids))
+
 
 class PgDerivedIndexes:
     """The derived indexes of the namespaces this process queries, over one database."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, budget_bytes: int = 0) -> None:
         self._db = db
+        self.budget_bytes = budget_bytes
+        """What the built indexes may hold together (0: no limit), see :meth:`_fit`."""
         self._held: dict[str, NamespaceIndex] = {}
         self._builds: dict[str, asyncio.Task[None]] = {}
         self._closed = False
+        self.dropped = 0
+        """How many indexes were dropped to keep within the budget."""
 
     def index(self, namespace: str) -> NamespaceIndex | None:
         """The namespace's index, built or building; None before its first use."""
@@ -97,6 +113,7 @@ class PgDerivedIndexes:
             self.start_build(namespace)
             return None
         held.requests += 1
+        held.last_used = time.monotonic()
         ticket = held.requests
         # One turn of the event loop first: a query's other leg, started in the same turn,
         # asks too, and the sync below (whose snapshot follows both asks) covers both.
@@ -146,7 +163,41 @@ class PgDerivedIndexes:
             return
         fresh.build_seconds = time.perf_counter() - started
         fresh.ready = not self._closed
+        fresh.last_used = time.monotonic()
         self._held[namespace] = fresh
+        self._fit(namespace)
+
+    def held_bytes(self) -> int:
+        """What the built indexes hold together."""
+        return sum(held.memory_bytes() for held in self._held.values() if held.ready)
+
+    def _fit(self, built: str) -> None:
+        """Drop the least recently queried indexes while those built hold more than the
+        budget; never ``built`` (just built, for a query that asked), nor one queried in the
+        last ``KEPT_AFTER_USE_S`` seconds. A dropped namespace's next query is answered by
+        the SQL path while its index is built again."""
+        if self.budget_bytes <= 0:
+            return
+        sizes = {name: held.memory_bytes() for name, held in self._held.items() if held.ready}
+        total = sum(sizes.values())
+        if total <= self.budget_bytes:
+            return
+        now = time.monotonic()
+        idle = sorted((self._held[name].last_used, name) for name in sizes
+                      if name != built and now - self._held[name].last_used >= KEPT_AFTER_USE_S)
+        for _, name in idle:
+            if total <= self.budget_bytes:
+                break
+            del self._held[name]
+            total -= sizes[name]
+            self.dropped += 1
+            log.info("derived index of namespace %r dropped (%.0f MiB): the namespaces' indexes"
+                     " held more than storage.derived_memory_mb; rebuilt on its next query",
+                     name, sizes[name] / 2**20)
+        if total > self.budget_bytes:
+            log.warning("the namespaces' derived indexes hold %.0f MiB, more than"
+                        " storage.derived_memory_mb (%.0f): those queried in the last %.0f s"
+                        " are kept", total / 2**20, self.budget_bytes / 2**20, KEPT_AFTER_USE_S)
 
     async def _catch_up(self, conn: Conn, held: NamespaceIndex) -> None:
         cursor = await conn.execute(

@@ -25,9 +25,9 @@ _CACHED_TERMS = 50_000
 class DerivedLegs:
     """The derived legs of one backend, and its cache of terms' lexemes."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, budget_bytes: int = 0) -> None:
         self._db = db
-        self.indexes = PgDerivedIndexes(db)
+        self.indexes = PgDerivedIndexes(db, budget_bytes)
         self._lexemes: dict[str, tuple[tuple[str, int], ...]] = {}
 
     async def vector_rows(self, namespace: str, query: np.ndarray,
