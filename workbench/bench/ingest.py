@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.bench.measure import peak_rss_mb, percentile
+from workbench.bench.measure import freeze_the_heap, peak_rss_mb, percentile
 
 
 @dataclass
@@ -77,11 +77,9 @@ async def run_ingest(config: Any, messages: int, sessions: int,
         say(f"warning: {loaded.warning}")
     embedder = loaded.embedder
 
-    # The generated messages (tens of thousands of dicts) are the harness's, not the
-    # engine's: keep the collector from walking them on every full collection, which landed
-    # in the ingest timings (about 0.3 s of a 20,000-message store_many), as bench query does.
-    gc.collect()
-    gc.freeze()
+    # A full collection walking the generated messages landed in the ingest timings (about
+    # 0.3 s of a 20,000-message store_many).
+    freeze_the_heap()
     try:
         return await _measure(cfg, data, texts, embedder, say)
     finally:

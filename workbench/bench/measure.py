@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import resource
 import time
 
@@ -46,14 +47,15 @@ def _status_mb(field: str) -> float:
 def resident_anon_mb() -> float:
     """MiB of this process's private resident memory now (Linux ``RssAnon``); 0 where the
     kernel does not say. Before and after a build, what the built structure holds."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _status_mb("RssAnon:")
+
+
+def freeze_the_heap() -> None:
+    """Keep what exists now out of the collector's full passes (``gc.freeze``; undone by
+    ``gc.unfreeze``). A bench's generated data is the harness's, not the engine's: hundreds
+    of thousands of dicts that a full collection would walk inside some timed query or write."""
+    gc.collect()
+    gc.freeze()
 
 
 async def wait_until_quiet(*, window: float = 0.1, busy: float = 0.05,

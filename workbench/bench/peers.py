@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.bench.derived_index import build_derived_full_text, merged_full_text
-from workbench.bench.measure import peak_rss_mb, percentile, wait_until_quiet
+from workbench.bench.measure import freeze_the_heap, peak_rss_mb, percentile, wait_until_quiet
 from workbench.bench.peers_lancedb import (
     INSTALL_HINT,
     PeersUnavailable,
@@ -230,10 +230,7 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
                 if name in overlap:
                     shared = mine & set(found.column("chunk_id").to_pylist())
                     overlap[name].append(len(shared) / max(1, len(mine)))
-        # As bench query: what exists now is kept out of the collector's full passes, which
-        # would otherwise land in some query's timing (either system's).
-        gc.collect()
-        gc.freeze()
+        freeze_the_heap()  # else a full collection lands in some query's timing (either's)
         ours_ms: dict[str, list[float]] = {}
         theirs_ms: dict[str, list[float]] = {}
         # Each system timed in a block of its own: LanceDB's worker threads stay busy for a

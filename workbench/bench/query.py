@@ -45,7 +45,7 @@ from workbench.bench.derived_index import (
     build_derived_full_text,
     merged_full_text,
 )
-from workbench.bench.measure import peak_rss_mb, percentile, resident_file_mb
+from workbench.bench.measure import freeze_the_heap, peak_rss_mb, percentile, resident_file_mb
 
 AGENT = "bench-agent"
 TOP_K = 10
@@ -325,12 +325,8 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
 
             # -- queries ---------------------------------------------------------------
             asked = _query_texts(stored_data, queries, rng)
-            # The generated messages (hundreds of thousands of dicts) are the harness's, not
-            # the engine's: drop them and keep the collector from walking what is left on
-            # every full collection, which would land in some queries' timings.
-            del data, stored_data
-            gc.collect()
-            gc.freeze()
+            del data, stored_data  # the harness's, not the engine's
+            freeze_the_heap()
             await merged_full_text(engine, say)
             say("building the derived full-text index …")
             derived_full_text = await build_derived_full_text(engine, AGENT)
