@@ -20,8 +20,8 @@ from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
 from core.embeddings.context import blend_rows
 from core.errors import InvalidInput
-from core.storage.events import PreparedMessage
 from core.storage.fts_rows import context_text
+from core.storage.messages import PreparedMessage
 from core.types import BulkStoreResult, Rejected
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from core import indexing, inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
-from core.storage.events import PreparedChunk, PreparedMessage, out_of_namespace
+from core.storage.messages import PreparedChunk, PreparedMessage, out_of_namespace
 from core.storage.notes import MEMORY_PREFIX
 from core.types import MemoryRecord, SessionInfo, StoreResult
 

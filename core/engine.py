@@ -42,8 +42,8 @@ from core.retrieval.search import SearchResult
 from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
-from core.storage.events import PreparedMessage
 from core.storage.locations import Location, parse_location
+from core.storage.messages import PreparedMessage
 from core.storage.opening import configured_location, open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from core.embeddings.base import l2_normalise
 from core.embeddings.context import blend_rows
 from core.indexing import CONTEXT_SEPARATOR
-from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.fts_rows import fts_rows, prefixed, prefixed_context, session_prefix
+from core.storage.messages import PreparedChunk, PreparedMessage
 
 # Words, punctuation, underscores, accents and blanks: what the tokenizer splits on.
 _PART = st.text(alphabet=st.sampled_from("ab é_Z9 .,!\n'-"), max_size=40)

@@ -36,7 +36,7 @@ from core.notes.fields import (
     is_note_id,
     new_note_id,
 )
-from core.storage.events import PreparedChunk
+from core.storage.messages import PreparedChunk
 from core.storage.note_listing import NoteQuery
 from core.storage.notes import NoteChanges, NoteDraft, NoteRef, memory_session_id
 from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage

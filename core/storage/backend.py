@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from core.storage.copying import RowPage, WriteResult
-    from core.storage.events import PreparedMessage, WriteOutcome
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
+    from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.note_listing import NoteQuery
     from core.storage.notes import NoteChanges, NoteDraft, NoteRef
     from core.storage.search import LegRequest, LegRows, Scope

@@ -3,8 +3,8 @@
 Functions here take a connection and run on its lane's thread. The write path turns
 already-validated, already-chunked messages into rows in one transaction: session upsert,
 monotonic check, event, ``last_sequence``, chunks with content-hash dedup and their FTS
-rows. Vectors come later, from the embedding worker, unless the bulk
-path brought them along.
+rows, as :mod:`core.storage.messages` decides them (for PostgreSQL too). Vectors come later,
+from the embedding worker, unless the bulk path brought them along.
 """
 
 from __future__ import annotations
@@ -12,70 +12,24 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from core.errors import OutOfNamespace, SequenceError
-from core.inputs import shown
 from core.storage.connection import select_in, transaction
-from core.storage.fts_rows import FTS_COLUMNS, context_text, fts_rows
-
-
-@dataclass(frozen=True)
-class PreparedChunk:
-    """One chunk of a message, hashed and ready to insert."""
-
-    text: str
-    content_hash: str
-
-
-@dataclass(frozen=True)
-class PreparedMessage:
-    """A validated message with everything the write transaction needs, computed off-lock."""
-
-    session_id: str
-    sequence: int | None  # None: allocate the next sequence inside the transaction
-    payload_json: str
-    role: str
-    importance: float
-    chunks: tuple[PreparedChunk, ...]
-    chunk_metadata: dict[str, Any]
-    agent_identity: str | None
-    created_at: str
-    # The conversational context its chunks are indexed with, when the caller worked it out
-    # already (the bulk path, which embeds before writing); None: the write path reads it.
-    context: str | None = None
-    # True: the session must belong to ``agent_identity`` (a namespace-bound caller); a
-    # session another agent created is refused inside the write transaction.
-    bound: bool = False
-
-    def with_context(self, context: str) -> PreparedMessage:
-        """This message with its chunks' context worked out.
-
-        ``dataclasses.replace`` would run every field through the frozen ``__setattr__``
-        again; the bulk path calls this once per message on the event loop's thread.
-        """
-        copy = object.__new__(PreparedMessage)
-        copy.__dict__.update(self.__dict__, context=context)
-        return copy
-
-
-@dataclass(frozen=True)
-class WriteOutcome:
-    """Per message: its sequence and how many chunks were new or deduplicated."""
-
-    sequence: int | None
-    inserted: int
-    deduplicated: int
-    error: str | None = None
-
-
-def chunk_id_for(session_id: str, content_hash: str) -> str:
-    """A chunk's id: stable for a session and content, so dedup is a primary-key upsert."""
-    digest = hashlib.sha256(f"{session_id}\x00{content_hash}".encode()).hexdigest()
-    return f"chk-{digest[:32]}"
+from core.storage.fts_rows import FTS_COLUMNS, fts_rows
+from core.storage.messages import (
+    PreparedMessage,
+    WriteOutcome,
+    allocate_sequences,
+    check_owners,
+    contexts,
+    plan_chunks,
+    planned_chunks,
+    session_spans,
+    sessions_wanting_context,
+    with_counts,
+)
 
 
 def scope_token_for(session_id: str) -> str:
@@ -92,13 +46,6 @@ def agent_token_for(agent_identity: str | None) -> str:
 def chunk_scope_token(session_id: str, agent_identity: str | None) -> str:
     """What a chunk's ``scope_token`` column holds: its session's token and its agent's."""
     return f"{scope_token_for(session_id)} {agent_token_for(agent_identity)}"
-
-
-def out_of_namespace(session_id: str, namespace: str) -> str:
-    """The refusal of a namespace-bound call on another namespace's session (whose owner it
-    does not name)."""
-    return (f"session {shown(session_id)} belongs to another namespace, not to {namespace!r}; "
-            "nothing was read or written (use a session id of your own)")
 
 
 def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
@@ -166,34 +113,6 @@ def _existing_chunks(conn: Any, chunk_ids: list[str]) -> dict[str, int]:
                           chunk_ids))
 
 
-def allocate_sequences(messages: Sequence[PreparedMessage],
-                       last_by_session: dict[str, int | None], all_or_nothing: bool,
-                       ) -> tuple[list[WriteOutcome], list[tuple[PreparedMessage, int]]]:
-    """Each message's sequence (the next one when it has none) checked against its
-    session's last, which ``last_by_session`` holds and is moved on as messages are taken;
-    the outcomes in order and the accepted messages. A sequence not above the last is a
-    ``SequenceError`` with ``all_or_nothing``, else that message's outcome says why."""
-    outcomes: list[WriteOutcome] = []
-    accepted: list[tuple[PreparedMessage, int]] = []
-    for message in messages:
-        sid = message.session_id
-        last = last_by_session[sid]
-        sequence = message.sequence
-        if sequence is None:
-            sequence = 1 if last is None else last + 1
-        elif last is not None and sequence <= last:
-            error = (f"sequence {sequence} for session {shown(sid)} is not greater than "
-                     f"its last sequence {last}")
-            if all_or_nothing:
-                raise SequenceError(error)
-            outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
-            continue
-        last_by_session[sid] = sequence
-        accepted.append((message, sequence))
-        outcomes.append(WriteOutcome(sequence, 0, 0))
-    return outcomes, accepted
-
-
 def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothing: bool,
                    vectors: np.ndarray | None = None,
                    vector_model: str | None = None, *, context_messages: int = 0,
@@ -220,20 +139,8 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             return outcomes
 
         # Step 1, session upsert: once per session, made at its earliest message and stamped
-        # with its latest. Messages can carry their original (older) times, so updated_at
-        # never moves back.
-        touched: dict[str, PreparedMessage] = {}
-        spans: dict[str, list[str]] = {}  # per session: [earliest, latest]
-        for message, _ in accepted:
-            touched[message.session_id] = message
-            at = message.created_at
-            span = spans.get(message.session_id)
-            if span is None:
-                spans[message.session_id] = [at, at]
-            elif at < span[0]:
-                span[0] = at
-            elif at > span[1]:
-                span[1] = at
+        # with its latest.
+        touched, spans = session_spans(accepted)
         conn.executemany(
             "INSERT INTO sessions(session_id, agent_identity, created_at, updated_at)"
             " VALUES (?, ?, ?, ?)"
@@ -256,83 +163,35 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         # Steps 8-9, chunks: a content hash already stored in the session extends that
         # chunk's sequence_end instead of inserting (dedup). New chunks get their FTS rows here too.
         agents = session_agents(conn, list(touched))
-        for message in touched.values():
-            if message.bound and agents[message.session_id] != (message.agent_identity or ""):
-                raise OutOfNamespace(out_of_namespace(message.session_id,
-                                                      message.agent_identity or ""))
+        check_owners(touched, agents)
+        planned = planned_chunks(messages, accepted)
+        plan = plan_chunks(planned, _existing_chunks(conn, [p.chunk_id for p in planned])
+                           if planned else {})
+        fts_rowid = next_fts_rowid(conn) if plan.new else 0
+        context_of = contexts(accepted, {
+            sid: previous_texts(conn, sid, context_messages)
+            for sid in sessions_wanting_context(accepted, context_messages)},
+            context_messages, context_chars)
         scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
-        # Each chunk's row in ``vectors``: chunks are numbered across all messages given.
-        first_row: dict[int, int] = {}
-        row = 0
-        for message in messages:
-            first_row[id(message)] = row
-            row += len(message.chunks)
-        planned = [(m, seq, chunk_id_for(m.session_id, c.content_hash), c,
-                    first_row[id(m)] + position)
-                   for m, seq in accepted for position, c in enumerate(m.chunks)]
-        existing = _existing_chunks(conn, [p[2] for p in planned]) if planned else {}
-        fts_rowid = next_fts_rowid(conn) if planned else 0
-        contexts = _contexts(conn, accepted, context_messages, context_chars)
-        inserts: list[tuple[Any, ...]] = []
-        vector_rows: list[tuple[str, str, str, bytes]] = []
-        embedded = vectors is not None and vector_model is not None
-        extended: dict[str, int] = {}
-        # Per message (each has one sequence): [chunks inserted, chunks deduplicated].
-        counts_by_message: dict[int, list[int]] = {}
-        metadata_by_message: dict[int, str] = {}
-        for message, sequence, chunk_id, chunk, vector_row in planned:
-            counts = counts_by_message.setdefault(id(message), [0, 0])
-            if chunk_id in existing:
-                existing[chunk_id] = max(existing[chunk_id], sequence)
-                extended[chunk_id] = existing[chunk_id]
-                counts[1] += 1
-                continue
-            if id(message) not in metadata_by_message:
-                metadata = dict(message.chunk_metadata)
-                metadata["sequence"] = sequence
-                metadata_by_message[id(message)] = json.dumps(metadata, ensure_ascii=False)
-            inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
-                            sequence, sequence, metadata_by_message[id(message)], fts_rowid,
-                            scope_tokens[message.session_id], message.created_at,
-                            "done" if embedded else "pending", contexts[id(message)]))
-            if embedded:
-                assert vectors is not None
-                vector_rows.append((chunk_id, message.session_id, agents[message.session_id],
-                                    vectors[vector_row].tobytes()))
-            existing[chunk_id] = sequence
-            fts_rowid += 1
-            counts[0] += 1
+        status = "done" if vectors is not None and vector_model is not None else "pending"
+        inserts = [(new.chunk_id, new.message.session_id, new.chunk.text,
+                    new.chunk.content_hash, new.sequence, new.sequence, new.metadata_json,
+                    fts_rowid + i, scope_tokens[new.message.session_id],
+                    new.message.created_at, status, context_of[id(new.message)])
+                   for i, new in enumerate(plan.new)]
         insert_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
         insert_rows(conn, "chunks_fts", FTS_COLUMNS,
                     fts_rows((row[7], row[1], row[2], row[8], row[11]) for row in inserts))
-        if vector_rows:
-            insert_vectors(conn, vector_rows, vector_model or "")
+        if status == "done" and plan.new:
+            assert vectors is not None
+            insert_vectors(conn, [(new.chunk_id, new.message.session_id,
+                                   agents[new.message.session_id],
+                                   vectors[new.vector_row].tobytes()) for new in plan.new],
+                           vector_model or "")
         conn.executemany(
             "UPDATE chunks SET sequence_end = max(sequence_end, ?) WHERE chunk_id = ?",
-            [(end, chunk_id) for chunk_id, end in extended.items()])
-    return [
-        outcome if outcome.error is not None else WriteOutcome(
-            outcome.sequence, *counts_by_message.get(id(message), (0, 0)))
-        for message, outcome in zip(messages, outcomes, strict=True)
-    ]
-
-
-def _contexts(conn: Any, accepted: Sequence[tuple[PreparedMessage, int]], count: int,
-              max_chars: int) -> dict[int, str]:
-    """Each accepted message's context (keyed by ``id``), in session order."""
-    contexts: dict[int, str] = {}
-    tails: dict[str, list[str]] = {}
-    for message, _ in accepted:
-        if message.context is not None or count <= 0:
-            contexts[id(message)] = message.context or ""
-            continue
-        tail = tails.get(message.session_id)
-        if tail is None:
-            tail = tails[message.session_id] = previous_texts(conn, message.session_id, count)
-        contexts[id(message)] = context_text(tail[-count:], max_chars)
-        if message.chunks:
-            tail.append(message.chunks[0].text)
-    return contexts
+            [(end, chunk_id) for chunk_id, end in plan.extended.items()])
+    return with_counts(messages, outcomes, plan.counts)
 
 
 def session_tails(conn: Any, session_ids: Sequence[str], count: int) -> dict[str, list[str]]:

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core import indexing
-from core.storage.events import chunk_id_for, scope_token_for
+from core.storage.events import scope_token_for
+from core.storage.messages import chunk_id_for
 from core.storage.note_index import note_chunk_id
 from core.storage.notes import MEMORY_PREFIX
 

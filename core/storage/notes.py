@@ -25,7 +25,8 @@ from typing import Any
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
 from core.storage.connection import select_in, transaction
-from core.storage.events import PreparedChunk, insert_rows
+from core.storage.events import insert_rows
+from core.storage.messages import PreparedChunk
 from core.storage.note_index import chunks_of, index_notes, touch_note, unindex_note
 
 MEMORY_PREFIX = "memory:"

@@ -13,7 +13,8 @@ from typing import Any
 
 from core.errors import OutOfNamespace
 from core.storage.connection import transaction
-from core.storage.events import out_of_namespace, session_agents
+from core.storage.events import session_agents
+from core.storage.messages import out_of_namespace
 
 
 def read_scratchpad(conn: Any, session_id: str) -> dict[str, Any] | None:

@@ -22,9 +22,10 @@ from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
 
 if TYPE_CHECKING:
-    from core.storage import copying, events, note_listing, notes, search, summaries
+    from core.storage import copying, note_listing, notes, search, summaries
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
+    from core.storage.messages import PreparedMessage, WriteOutcome
 
 
 class SharedOperations:
@@ -50,10 +51,10 @@ class SharedOperations:
                 f"{self.location} is open read-only" + (f" ({why})" if why else "")
                 + "; nothing was written")
 
-    async def write_messages(self, messages: Sequence[events.PreparedMessage], *,
+    async def write_messages(self, messages: Sequence[PreparedMessage], *,
                              all_or_nothing: bool, vectors: np.ndarray | None = None,
                              vector_model: str | None = None, context_messages: int = 0,
-                             context_chars: int = 400) -> list[events.WriteOutcome]:
+                             context_chars: int = 400) -> list[WriteOutcome]:
         """Store prepared messages (and their chunks' vectors, if given) in one transaction."""
         self.require_writable()
         return await self._db.write(functools.partial(

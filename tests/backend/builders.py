@@ -10,7 +10,7 @@ import numpy as np
 
 from core import indexing
 from core.storage.backend import Backend
-from core.storage.events import PreparedChunk, PreparedMessage
+from core.storage.messages import PreparedChunk, PreparedMessage
 from core.storage.notes import NoteDraft
 
 DIMENSION = 8

@@ -34,8 +34,8 @@ from core.config import EmbeddingConfig, StorageConfig
 from core.embeddings.model2vec_backend import load_model2vec
 from core.evaluation.locomo import convert_locomo_file
 from core.retrieval.fts_query import query_terms
-from core.storage.events import PreparedChunk, PreparedMessage
 from core.storage.locations import parse_location
+from core.storage.messages import PreparedChunk, PreparedMessage
 from core.storage.pg import fts_compare, search
 from core.storage.pg.backend import PostgresBackend
 from core.storage.pg.connection import Conn

@@ -18,16 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import OutOfNamespace
-from core.storage.events import (
-    PreparedMessage,
-    WriteOutcome,
-    allocate_sequences,
-    chunk_id_for,
-    chunk_scope_token,
-    out_of_namespace,
-)
-from core.storage.fts_rows import context_text
+from core.storage import messages as writing
+from core.storage.events import chunk_scope_token
+from core.storage.messages import PreparedMessage, WriteOutcome
 from core.storage.pg.connection import Conn
 
 # The tables a memory's rows live in, as table_counts reports them (chunks_fts and
@@ -126,24 +119,13 @@ async def write_messages(
         return []
     created = await _lock_sessions(conn, messages)
     last_by_session = await _last_sequences(conn, sorted({m.session_id for m in messages}))
-    outcomes, accepted = allocate_sequences(messages, last_by_session, all_or_nothing)
+    outcomes, accepted = writing.allocate_sequences(messages, last_by_session, all_or_nothing)
     if not accepted:
         return outcomes
 
     # Step 1, the session rows: made at their earliest accepted message and stamped with
-    # the latest; messages may carry older times, so updated_at never moves back.
-    touched: dict[str, PreparedMessage] = {}
-    spans: dict[str, list[str]] = {}
-    for message, _ in accepted:
-        touched[message.session_id] = message
-        at = message.created_at
-        span = spans.get(message.session_id)
-        if span is None:
-            spans[message.session_id] = [at, at]
-        elif at < span[0]:
-            span[0] = at
-        elif at > span[1]:
-            span[1] = at
+    # the latest.
+    touched, spans = writing.session_spans(accepted)
     async with conn.cursor() as cursor:
         await cursor.executemany(
             "UPDATE sessions SET"
@@ -172,105 +154,57 @@ async def write_messages(
              for sid, m in touched.items()])
 
     agents = await session_agents(conn, list(touched))
-    for message in touched.values():
-        if message.bound and agents[message.session_id] != (message.agent_identity or ""):
-            raise OutOfNamespace(out_of_namespace(message.session_id,
-                                                  message.agent_identity or ""))
-    counts: dict[int, list[int]] = {}
-    await _write_chunks(conn, messages, accepted, agents, counts, vectors, vector_model,
-                        context_messages, context_chars)
-    return [
-        outcome if outcome.error is not None else WriteOutcome(
-            outcome.sequence, *counts.get(id(message), (0, 0)))
-        for message, outcome in zip(messages, outcomes, strict=True)
-    ]
+    writing.check_owners(touched, agents)
+    plan = await _write_chunks(conn, messages, accepted, agents, vectors, vector_model,
+                               context_messages, context_chars)
+    return writing.with_counts(messages, outcomes, plan.counts)
 
 
 async def _write_chunks(conn: Conn, messages: Sequence[PreparedMessage],
                         accepted: list[tuple[PreparedMessage, int]], agents: dict[str, str],
-                        counts_by_message: dict[int, list[int]], vectors: np.ndarray | None,
-                        vector_model: str | None, context_messages: int,
-                        context_chars: int) -> None:
+                        vectors: np.ndarray | None, vector_model: str | None,
+                        context_messages: int, context_chars: int) -> writing.ChunkPlan:
     """Steps 8-9: new chunks inserted (with their vectors when given), a content hash
-    already stored in the session extending that chunk's sequence_end instead (dedup).
-    Fills ``counts_by_message`` with [inserted, deduplicated] per message ``id``."""
-    scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
-    first_row: dict[int, int] = {}
-    row = 0
-    for message in messages:
-        first_row[id(message)] = row
-        row += len(message.chunks)
-    planned = [(m, seq, chunk_id_for(m.session_id, c.content_hash), c,
-                first_row[id(m)] + position)
-               for m, seq in accepted for position, c in enumerate(m.chunks)]
+    already stored in the session extending that chunk's sequence_end instead (dedup)."""
+    planned = writing.planned_chunks(messages, accepted)
     if not planned:
-        return
+        return writing.plan_chunks(planned, {})
     cursor = await conn.execute(
         "SELECT chunk_id, sequence_end FROM chunks WHERE chunk_id = ANY(%s)",
-        ([p[2] for p in planned],))
-    existing: dict[str, int] = {str(r[0]): int(r[1]) for r in await cursor.fetchall()}
-    contexts = await _contexts(conn, accepted, context_messages, context_chars)
-    embedded = vectors is not None and vector_model is not None
-    inserts: list[tuple[Any, ...]] = []
-    vector_rows: list[tuple[str, str, str, str, str]] = []
-    extended: dict[str, int] = {}
-    metadata_by_message: dict[int, str] = {}
-    for message, sequence, chunk_id, chunk, vector_row in planned:
-        counts = counts_by_message.setdefault(id(message), [0, 0])
-        if chunk_id in existing:
-            existing[chunk_id] = max(existing[chunk_id], sequence)
-            extended[chunk_id] = existing[chunk_id]
-            counts[1] += 1
-            continue
-        if id(message) not in metadata_by_message:
-            metadata = dict(message.chunk_metadata)
-            metadata["sequence"] = sequence
-            metadata_by_message[id(message)] = json.dumps(metadata, ensure_ascii=False)
-        inserts.append((chunk_id, message.session_id, chunk.text, chunk.content_hash,
-                        sequence, sequence, metadata_by_message[id(message)],
-                        scope_tokens[message.session_id], message.created_at,
-                        "done" if embedded else "pending", contexts[id(message)]))
-        if embedded:
-            assert vectors is not None
-            vector_rows.append((chunk_id, message.session_id, agents[message.session_id],
-                                vector_text(vectors[vector_row]), vector_model or ""))
-        existing[chunk_id] = sequence
-        counts[0] += 1
+        ([p.chunk_id for p in planned],))
+    plan = writing.plan_chunks(planned, {str(r[0]): int(r[1]) for r in await cursor.fetchall()})
+    context_of = writing.contexts(accepted, {
+        sid: await previous_texts(conn, sid, context_messages)
+        for sid in writing.sessions_wanting_context(accepted, context_messages)},
+        context_messages, context_chars)
+    scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
+    status = "done" if vectors is not None and vector_model is not None else "pending"
     async with conn.cursor() as cur:
-        if inserts:
+        if plan.new:
             # One row at a time in list order: the identity gives fts_rowid in that order.
             await cur.executemany(
                 "INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash,"
                 " sequence_start, sequence_end, metadata_json, scope_token, created_at,"
                 " embedding_status, context_text)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", inserts)
-        if vector_rows:
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [(new.chunk_id, new.message.session_id, new.chunk.text,
+                  new.chunk.content_hash, new.sequence, new.sequence, new.metadata_json,
+                  scope_tokens[new.message.session_id], new.message.created_at, status,
+                  context_of[id(new.message)]) for new in plan.new])
+        if status == "done" and plan.new:
+            assert vectors is not None
             await cur.executemany(
                 "INSERT INTO chunks_vec(chunk_id, session_id, agent_identity, embedding_blob,"
-                " embedding_model) VALUES (%s, %s, %s, %s::vector, %s)", vector_rows)
-        if extended:
+                " embedding_model) VALUES (%s, %s, %s, %s::vector, %s)",
+                [(new.chunk_id, new.message.session_id, agents[new.message.session_id],
+                  vector_text(vectors[new.vector_row]), vector_model or "")
+                 for new in plan.new])
+        if plan.extended:
             await cur.executemany(
                 "UPDATE chunks SET sequence_end = greatest(sequence_end, %s)"
-                " WHERE chunk_id = %s", [(end, chunk_id) for chunk_id, end in extended.items()])
-
-
-async def _contexts(conn: Conn, accepted: Sequence[tuple[PreparedMessage, int]], count: int,
-                    max_chars: int) -> dict[int, str]:
-    """Each accepted message's context (keyed by ``id``), in session order."""
-    contexts: dict[int, str] = {}
-    tails: dict[str, list[str]] = {}
-    for message, _ in accepted:
-        if message.context is not None or count <= 0:
-            contexts[id(message)] = message.context or ""
-            continue
-        tail = tails.get(message.session_id)
-        if tail is None:
-            tail = tails[message.session_id] = await previous_texts(
-                conn, message.session_id, count)
-        contexts[id(message)] = context_text(tail[-count:], max_chars)
-        if message.chunks:
-            tail.append(message.chunks[0].text)
-    return contexts
+                " WHERE chunk_id = %s",
+                [(end, chunk_id) for chunk_id, end in plan.extended.items()])
+    return plan
 
 
 async def session_tails(conn: Conn, session_ids: Sequence[str], count: int) -> dict[str, list[str]]:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.storage.events import PreparedChunk
+from core.storage.messages import PreparedChunk
 from core.storage.note_index import note_rows
 from core.storage.pg.connection import Conn
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
-from core.storage.events import PreparedChunk
+from core.storage.messages import PreparedChunk
 from core.storage.notes import (
     _NOTE_COLUMNS,
     NoteChanges,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import OutOfNamespace
-from core.storage.events import out_of_namespace
+from core.storage.messages import out_of_namespace
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import session_agents
 

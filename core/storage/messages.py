@@ -1,0 +1,240 @@
+"""A message as the write path takes it, and what a write decides before any SQL.
+
+Both backends store messages the same way (oxydra's storage pipeline): sequences checked
+against each session's last, one session row per session stamped with its messages' span,
+each chunk either new or a content hash the session already holds (dedup: its
+``sequence_end`` moves on), each new chunk indexed with the context of the messages before
+it. The decisions live here, as functions of what the transaction read; the SQL that reads
+and writes is each backend's (:mod:`core.storage.events`, :mod:`core.storage.pg.events`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from core.errors import OutOfNamespace, SequenceError
+from core.inputs import shown
+from core.storage.fts_rows import context_text
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    """One chunk of a message, hashed and ready to insert."""
+
+    text: str
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class PreparedMessage:
+    """A validated message with everything the write transaction needs, computed off-lock."""
+
+    session_id: str
+    sequence: int | None  # None: allocate the next sequence inside the transaction
+    payload_json: str
+    role: str
+    importance: float
+    chunks: tuple[PreparedChunk, ...]
+    chunk_metadata: dict[str, Any]
+    agent_identity: str | None
+    created_at: str
+    # The conversational context its chunks are indexed with, when the caller worked it out
+    # already (the bulk path, which embeds before writing); None: the write path reads it.
+    context: str | None = None
+    # True: the session must belong to ``agent_identity`` (a namespace-bound caller); a
+    # session another agent created is refused inside the write transaction.
+    bound: bool = False
+
+    def with_context(self, context: str) -> PreparedMessage:
+        """This message with its chunks' context worked out.
+
+        ``dataclasses.replace`` would run every field through the frozen ``__setattr__``
+        again; the bulk path calls this once per message on the event loop's thread.
+        """
+        copy = object.__new__(PreparedMessage)
+        copy.__dict__.update(self.__dict__, context=context)
+        return copy
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """Per message: its sequence and how many chunks were new or deduplicated."""
+
+    sequence: int | None
+    inserted: int
+    deduplicated: int
+    error: str | None = None
+
+
+def chunk_id_for(session_id: str, content_hash: str) -> str:
+    """A chunk's id: stable for a session and content, so dedup is a primary-key upsert."""
+    digest = hashlib.sha256(f"{session_id}\x00{content_hash}".encode()).hexdigest()
+    return f"chk-{digest[:32]}"
+
+
+def out_of_namespace(session_id: str, namespace: str) -> str:
+    """The refusal of a namespace-bound call on another namespace's session (whose owner it
+    does not name)."""
+    return (f"session {shown(session_id)} belongs to another namespace, not to {namespace!r}; "
+            "nothing was read or written (use a session id of your own)")
+
+
+def allocate_sequences(messages: Sequence[PreparedMessage],
+                       last_by_session: dict[str, int | None], all_or_nothing: bool,
+                       ) -> tuple[list[WriteOutcome], list[tuple[PreparedMessage, int]]]:
+    """Each message's sequence (the next one when it has none) checked against its
+    session's last, which ``last_by_session`` holds and is moved on as messages are taken;
+    the outcomes in order and the accepted messages. A sequence not above the last is a
+    ``SequenceError`` with ``all_or_nothing``, else that message's outcome says why."""
+    outcomes: list[WriteOutcome] = []
+    accepted: list[tuple[PreparedMessage, int]] = []
+    for message in messages:
+        sid = message.session_id
+        last = last_by_session[sid]
+        sequence = message.sequence
+        if sequence is None:
+            sequence = 1 if last is None else last + 1
+        elif last is not None and sequence <= last:
+            error = (f"sequence {sequence} for session {shown(sid)} is not greater than "
+                     f"its last sequence {last}")
+            if all_or_nothing:
+                raise SequenceError(error)
+            outcomes.append(WriteOutcome(message.sequence, 0, 0, error))
+            continue
+        last_by_session[sid] = sequence
+        accepted.append((message, sequence))
+        outcomes.append(WriteOutcome(sequence, 0, 0))
+    return outcomes, accepted
+
+
+def session_spans(accepted: Sequence[tuple[PreparedMessage, int]],
+                  ) -> tuple[dict[str, PreparedMessage], dict[str, tuple[str, str]]]:
+    """Per session written: its last accepted message, and the earliest and latest
+    ``created_at`` of its messages (a session row is made at the one and stamped with the
+    other; messages may carry older times, so ``updated_at`` never moves back)."""
+    touched: dict[str, PreparedMessage] = {}
+    spans: dict[str, tuple[str, str]] = {}
+    for message, _ in accepted:
+        sid, at = message.session_id, message.created_at
+        touched[sid] = message
+        span = spans.get(sid)
+        spans[sid] = (at, at) if span is None else (min(span[0], at), max(span[1], at))
+    return touched, spans
+
+
+def check_owners(touched: Mapping[str, PreparedMessage], agents: Mapping[str, str]) -> None:
+    """``OutOfNamespace`` when a namespace-bound message names a session another agent
+    created (``agents``: each session's agent identity, '' for none)."""
+    for message in touched.values():
+        if message.bound and agents[message.session_id] != (message.agent_identity or ""):
+            raise OutOfNamespace(out_of_namespace(message.session_id,
+                                                  message.agent_identity or ""))
+
+
+class PlannedChunk(NamedTuple):
+    """One chunk of an accepted message: its id and its row in the given vectors."""
+
+    message: PreparedMessage
+    sequence: int
+    chunk_id: str
+    chunk: PreparedChunk
+    vector_row: int
+
+
+class NewChunk(NamedTuple):
+    """A chunk to insert, with its message's metadata as JSON."""
+
+    message: PreparedMessage
+    sequence: int
+    chunk_id: str
+    chunk: PreparedChunk
+    vector_row: int
+    metadata_json: str
+
+
+class ChunkPlan(NamedTuple):
+    """What the chunks of a write come to."""
+
+    new: list[NewChunk]
+    extended: dict[str, int]
+    """Stored chunks whose content came again: chunk id -> its new ``sequence_end``."""
+    counts: dict[int, list[int]]
+    """Per message ``id``: [chunks inserted, chunks deduplicated]."""
+
+
+def planned_chunks(messages: Sequence[PreparedMessage],
+                   accepted: Sequence[tuple[PreparedMessage, int]]) -> list[PlannedChunk]:
+    """Every chunk of the accepted messages; vectors rows count the chunks of all
+    ``messages`` (refused ones too), in message and chunk order."""
+    first_row: dict[int, int] = {}
+    row = 0
+    for message in messages:
+        first_row[id(message)] = row
+        row += len(message.chunks)
+    return [PlannedChunk(m, seq, chunk_id_for(m.session_id, c.content_hash), c,
+                         first_row[id(m)] + position)
+            for m, seq in accepted for position, c in enumerate(m.chunks)]
+
+
+def plan_chunks(planned: Sequence[PlannedChunk], stored: dict[str, int]) -> ChunkPlan:
+    """Which chunks are new and which extend a stored one, given ``stored``: the
+    ``sequence_end`` of those of ``planned`` already in the session (moved on in place; a
+    content met twice in one write is stored once)."""
+    new: list[NewChunk] = []
+    extended: dict[str, int] = {}
+    counts: dict[int, list[int]] = {}
+    metadata_by_message: dict[int, str] = {}
+    for message, sequence, chunk_id, chunk, vector_row in planned:
+        tally = counts.setdefault(id(message), [0, 0])
+        if chunk_id in stored:
+            stored[chunk_id] = max(stored[chunk_id], sequence)
+            extended[chunk_id] = stored[chunk_id]
+            tally[1] += 1
+            continue
+        metadata = metadata_by_message.get(id(message))
+        if metadata is None:
+            fields = dict(message.chunk_metadata)
+            fields["sequence"] = sequence
+            metadata = metadata_by_message[id(message)] = json.dumps(fields, ensure_ascii=False)
+        new.append(NewChunk(message, sequence, chunk_id, chunk, vector_row, metadata))
+        stored[chunk_id] = sequence
+        tally[0] += 1
+    return ChunkPlan(new, extended, counts)
+
+
+def sessions_wanting_context(accepted: Sequence[tuple[PreparedMessage, int]],
+                             count: int) -> list[str]:
+    """The sessions whose last messages' texts :func:`contexts` needs read from storage."""
+    if count <= 0:
+        return []
+    return list(dict.fromkeys(m.session_id for m, _ in accepted if m.context is None))
+
+
+def contexts(accepted: Sequence[tuple[PreparedMessage, int]], tails: Mapping[str, list[str]],
+             count: int, max_chars: int) -> dict[int, str]:
+    """Each accepted message's context (keyed by ``id``): its own when the caller worked it
+    out, else the first chunk texts of the ``count`` messages before it in its session, from
+    ``tails`` (each session's stored ones, oldest first) and the messages before it here."""
+    found: dict[int, str] = {}
+    running = {sid: list(texts) for sid, texts in tails.items()}
+    for message, _ in accepted:
+        if message.context is not None or count <= 0:
+            found[id(message)] = message.context or ""
+            continue
+        tail = running[message.session_id]
+        found[id(message)] = context_text(tail[-count:], max_chars)
+        if message.chunks:
+            tail.append(message.chunks[0].text)
+    return found
+
+
+def with_counts(messages: Sequence[PreparedMessage], outcomes: Sequence[WriteOutcome],
+                counts: Mapping[int, list[int]]) -> list[WriteOutcome]:
+    """The outcomes, each stored message's with its chunks inserted and deduplicated."""
+    return [outcome if outcome.error is not None else WriteOutcome(
+                outcome.sequence, *counts.get(id(message), (0, 0)))
+            for message, outcome in zip(messages, outcomes, strict=True)]
