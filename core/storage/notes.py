@@ -93,10 +93,17 @@ class NoteChanges:
 
 def _notes(conn: Any, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
     """Note rows as dicts, with their aliases (sorted) and tags."""
+    return note_dicts(rows, select_in(
+        conn, "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id IN",
+        [row[0] for row in rows]))
+
+
+def note_dicts(rows: Sequence[Sequence[Any]],
+               alias_rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Note rows (``_NOTE_COLUMNS``) as dicts, with their tags and their aliases, sorted,
+    from ``alias_rows`` of (note_id, alias) (either backend's)."""
     aliases: dict[str, list[str]] = {}
-    for note_id, name in select_in(
-            conn, "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id IN",
-            [row[0] for row in rows]):
+    for note_id, name in alias_rows:
         aliases.setdefault(note_id, []).append(name)
     notes = []
     for row in rows:

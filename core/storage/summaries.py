@@ -32,20 +32,29 @@ def epoch_of(state: dict[str, Any]) -> int:
     return int((state.get("summary_state") or {}).get("epoch", 0))
 
 
+def swapped_summary(state: dict[str, Any], summary: dict[str, Any], expected_epoch: int,
+                    now: str) -> dict[str, Any] | None:
+    """The summary state to write over ``state`` (the session's): None when its epoch is no
+    longer ``expected_epoch`` (another summarizer won); ``InvalidInput`` when the summary
+    claims to cover messages past the session's last."""
+    if epoch_of(state) != expected_epoch:
+        return None
+    last = int(state.get("last_sequence") or 0)
+    upper = int(summary["upper_sequence"])
+    if not 0 <= upper <= last:
+        raise InvalidInput(f"upper_sequence {upper} is outside the session's history "
+                           f"(0 to {last})")
+    return {**summary, "epoch": expected_epoch + 1, "updated_at": now}
+
+
 def write_summary_state(conn: Any, session_id: str, summary: dict[str, Any],
                         expected_epoch: int, now: str) -> int | None:
     """Compare-and-swap the rolling summary: written with ``epoch = expected_epoch + 1`` when
     the stored epoch is still ``expected_epoch``; None (nothing written) when it is not."""
     with transaction(conn):
-        state = _state(conn, session_id)
-        if epoch_of(state) != expected_epoch:
+        value = swapped_summary(_state(conn, session_id), summary, expected_epoch, now)
+        if value is None:
             return None
-        last = int(state.get("last_sequence") or 0)
-        upper = int(summary["upper_sequence"])
-        if not 0 <= upper <= last:
-            raise InvalidInput(f"upper_sequence {upper} is outside the session's history "
-                               f"(0 to {last})")
-        value = {**summary, "epoch": expected_epoch + 1, "updated_at": now}
         conn.execute(
             "UPDATE session_state SET state_json = json_set(state_json, '$.summary_state',"
             " json(?)), updated_at = ? WHERE session_id = ?",

@@ -29,6 +29,7 @@ from core.storage.notes import (
     _names_of,
     _new_row,
     memory_session_id,
+    note_dicts,
 )
 from core.storage.pg.connection import Conn
 from core.storage.pg.note_index import chunks_of, index_notes, touch_note, unindex_note
@@ -41,20 +42,12 @@ SELECT = "SELECT " + ", ".join(f"n.{column}" for column in _NOTE_COLUMNS) + " FR
 
 async def rows_to_notes(conn: Conn, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
     """Note rows as dicts, with their aliases (sorted) and tags."""
-    aliases: dict[str, list[str]] = {}
-    if rows:
-        cursor = await conn.execute(
-            "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id = ANY(%s)",
-            ([row[0] for row in rows],))
-        for note_id, name in await cursor.fetchall():
-            aliases.setdefault(note_id, []).append(name)
-    notes = []
-    for row in rows:
-        note = dict(zip(_NOTE_COLUMNS, row, strict=True))
-        note["tags"] = json.loads(note.pop("tags_json"))
-        note["aliases"] = sorted(aliases.get(note["note_id"], []))
-        notes.append(note)
-    return notes
+    if not rows:
+        return []
+    cursor = await conn.execute(
+        "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id = ANY(%s)",
+        ([row[0] for row in rows],))
+    return note_dicts(rows, await cursor.fetchall())
 
 
 async def _by_id(conn: Conn, namespace: str, note_id: str) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.errors import InvalidInput, NotFound, SummaryConflict
+from core.errors import NotFound, SummaryConflict
 from core.storage.notes import MEMORY_PREFIX, NoteDraft
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import add_note
@@ -26,6 +26,7 @@ from core.storage.summaries import (
     CompactionPlan,
     _archives,
     epoch_of,
+    swapped_summary,
 )
 
 
@@ -45,15 +46,10 @@ async def write_summary_state(
 ) -> int | None:
     """Compare-and-swap the rolling summary: written with ``epoch = expected_epoch + 1`` when
     the stored epoch is still ``expected_epoch``; None (nothing written) when it is not."""
-    state = await _locked_state(conn, session_id)
-    if epoch_of(state) != expected_epoch:
+    value = swapped_summary(await _locked_state(conn, session_id), summary, expected_epoch,
+                            now)
+    if value is None:
         return None
-    last = int(state.get("last_sequence") or 0)
-    upper = int(summary["upper_sequence"])
-    if not 0 <= upper <= last:
-        raise InvalidInput(f"upper_sequence {upper} is outside the session's history "
-                           f"(0 to {last})")
-    value = {**summary, "epoch": expected_epoch + 1, "updated_at": now}
     await conn.execute(
         "UPDATE session_state SET state_json = jsonb_set(state_json::jsonb,"
         " '{summary_state}', %s::jsonb)::text, updated_at = %s WHERE session_id = %s",
