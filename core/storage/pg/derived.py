@@ -75,6 +75,8 @@ class NamespaceIndex:
     requests: int = 0
     covered: int = 0
     last_used: float = field(default_factory=time.monotonic)
+    built_bytes: int = 0
+    """What it held once built (syncs add little before a rebuild: ``REBUILD_CHURN``)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -164,12 +166,13 @@ class PgDerivedIndexes:
         fresh.build_seconds = time.perf_counter() - started
         fresh.ready = not self._closed
         fresh.last_used = time.monotonic()
+        fresh.built_bytes = fresh.memory_bytes()
         self._held[namespace] = fresh
         self._fit(namespace)
 
     def held_bytes(self) -> int:
-        """What the built indexes hold together."""
-        return sum(held.memory_bytes() for held in self._held.values() if held.ready)
+        """What the built indexes held together once built (what the budget counts)."""
+        return sum(held.built_bytes for held in self._held.values() if held.ready)
 
     def _fit(self, built: str) -> None:
         """Drop the least recently queried indexes while those built hold more than the
@@ -178,7 +181,7 @@ class PgDerivedIndexes:
         the SQL path while its index is built again."""
         if self.budget_bytes <= 0:
             return
-        sizes = {name: held.memory_bytes() for name, held in self._held.items() if held.ready}
+        sizes = {name: held.built_bytes for name, held in self._held.items() if held.ready}
         total = sum(sizes.values())
         if total <= self.budget_bytes:
             return
