@@ -168,10 +168,9 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
         plan = plan_chunks(planned, _existing_chunks(conn, [p.chunk_id for p in planned])
                            if planned else {})
         fts_rowid = next_fts_rowid(conn) if plan.new else 0
-        context_of = contexts(accepted, {
-            sid: previous_texts(conn, sid, context_messages)
-            for sid in sessions_wanting_context(accepted, context_messages)},
-            context_messages, context_chars)
+        tails = session_tails(conn, sessions_wanting_context(accepted, context_messages),
+                              context_messages)
+        context_of = contexts(accepted, tails, context_messages, context_chars)
         scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
         status = "done" if vectors is not None and vector_model is not None else "pending"
         inserts = [(new.chunk_id, new.message.session_id, new.chunk.text,

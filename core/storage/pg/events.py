@@ -173,10 +173,9 @@ async def _write_chunks(conn: Conn, messages: Sequence[PreparedMessage],
         "SELECT chunk_id, sequence_end FROM chunks WHERE chunk_id = ANY(%s)",
         ([p.chunk_id for p in planned],))
     plan = writing.plan_chunks(planned, {str(r[0]): int(r[1]) for r in await cursor.fetchall()})
-    context_of = writing.contexts(accepted, {
-        sid: await previous_texts(conn, sid, context_messages)
-        for sid in writing.sessions_wanting_context(accepted, context_messages)},
-        context_messages, context_chars)
+    tails = await session_tails(conn, writing.sessions_wanting_context(accepted, context_messages),
+                                context_messages)
+    context_of = writing.contexts(accepted, tails, context_messages, context_chars)
     scope_tokens = {sid: chunk_scope_token(sid, agent) for sid, agent in agents.items()}
     status = "done" if vectors is not None and vector_model is not None else "pending"
     async with conn.cursor() as cur:
