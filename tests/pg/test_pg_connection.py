@@ -86,6 +86,48 @@ async def test_a_deadlock_is_retried_until_both_writes_commit(
     assert len(attempts) == 3  # one of the two was chosen as the victim and ran again
 
 
+async def _close_every_connection(url: str) -> int:
+    """What a server restart or failover does to the pool: every other connection to the
+    test's database closed by the server; how many were."""
+    async with await AsyncConnection.connect(url, autocommit=True) as admin:
+        cursor = await admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_connections_the_server_closed_are_replaced_without_a_refusal(
+        pg_db: PgDatabase, pg_url: str) -> None:
+    async def held(conn: Conn) -> None:  # several at once: the pool grows to its size
+        await conn.execute("SELECT pg_sleep(0.2)")
+
+    await asyncio.gather(*(pg_db.read(held) for _ in range(4)))
+    assert await _close_every_connection(pg_url) >= 1
+    for name in ("after-1", "after-2", "after-3"):
+        await pg_db.write(add_session, name)
+    assert await pg_db.read(session_ids) == ["after-1", "after-2", "after-3"]
+    await _close_every_connection(pg_url)
+    assert await pg_db.read(session_ids) == ["after-1", "after-2", "after-3"]
+
+
+async def test_a_write_that_keeps_losing_its_connection_is_refused_and_keeps_nothing(
+        pg_db: PgDatabase) -> None:
+    runs = 0
+
+    async def doomed(conn: Conn) -> None:
+        nonlocal runs
+        runs += 1
+        await add_session(conn, f"doomed-{runs}")
+        await conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+    with pytest.raises(StorageUnavailable, match="connection"):
+        await pg_db.write(doomed)
+    assert runs == pg_db._pool_size + 1  # run again on as many connections as the pool holds
+    assert await pg_db.read(session_ids) == []
+
+
 async def test_a_conflict_that_never_ends_is_a_refusal(pg_url: str) -> None:
     db = PgDatabase(parse_location(pg_url), write_attempts=3)
     await db.open()

@@ -9,10 +9,14 @@ is run again from the start, and only a function can be.
 
 - A read is a REPEATABLE READ, READ ONLY transaction: one snapshot for all its statements,
   as a SQLite read transaction in WAL mode sees. Read-only snapshot transactions never fail
-  with a serialization conflict, so reads are not retried.
+  with a serialization conflict.
 - A write is READ COMMITTED (PostgreSQL's default, each statement sees what committed
   before it), run again up to ``write_attempts`` times after a serialization failure or a
   deadlock. Its function may run more than once: it must do nothing outside its transaction.
+- Both are run again on another connection when theirs turns out to have been closed by
+  the server (a restart, a failover, an idle timeout: the pool cannot tell before using it),
+  as long as the write's COMMIT was not sent: until then the server kept nothing of it. One
+  more attempt than the pool holds connections, so a pool the server emptied is refilled.
 - :meth:`PgDatabase.watch` runs on one more connection, outside the pool, that LISTENs to
   'memory_changed' (the schema's triggers notify it at every commit that changes the
   memory): its count of notifications is the pulse's change counter. LISTEN, not a
@@ -117,14 +121,17 @@ class PgDatabase:
     async def read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """``await fn(conn, *args)`` in a read-only snapshot transaction."""
         pool = self._opened()
-        try:
-            async with pool.connection() as conn:
-                await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ)
-                await conn.set_read_only(True)
-                async with conn.transaction():
-                    return await fn(conn, *args)
-        except (psycopg.Error, UnicodeEncodeError) as exc:
-            raise self._refusal(exc, writing=False) from None
+        for attempt in range(1, self._pool_size + 2):
+            try:
+                async with pool.connection() as conn:
+                    await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ)
+                    await conn.set_read_only(True)
+                    async with conn.transaction():
+                        return await fn(conn, *args)
+            except (psycopg.Error, UnicodeEncodeError) as exc:
+                if not (refusals.connection_lost(exc) and attempt <= self._pool_size):
+                    raise self._refusal(exc, writing=False) from None
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """``await fn(conn, *args)`` in a READ COMMITTED transaction, committed on return,
@@ -133,7 +140,9 @@ class PgDatabase:
         if self.read_only:
             raise ReadOnlyDatabase(f"{self.location} is open read-only; nothing was written")
         pool = self._opened()
-        for attempt in range(1, self._write_attempts + 1):
+        conflicts = lost = 0
+        while True:
+            committing = False
             try:
                 async with pool.connection() as conn:
                     await conn.set_isolation_level(IsolationLevel.READ_COMMITTED)
@@ -141,15 +150,19 @@ class PgDatabase:
                     # made read-only refuses the write instead of being overridden.
                     await conn.set_read_only(None)
                     async with conn.transaction():
-                        return await fn(conn, *args)
+                        result = await fn(conn, *args)
+                        committing = True  # leaving the block sends COMMIT
+                    return result
             except refusals.RETRYABLE as exc:
-                if attempt == self._write_attempts:
+                conflicts += 1
+                if conflicts == self._write_attempts:
                     raise self._refusal(exc, writing=True) from None
                 # Jittered, growing pauses, so the writers that collided do not meet again.
-                await asyncio.sleep(random.uniform(0, min(0.25, 0.005 * 2 ** attempt)))
+                await asyncio.sleep(random.uniform(0, min(0.25, 0.005 * 2 ** conflicts)))
             except (psycopg.Error, UnicodeEncodeError) as exc:
-                raise self._refusal(exc, writing=True) from None
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                lost += 1
+                if committing or not refusals.connection_lost(exc) or lost > self._pool_size:
+                    raise self._refusal(exc, writing=True) from None
 
     async def watch(self, fn: Callable[[Conn], Awaitable[T]]) -> tuple[int, T]:
         """(change counter, ``await fn(conn)``) on the connection that LISTENs to

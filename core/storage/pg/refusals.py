@@ -32,6 +32,16 @@ from core.storage.refusals import not_text
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 
 
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection itself failed (closed by the server, a restart,
+    a network cut), rather than a statement on it."""
+    if not isinstance(exc, psycopg.OperationalError) or isinstance(
+            exc, psycopg_pool.PoolTimeout):
+        return False
+    sqlstate = exc.sqlstate or ""
+    return not sqlstate or sqlstate.startswith(("08", "57P"))
+
+
 def driver_words(location: Location, exc: BaseException) -> str:
     """The driver's message for ``exc``, on one line, without the location's password."""
     text = " ".join(str(exc).split()) or type(exc).__name__
@@ -91,8 +101,7 @@ def refusal(location: Location, exc: BaseException, *, writing: bool) -> Workben
             f"{location}: no database connection came free in time ({words}); the server "
             "or the pool is saturated")
     if isinstance(exc, psycopg.OperationalError):
-        sqlstate = exc.sqlstate or ""
-        if not sqlstate or sqlstate.startswith(("08", "57P")):
+        if connection_lost(exc):
             # A connection lost at COMMIT leaves the write's outcome unknown to us.
             outcome = "it may or may not have been kept" if writing else "nothing was changed"
             return StorageUnavailable(
