@@ -19,7 +19,7 @@ from core.errors import (
     StorageUnavailable,
 )
 from core.storage.locations import parse_location
-from core.storage.pg import refusals
+from core.storage.pg import refusals, vectors
 from core.storage.pg.connection import PgDatabase
 from tests.pg_server import PgTestServer
 
@@ -237,3 +237,27 @@ def test_server_refusals_become_the_engines_errors_without_the_password() -> Non
     assert "may or may not" in str(refusals.refusal(location, lost, writing=True))
     unique = pg_errors.UniqueViolation("duplicate key value")
     assert refusals.refusal(location, unique, writing=True) is None  # the caller's to read
+
+
+async def test_a_worker_whose_liveness_connection_the_server_closed_takes_its_lock_again(
+        pg_url: str) -> None:
+    from core import Engine
+    from tests.conftest import DETERMINISTIC
+
+    async def claimer_locks() -> int:
+        async with await AsyncConnection.connect(pg_url, autocommit=True) as admin:
+            cursor = await admin.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND classid = %s::oid AND database = (SELECT oid FROM pg_database"
+                " WHERE datname = current_database())", (vectors.CLAIMER_LOCK,))
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        assert await claimer_locks() == 1
+        await _close_every_connection(pg_url)
+        assert await claimer_locks() == 0  # its leases look abandoned to other workers
+        await backend.pending_chunks(10)
+        assert await claimer_locks() == 1

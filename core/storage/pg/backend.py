@@ -11,6 +11,7 @@ holds what is PostgreSQL's own.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -91,6 +92,7 @@ class PostgresBackend(SharedOperations):
         # engine, as there is one embedding worker per engine).
         self._claimer = _new_claimer()
         self._liveness: Conn | None = None  # holds the claimer's lock (vectors.py)
+        self._liveness_lock = asyncio.Lock()
         self.derived = DerivedLegs(db, derived_memory_mb * 1024 * 1024)
         """The namespaces' indexes derived in memory (:mod:`core.storage.pg.derived`)."""
 
@@ -134,9 +136,7 @@ class PostgresBackend(SharedOperations):
         backend.read_only_reason = forced
         if not read_only:
             try:
-                backend._liveness = await db.dedicated()
-                while not await vectors.hold_claimer_lock(backend._liveness, backend._claimer):
-                    backend._claimer = _new_claimer()  # a live claimer's hash: another name
+                await backend._keep_claimer_alive()
             except BaseException:
                 await backend.close()
                 raise
@@ -192,8 +192,25 @@ class PostgresBackend(SharedOperations):
         are only read: nothing of it may be written, a claim included)."""
         if self.read_only:
             return await self._db.read(vectors.pending_chunks, limit, after_rowid)
+        await self._keep_claimer_alive()
         return await self._db.write(vectors.claim_pending_chunks, self._claimer, limit,
                                     after_rowid)
+
+    async def _keep_claimer_alive(self) -> None:
+        """Take the claimer's liveness lock again on a new connection when the server closed
+        the one holding it (a restart, a failover, an idle timeout): without the lock, other
+        workers take this one's leases, and the chunks are embedded twice."""
+        async with self._liveness_lock:
+            if self._liveness is not None:
+                try:
+                    await self._liveness.execute("SELECT 1")
+                    return
+                except psycopg.OperationalError:
+                    with contextlib.suppress(psycopg.Error):
+                        await self._liveness.close()
+            self._liveness = await self._db.dedicated()
+            while not await vectors.hold_claimer_lock(self._liveness, self._claimer):
+                self._claimer = _new_claimer()  # a live claimer's hash: another name
 
     async def vector_meta(self) -> tuple[int | None, str | None]:
         """(dimension, model) the database's vector column was fixed for."""
