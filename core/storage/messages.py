@@ -136,30 +136,21 @@ def check_owners(touched: Mapping[str, PreparedMessage], agents: Mapping[str, st
 
 
 class PlannedChunk(NamedTuple):
-    """One chunk of an accepted message: its id and its row in the given vectors."""
+    """One chunk of an accepted message: its id, its row in the given vectors and, once
+    :func:`plan_chunks` found it new, its message's metadata as JSON."""
 
     message: PreparedMessage
     sequence: int
     chunk_id: str
     chunk: PreparedChunk
     vector_row: int
-
-
-class NewChunk(NamedTuple):
-    """A chunk to insert, with its message's metadata as JSON."""
-
-    message: PreparedMessage
-    sequence: int
-    chunk_id: str
-    chunk: PreparedChunk
-    vector_row: int
-    metadata_json: str
+    metadata_json: str = ""
 
 
 class ChunkPlan(NamedTuple):
     """What the chunks of a write come to."""
 
-    new: list[NewChunk]
+    new: list[PlannedChunk]
     extended: dict[str, int]
     """Stored chunks whose content came again: chunk id -> its new ``sequence_end``."""
     counts: dict[int, list[int]]
@@ -181,14 +172,15 @@ def planned_chunks(messages: Sequence[PreparedMessage],
 
 
 def plan_chunks(planned: Sequence[PlannedChunk], stored: dict[str, int]) -> ChunkPlan:
-    """Which chunks are new and which extend a stored one, given ``stored``: the
-    ``sequence_end`` of those of ``planned`` already in the session (moved on in place; a
-    content met twice in one write is stored once)."""
-    new: list[NewChunk] = []
+    """Which chunks are new (with their metadata) and which extend a stored one, given
+    ``stored``: the ``sequence_end`` of those of ``planned`` already in the session (moved
+    on in place; a content met twice in one write is stored once)."""
+    new: list[PlannedChunk] = []
     extended: dict[str, int] = {}
     counts: dict[int, list[int]] = {}
     metadata_by_message: dict[int, str] = {}
-    for message, sequence, chunk_id, chunk, vector_row in planned:
+    for chunk in planned:
+        message, sequence, chunk_id = chunk.message, chunk.sequence, chunk.chunk_id
         tally = counts.setdefault(id(message), [0, 0])
         if chunk_id in stored:
             stored[chunk_id] = max(stored[chunk_id], sequence)
@@ -200,7 +192,7 @@ def plan_chunks(planned: Sequence[PlannedChunk], stored: dict[str, int]) -> Chun
             fields = dict(message.chunk_metadata)
             fields["sequence"] = sequence
             metadata = metadata_by_message[id(message)] = json.dumps(fields, ensure_ascii=False)
-        new.append(NewChunk(message, sequence, chunk_id, chunk, vector_row, metadata))
+        new.append(chunk._replace(metadata_json=metadata))
         stored[chunk_id] = sequence
         tally[0] += 1
     return ChunkPlan(new, extended, counts)
