@@ -6,6 +6,7 @@ import asyncio
 import gc
 import resource
 import time
+from pathlib import Path
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -56,6 +57,41 @@ def freeze_the_heap() -> None:
     of thousands of dicts that a full collection would walk inside some timed query or write."""
     gc.collect()
     gc.freeze()
+
+
+def warm_file_cache(path: Path) -> tuple[int, float] | None:
+    """Read a SQLite file (and its WAL) once, start to end, so its pages sit in the
+    operating system's file cache as a file just written does: (bytes read, seconds), or
+    None when they would take more than half the memory available, or the file is none.
+
+    A file built by an earlier run (``--reuse``) is cached only where something read it
+    since, and at 1M chunks nothing else reads the index that clusters a session's rows:
+    a session query's first reads then wait for the disk (p95 3.1 ms against 1.8 ms warm,
+    same 200 sessions), while LanceDB's files, written minutes before, are all cached.
+    """
+    files = [found for found in (path, Path(f"{path}-wal")) if found.is_file()]
+    size = sum(found.stat().st_size for found in files)
+    if not files or size > _available_bytes() // 2:
+        return None
+    began = time.perf_counter()
+    buffer = bytearray(4 << 20)
+    for found in files:
+        with open(found, "rb", buffering=0) as stream:
+            while stream.readinto(buffer):
+                pass
+    return size, time.perf_counter() - began
+
+
+def _available_bytes() -> int:
+    """The memory Linux says is available for new work (``MemAvailable``); 0 elsewhere."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 async def wait_until_quiet(*, window: float = 0.1, busy: float = 0.05,
