@@ -1,9 +1,11 @@
-"""The derived full-text index: FTS5's tokens, FTS5's bm25 ranking, kept in step with writes."""
+"""The derived full-text index: FTS5's tokens, FTS5's bm25 ranking (of a namespace, and of one
+session over its prefixed columns), kept in step with writes."""
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.phrases import occurrences, phrase_postings
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
 from core.storage.events import agent_token_for
+from core.storage.fts_maxscore import bm25_rowids
+from core.storage.search import _session_match
 from tests.conftest import DETERMINISTIC
 
 LOCOMO = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo-dev"
@@ -175,6 +179,84 @@ async def test_the_index_ranks_as_fts5_in_every_namespace(db_path: Path) -> None
         conn.close()
 
 
+def _session_rowids(conn: Any, session_id: str) -> list[int]:
+    return [row[0] for row in conn.execute(
+        "SELECT fts_rowid FROM chunks WHERE session_id = ?", (session_id,))]
+
+
+def _fts5_session_top(conn: Any, session_id: str, terms: list[str], k: int,
+                      weight: float = 0.5) -> list[tuple[int, float]]:
+    """FTS5's ranking of one session, by the engine's own SQL path (prefixed columns)."""
+    match = _session_match(session_id, terms, weight)
+    return [] if match is None else bm25_rowids(conn, *match, k)
+
+
+# Words whose stem a session's consonant prefix changes, or might: short ones ("us" stays
+# "us" bare, "used" stems to "us"), a leading "y", two-letter stems, and their neighbours.
+QUIRKS = ["us", "used", "uses", "use", "is", "as", "yes", "yellow", "yelling", "ytterbium",
+          "hoping", "hope", "op", "oping", "by", "my", "sky", "skies", "ate", "rating"]
+
+
+async def test_a_sessions_rows_rank_as_fts5_ranks_the_session(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without the word FTS5 keeps whole and Python's \w splits (tested apart below).
+    monkeypatch.setattr(sys.modules[__name__], "ODD", [w for w in ODD if "🙂" not in w])
+    await _file(db_path)
+    rng = random.Random(5)
+    async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
+        await engine.store_many([("quirks", n + 1, {"role": "user", "content": " ".join(
+            rng.sample(QUIRKS + COMMON, 6))}) for n in range(60)])
+        await engine.store_many([("odd", 1, {"role": "user", "content": "good emoji🙂ok"}),
+                                 ("odd", 2, {"role": "user", "content": "good plan"})])
+    conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:
+        index = FullTextIndex()
+        index.build(conn)
+        words = COMMON + TOPICAL + RARE[:12] + ["cafe", "naive", "run", "absent", "ecole"]
+        sessions = [*(f"s{n}" for n in range(9)), "b0", "b1", "b2", "quirks"]
+        rows = {session: _session_rowids(conn, session) for session in [*sessions, "odd"]}
+        texts = {row[0]: (row[1], row[2]) for row in conn.execute(
+            "SELECT fts_rowid, chunk_text, context_text FROM chunks")}
+        phrases = ["snake_case", "x86_64", "good_plan", "case_snake", "good_good"]
+        answered = 0
+        for terms in _queries(rng, words + QUIRKS + phrases + ["good", "plan"], 300):
+            session = rng.choice(sessions)
+            k = rng.choice([1, 5, 10, 250])
+            weight = rng.choice([0.5, 0.3, 1.0])
+            got = index.session_search(rows[session], terms, k, weight, texts)
+            if got is None:  # a word whose prefixed copy may stem otherwise: FTS5 ranks it
+                assert set(terms) & set(QUIRKS), terms
+                continue
+            answered += 1
+            assert_same_ranking(got, _fts5_session_top(conn, session, terms, k, weight))
+        assert answered > 100
+        for word in QUIRKS:  # each alone: FTS5's ranking, or left to FTS5
+            got = index.session_search(rows["quirks"], [word], 250)
+            if got is not None:
+                assert_same_ranking(got, _fts5_session_top(conn, "quirks", [word], 250))
+        for word in ("us", "used", "is", "as"):  # "us" stays "us" bare, prefixed it loses "s"
+            assert index.session_search(rows["quirks"], [word], 10) is None, word
+        for word in ("hoping", "rating", "skies", "yellow"):  # stems the prefix leaves alone
+            assert index.session_search(rows["quirks"], [word], 10), word
+        # Every row of a session, in any order: the rows FTS5 would read.
+        shuffled = rows["s3"][::-1]
+        assert index.session_search(shuffled, ["garlic", "good"], 50) == \
+            index.session_search(rows["s3"], ["garlic", "good"], 50)
+        # A word of several tokens is a phrase to FTS5: counted in the rows' texts, when
+        # given them; else the SQL path ranks it.
+        assert index.session_search(rows["s1"], ["good", "snake_case"], 10) is None
+        assert_same_ranking(
+            index.session_search(rows["s1"], ["good", "snake_case"], 250, 0.5, texts) or [],
+            _fts5_session_top(conn, "s1", ["good", "snake_case"], 250))
+        assert index.session_search(rows["s1"], ["___"], 10) is None
+        # A session holding a word FTS5 keeps whole and the prefix splits in two.
+        assert index.session_search(rows["odd"], ["good"], 10) is None
+        assert index.session_search([], ["good"], 10) == []
+        assert index.session_search(rows["s1"], ["absentword"], 10) == []
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("rebuild_floor", [fulltext.REBUILD_FLOOR, 0])
 async def test_sync_follows_inserts_deletes_and_reused_rowids(
         db_path: Path, monkeypatch: pytest.MonkeyPatch, rebuild_floor: int) -> None:
@@ -248,11 +330,17 @@ async def test_the_index_ranks_as_fts5_on_the_locomo_dev_questions(db_path: Path
     try:
         index = FullTextIndex()
         index.build(conn)
-        for question in questions:
+        sessions = [row[0] for row in conn.execute("SELECT session_id FROM sessions")]
+        rows = {session: _session_rowids(conn, session) for session in sessions}
+        for number, question in enumerate(questions):
             terms = query_terms(question)
             got = index.search("ana", terms, 50, 0.5, conn)
             assert got is not None, question
             assert_same_ranking(got, _fts5_top(conn, "ana", terms, 50))
+            session = sessions[number % len(sessions)]
+            mine = index.session_search(rows[session], terms, 250)
+            if mine is not None:  # None: a word of several tokens, which FTS5 answers
+                assert_same_ranking(mine, _fts5_session_top(conn, session, terms, 250))
     finally:
         conn.close()
 

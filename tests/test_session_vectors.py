@@ -1,5 +1,6 @@
-"""A session's vector leg and fetch from the namespace matrix: the same answers as the SQL
-path (sqlite-vec's partition, then the clustered rows), which stays the fallback."""
+"""A session's vector leg and fetch from the namespace matrix, and its full-text leg from the
+derived full-text index: the same answers as the SQL path (FTS5's prefixed columns,
+sqlite-vec's partition, then the clustered rows), which stays the fallback."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from core import Engine
 from core.retrieval.search import SearchResult
 from core.storage import session_vectors
+from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.session_vectors import SESSION_VECTOR_LEG
 from core.storage.sqlite_backend import SqliteBackend
@@ -79,6 +81,47 @@ async def test_a_session_query_answers_alike_from_the_matrix(db_path: Path) -> N
     assert {found.legs.vector_path for found in matrix} == {SESSION_VECTOR_LEG}
     assert sum(bool(found.results) for found in matrix) >= 2 * len(SESSIONS) * (len(QUERIES) - 1)
     _assert_alike(sql, matrix)
+
+
+async def test_a_session_ranks_its_full_text_from_the_derived_index_once_built(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _fill(db_path)
+    ranked: list[list[str]] = []
+    session_search = FullTextIndex.session_search
+
+    def spy(index: FullTextIndex, rowids: list[int], terms: list[str], k: int,
+            context_weight: float = 0.5, texts: dict[int, tuple[str, str]] | None = None,
+            ) -> list[tuple[int, float]] | None:
+        ranked.append(list(terms))
+        return session_search(index, rowids, terms, k, context_weight, texts)
+
+    monkeypatch.setattr(FullTextIndex, "session_search", spy)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = _backend(engine)
+        await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+        fts5 = await _ask(engine)
+        assert ranked == []  # the full-text index is not built: FTS5 ranks
+        await asyncio.to_thread(backend.derived.build_now, backend.full_text_index.name)
+        derived = await _ask(engine)
+        # A word of several tokens is a phrase to FTS5, which ranks it.
+        phrase = [await engine.search(session_id=SESSIONS[0], query=query, top_k=10)
+                  for query in ("snake_case booking", "the booking", "search_web flight")]
+        monkeypatch.setattr(backend.session_matrix, "full_text", None)
+        phrase_fts5 = [await engine.search(session_id=SESSIONS[0], query=query, top_k=10)
+                       for query in ("snake_case booking", "the booking", "search_web flight")]
+        # A message stored since: both indexes catch up in the query's snapshot.
+        await engine.append(SESSIONS[1], {"role": "user",
+                                          "content": "quokka marmalade on the ferry"})
+        await engine.drain()
+        found = await engine.search(session_id=SESSIONS[1], query="quokka ferry", top_k=10)
+    hybrid = [q for q in QUERIES if q != "zzzz unknown words"]
+    assert len([terms for terms in ranked if terms]) >= len(SESSIONS) * len(hybrid)
+    _assert_alike(fts5, derived)
+    assert phrase[0].legs.fts and phrase[1].legs.fts and phrase[2].legs.fts
+    _assert_alike(phrase_fts5, phrase)
+    assert ["search_web", "flight"] in ranked
+    assert found.results[0].text == "quokka marmalade on the ferry"
+    assert found.results[0].fts_rank == 1 and found.results[0].vector_rank == 1
 
 
 async def test_a_session_too_long_to_read_whole_takes_the_sql_path(

@@ -327,17 +327,20 @@ def session_vector_leg(request: LegRequest, full_text: bool) -> bool:
 
 
 class SessionAnswer(NamedTuple):
-    """A derived index's answer to a session's vector leg and fetch."""
+    """Derived indexes' answer to a session's vector leg and fetch, and to its full-text
+    leg when they were asked to rank it too."""
 
     vector: list[tuple[str, float]]  # (chunk_id, distance), nearest first
     by_rowid: dict[int, Sequence[Any]]  # the full-text leg's rows, for the owner check
     chunks: dict[str, dict[str, Any]]  # every candidate
     vector_path: str
+    top: list[tuple[int, float]]  # the full-text leg's (rowid, -bm25), best first
 
 
-# Given the connection, the request, the full-text leg's rowids and the timings to fill:
-# the answer, or None when the SQL path must answer (see core.storage.session_vectors).
-SessionVectors = Callable[[Any, LegRequest, Sequence[int], dict[str, float]],
+# Given the connection, the request, the full-text leg's (rowid, score) rows (None: rank
+# them too, from the derived full-text index) and the timings to fill: the answer, or None
+# when the SQL path must answer (see core.storage.session_vectors).
+SessionVectors = Callable[[Any, LegRequest, list[tuple[int, float]] | None, dict[str, float]],
                           SessionAnswer | None]
 
 
@@ -350,16 +353,23 @@ def _session_legs(conn: Any, request: LegRequest,
     the vector hits not among them) halves the random page reads of a session's query.
     """
     timings: dict[str, float] = {}
-    started = time.perf_counter()
     session_id = request.scope.session_id or ""
-    session_match = _session_match(session_id, request.terms, request.context_weight)
-    top = [] if session_match is None else bm25_rowids(conn, *session_match, request.depth)
-    timings["fts"] = (time.perf_counter() - started) * 1000
+    # Both legs from the derived indexes when they can, else bm25 from FTS5 first.
     answered = None if session_vectors is None else session_vectors(
-        conn, request, [rowid for rowid, _ in top], timings)
+        conn, request, None, timings)
+    if answered is None:
+        started = time.perf_counter()
+        session_match = _session_match(session_id, request.terms, request.context_weight)
+        top = [] if session_match is None else bm25_rowids(conn, *session_match,
+                                                            request.depth)
+        timings["fts"] = (time.perf_counter() - started) * 1000
+        if session_vectors is not None:
+            answered = session_vectors(conn, request, top, timings)
+    else:
+        top = answered.top
     path = None
     if answered is not None:
-        vector_rows, by_rowid, chunks, path = answered
+        vector_rows, by_rowid, chunks, path, _ = answered
     else:
         vector_rows = _timed_vector_leg(conn, request, timings)
         began = time.perf_counter()

@@ -102,8 +102,10 @@ class SqliteBackend(SharedOperations):
         """Indexes derived from the file (:mod:`core.storage.derived`), built on first use."""
         self.derived_full_text = DerivedFullText(self.derived, self.full_text_index)
         """The namespace full-text leg from its in-memory index once that is built."""
-        self.session_matrix = SessionMatrix(self.derived, self.namespace_vectors)
-        """A session's vector leg from the namespace matrix once that is built."""
+        self.session_matrix = SessionMatrix(self.derived, self.namespace_vectors,
+                                            self.full_text_index)
+        """A session's vector leg from the namespace matrix once that is built, and its
+        full-text leg from the full-text index once that one is too."""
 
     @classmethod
     def open(cls, path: str | Path, config: StorageConfig, *,

@@ -20,12 +20,15 @@ from itertools import chain
 import numpy as np
 
 from core.storage.connection import sqlite_module
+from core.storage.fts_rows import prefixed
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's (migration 0003)
 # Runs of anything but an ASCII separator: ASCII letters and digits, and every non-ASCII
 # character (FTS5 decides whether those are token characters).
 _RUN = re.compile(r"[0-9A-Za-z\u0080-\U0010ffff]+")
 _BATCH = 50_000  # runs tokenized per FTS5 round trip
+# Any twelve consonants other than "y" stem alike in front of a word (fts_rows.session_prefix).
+PROBE_PREFIX = "b" * 12
 
 
 class Tokenizer:
@@ -37,6 +40,11 @@ class Tokenizer:
 
     def __init__(self) -> None:
         self.terms: list[str] = []
+        self.session_tainted: set[str] = set()
+        """Stems whose words a session's prefixed columns index otherwise: a word whose
+        prefixed copy FTS5 stems to something else than the prefix and its bare stem ("us"
+        stays "us" bare, as a word under three letters, but loses its "s" once prefixed;
+        a leading "y" is a vowel after the prefix) taints both its stems."""
         self._term_ids: dict[str, int] = {}
         self._runs: dict[str, tuple[int, ...]] = {}
         self._lock = threading.Lock()
@@ -96,17 +104,28 @@ class Tokenizer:
                 self._tokenize(runs[start:start + _BATCH])
 
     def _tokenize(self, runs: list[str]) -> None:
+        """Each run's tokens, and beside it (doc ``count + n``) its words as a session's
+        prefixed columns hold them (:func:`core.storage.fts_rows.prefixed`)."""
         conn = self._conn
+        count = len(runs)
         conn.execute("BEGIN")
         conn.execute("DELETE FROM probe")
         conn.executemany("INSERT INTO probe(rowid, x) VALUES (?, ?)",
-                         [(n, run) for n, run in enumerate(runs, 1)])
+                         [(n, run) for n, run in enumerate(runs, 1)]
+                         + [(count + n, prefixed(PROBE_PREFIX, run))
+                            for n, run in enumerate(runs, 1)])
         conn.execute("COMMIT")
         found: dict[int, list[tuple[int, str]]] = {}
         for term, doc, offset in conn.execute("SELECT term, doc, offset FROM probe_vocab"):
             found.setdefault(doc, []).append((offset, term))
         for n, run in enumerate(runs, 1):
-            self._runs[run] = tuple(self._id(term) for _, term in sorted(found.get(n, ())))
+            bare = [term for _, term in sorted(found.get(n, ()))]
+            self._runs[run] = tuple(self._id(term) for term in bare)
+            session = [term for _, term in sorted(found.get(count + n, ()))]
+            if session != [PROBE_PREFIX + term for term in bare]:
+                self.session_tainted.update(bare)
+                self.session_tainted.update(term.removeprefix(PROBE_PREFIX)
+                                            for term in session)
 
     def _id(self, term: str) -> int:
         tid = self._term_ids.get(term)
