@@ -40,7 +40,8 @@ def test_rows_read_back_bit_for_bit(dimension: int) -> None:
     tiny[:, ::3] *= np.float32(1e-30)  # components far below the scale, some subnormal
     signed_zero = dense.copy()
     signed_zero[:, -1] = -0.0
-    for rows in (dense, sparse, tiny, signed_zero, np.zeros((3, dimension), np.float32)):
+    small = dense * np.float32(1e-36)  # a scale whose least values are not normal floats
+    for rows in (dense, sparse, tiny, signed_zero, small, np.zeros((3, dimension), np.float32)):
         assert np.array_equal(read_back(rows).view(np.uint32), rows.view(np.uint32))
 
 

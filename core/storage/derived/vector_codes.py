@@ -42,7 +42,10 @@ _CODE_VALUES = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.float32)
 _BASE = np.abs(_CODE_VALUES) - np.float32(0.5)
 _BASE[np.abs(_CODE_VALUES) == 1] = 0.7
 _BASE[_CODE_VALUES == 0] = 0.2
-_SIGN = (_CODE_VALUES < 0).astype(np.uint32) << 31
+# The least a code's value can be, signed as the code: one lookup gives the sign bit too.
+_SIGNED_BASE = np.where(_CODE_VALUES < 0, -_BASE, _BASE).astype(np.float32)
+# Rows of a scale at least this have every code's least value a normal float (>= 2**-120).
+_NORMAL_SCALE = np.float32(2.0 ** -117)
 
 
 @dataclass
@@ -94,7 +97,9 @@ def encode(rows: np.ndarray) -> Encoded:
 def decode(codes: np.ndarray, low16: np.ndarray, low8: np.ndarray, scales: np.ndarray,
            patch_dims: np.ndarray, patch_bytes: np.ndarray) -> np.ndarray:
     """The float32 rows that :func:`encode` was given (rows kept whole aside, not these)."""
-    low = low16.astype(np.uint32) | (low8.astype(np.uint32) << 16)
+    low = low8.astype(np.uint32)
+    low <<= 16
+    low |= low16
     bits = _guess(codes, scales, low)
     if len(bits):
         rows = np.arange(len(bits))[:, None]
@@ -109,17 +114,19 @@ def _guess(codes: np.ndarray, scales: np.ndarray, low: np.ndarray) -> np.ndarray
     the value's least. For ``|c| <= 1`` the value spans more than a factor 2 and the bases
     in :data:`_BASE` were chosen on real vectors (the fewest patches)."""
     by_code = codes.view(np.uint8)
-    least = _BASE[by_code] * scales[:, None]
-    np.maximum(least, np.float32(2.0 ** -120), out=least)  # a normal float: an exponent
-    exponent = least.view(np.uint32) >> 23
-    exponent += (exponent ^ (low >> 23)) & 1
-    exponent <<= 23
-    exponent |= low & _MANTISSA
-    exponent |= _SIGN[by_code]
+    least = np.take(_SIGNED_BASE, by_code)
+    least *= scales[:, None]
+    if scales.size and not scales.min() >= _NORMAL_SCALE:  # a normal float: an exponent
+        np.copysign(np.maximum(np.abs(least), np.float32(2.0 ** -120)), least, out=least)
+    head = least.view(np.uint32) >> 23  # the sign and the exponent
+    head += (head ^ (low >> 23)) & 1
+    head <<= 23
+    head |= low & _MANTISSA
     zero = low == 0  # a code 0 with no low bits is most likely 0.0 (sparse vectors)
-    zero &= by_code == 0
-    exponent[zero] = 0
-    return exponent
+    if zero.any():
+        zero &= by_code == 0
+        head[zero] = 0
+    return head
 
 
 def quantise_query(query: np.ndarray) -> tuple[np.ndarray, float, float, float]:
