@@ -135,34 +135,38 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
     # session -> sequence_start -> best score (never below 0). A namespace's candidates come
     # from hundreds of sessions, most holding one or two: each item then scans its session's
     # few starts instead of looking up every sequence of its window.
+    found = [chunks.get(item.chunk_id) for item in items]
     starting: dict[str, dict[int, float]] = {}
-    for item in items:
-        chunk = chunks.get(item.chunk_id)
+    for item, chunk in zip(items, found, strict=True):
         if chunk is not None:
             starts = starting.setdefault(chunk["session_id"], {})
             start = chunk["sequence_start"]
-            starts[start] = max(item.score, starts.get(start, 0.0))
+            if item.score > starts.get(start, 0.0):
+                starts[start] = item.score
+            else:
+                starts.setdefault(start, 0.0)
     # A session with many candidates (a session query's ~100): the best score of every
     # window of its sequences at once, so each candidate looks up two windows, not 2 x window
     # sequences.
     windows = {session_id: _window_bests(starts, window) for session_id, starts in
                starting.items() if len(starts) > 2 * window}
     result = []
-    for item in items:
-        chunk = chunks.get(item.chunk_id)
+    for item, chunk in zip(items, found, strict=True):
         if chunk is None:
             result.append(item)
             continue
-        starts = starting[chunk["session_id"]]
+        session_id = chunk["session_id"]
+        starts = starting[session_id]
         if len(starts) == 1:  # only its own message's start: most of a namespace's candidates
             result.append(item)
             continue
         first, last = chunk["sequence_start"], chunk["sequence_end"]
-        if (bests := windows.get(chunk["session_id"])) is not None:
+        if (bests := windows.get(session_id)) is not None:
             low, best_from = bests
             after = last + 1 - low
-            best = max(best_from[first - window - low],
-                       best_from[after] if after < len(best_from) else 0.0)
+            best = best_from[first - window - low]
+            if after < len(best_from) and best_from[after] > best:
+                best = best_from[after]
         elif len(starts) > 2 * window:
             best = max(starts.get(sequence, 0.0) for sequence in (
                 *range(first - window, first), *range(last + 1, last + window + 1)))
