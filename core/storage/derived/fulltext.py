@@ -336,8 +336,7 @@ class FullTextIndex:
         them), so the scores are FTS5's bit for bit.
         """
         term_ids = self.keys(terms)
-        if term_ids is None or not all(self._stems_alike(term, key, texts is not None)
-                                       for term, key in zip(terms, term_ids, strict=True)):
+        if term_ids is None or not self._session_words(terms, term_ids, texts is not None):
             return None
         slot_of = self._slot_of.get
         # In the postings' own dtype: searchsorted would otherwise convert a common word's
@@ -379,6 +378,17 @@ class FullTextIndex:
         order = np.lexsort((rowids_found, -scores[found]))[:k]
         return list(zip(rowids_found[order].tolist(), scores[found][order].tolist(),
                         strict=True))
+
+    def ranks_session_words(self, terms: Sequence[str]) -> bool:
+        """Whether :meth:`session_search` can rank these words (given the rows' texts),
+        before anything is read for it: only a row FTS5 splits otherwise then stops it."""
+        term_ids = self.keys(terms)
+        return term_ids is not None and self._session_words(terms, term_ids, True)
+
+    def _session_words(self, terms: Sequence[str], term_ids: Sequence[Key],
+                       phrases: bool) -> bool:
+        return all(self._stems_alike(term, key, phrases)
+                   for term, key in zip(terms, term_ids, strict=True))
 
     def _session_phrase(self, phrase: Phrase, slots: np.ndarray,
                         texts: dict[int, tuple[str, str]],
