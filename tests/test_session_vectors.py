@@ -117,6 +117,10 @@ async def test_a_session_ranks_its_full_text_from_the_derived_index_once_built(
     hybrid = [q for q in QUERIES if q != "zzzz unknown words"]
     assert len([terms for terms in ranked if terms]) >= len(SESSIONS) * len(hybrid)
     _assert_alike(fts5, derived)
+    assert not any(found.legs.fts_derived for found in fts5)
+    assert all(found.legs.fts_derived for found in derived if found.legs.mode == "hybrid"
+               and found.legs.fts and found.legs.fts_fallback is None)
+    assert "derived index" in derived[0].explain()["legs"]["fts_path"]
     assert phrase[0].legs.fts and phrase[1].legs.fts and phrase[2].legs.fts
     _assert_alike(phrase_fts5, phrase)
     assert ["search_web", "flight"] in ranked

@@ -357,6 +357,7 @@ def _session_legs(conn: Any, request: LegRequest,
     # Both legs from the derived indexes when they can, else bm25 from FTS5 first.
     answered = None if session_vectors is None else session_vectors(
         conn, request, None, timings)
+    ranked_by = None if answered is None else "derived"  # what answered the full-text leg
     if answered is None:
         started = time.perf_counter()
         session_match = _session_match(session_id, request.terms, request.context_weight)
@@ -379,7 +380,7 @@ def _session_legs(conn: Any, request: LegRequest,
     fts_rows = _owned(top, {rowid: (row[1], row[2]) for rowid, row in by_rowid.items()},
                       session_id)
 
-    fallback = None
+    fallback = ranked_by
     if not fts_rows and request.like_text:
         began = time.perf_counter()
         fts_rows = like_search(conn, request.scope, request.like_text, request.depth)
