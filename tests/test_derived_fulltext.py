@@ -17,6 +17,7 @@ from core.storage.derived import fulltext, impacts
 from core.storage.derived.fulltext import FullTextIndex, varints
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.phrases import occurrences, phrase_postings
+from core.storage.derived.session_text import session_search
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
 from core.storage.events import agent_token_for
 from core.storage.fts_maxscore import bm25_rowids
@@ -223,7 +224,7 @@ async def test_a_sessions_rows_rank_as_fts5_ranks_the_session(
             session = rng.choice(sessions)
             k = rng.choice([1, 5, 10, 250])
             weight = rng.choice([0.5, 0.3, 1.0])
-            got = index.session_search(rows[session], terms, k, weight, texts)
+            got = session_search(index, rows[session], terms, k, weight, texts)
             if got is None:  # a word whose prefixed copy may stem otherwise: FTS5 ranks it
                 assert set(terms) & set(QUIRKS), terms
                 continue
@@ -231,28 +232,28 @@ async def test_a_sessions_rows_rank_as_fts5_ranks_the_session(
             assert_same_ranking(got, _fts5_session_top(conn, session, terms, k, weight))
         assert answered > 100
         for word in QUIRKS:  # each alone: FTS5's ranking, or left to FTS5
-            got = index.session_search(rows["quirks"], [word], 250)
+            got = session_search(index, rows["quirks"], [word], 250)
             if got is not None:
                 assert_same_ranking(got, _fts5_session_top(conn, "quirks", [word], 250))
         for word in ("us", "used", "is", "as"):  # "us" stays "us" bare, prefixed it loses "s"
-            assert index.session_search(rows["quirks"], [word], 10) is None, word
+            assert session_search(index, rows["quirks"], [word], 10) is None, word
         for word in ("hoping", "rating", "skies", "yellow"):  # stems the prefix leaves alone
-            assert index.session_search(rows["quirks"], [word], 10), word
+            assert session_search(index, rows["quirks"], [word], 10), word
         # Every row of a session, in any order: the rows FTS5 would read.
         shuffled = rows["s3"][::-1]
-        assert index.session_search(shuffled, ["garlic", "good"], 50) == \
-            index.session_search(rows["s3"], ["garlic", "good"], 50)
+        assert session_search(index, shuffled, ["garlic", "good"], 50) == \
+            session_search(index, rows["s3"], ["garlic", "good"], 50)
         # A word of several tokens is a phrase to FTS5: counted in the rows' texts, when
         # given them; else the SQL path ranks it.
-        assert index.session_search(rows["s1"], ["good", "snake_case"], 10) is None
+        assert session_search(index, rows["s1"], ["good", "snake_case"], 10) is None
         assert_same_ranking(
-            index.session_search(rows["s1"], ["good", "snake_case"], 250, 0.5, texts) or [],
+            session_search(index, rows["s1"], ["good", "snake_case"], 250, 0.5, texts) or [],
             _fts5_session_top(conn, "s1", ["good", "snake_case"], 250))
-        assert index.session_search(rows["s1"], ["___"], 10) is None
+        assert session_search(index, rows["s1"], ["___"], 10) is None
         # A session holding a word FTS5 keeps whole and the prefix splits in two.
-        assert index.session_search(rows["odd"], ["good"], 10) is None
-        assert index.session_search([], ["good"], 10) == []
-        assert index.session_search(rows["s1"], ["absentword"], 10) == []
+        assert session_search(index, rows["odd"], ["good"], 10) is None
+        assert session_search(index, [], ["good"], 10) == []
+        assert session_search(index, rows["s1"], ["absentword"], 10) == []
     finally:
         conn.close()
 
@@ -338,7 +339,7 @@ async def test_the_index_ranks_as_fts5_on_the_locomo_dev_questions(db_path: Path
             assert got is not None, question
             assert_same_ranking(got, _fts5_top(conn, "ana", terms, 50))
             session = sessions[number % len(sessions)]
-            mine = index.session_search(rows[session], terms, 250)
+            mine = session_search(index, rows[session], terms, 250)
             if mine is not None:  # None: a word of several tokens, which FTS5 answers
                 assert_same_ranking(mine, _fts5_session_top(conn, session, terms, 250))
     finally:

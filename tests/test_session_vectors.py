@@ -13,6 +13,7 @@ import pytest
 from core import Engine
 from core.retrieval.search import SearchResult
 from core.storage import session_vectors
+from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.session_vectors import SESSION_VECTOR_LEG
@@ -87,7 +88,7 @@ async def test_a_session_ranks_its_full_text_from_the_derived_index_once_built(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     await _fill(db_path)
     ranked: list[list[str]] = []
-    session_search = FullTextIndex.session_search
+    session_search = session_text.session_search
 
     def spy(index: FullTextIndex, rowids: list[int], terms: list[str], k: int,
             context_weight: float = 0.5, texts: dict[int, tuple[str, str]] | None = None,
@@ -95,7 +96,7 @@ async def test_a_session_ranks_its_full_text_from_the_derived_index_once_built(
         ranked.append(list(terms))
         return session_search(index, rowids, terms, k, context_weight, texts)
 
-    monkeypatch.setattr(FullTextIndex, "session_search", spy)
+    monkeypatch.setattr(session_text, "session_search", spy)
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         backend = _backend(engine)
         await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)

@@ -13,7 +13,7 @@ distance, ties by fts_rowid. A longer session (read row by row), and every query
 matrix is built, takes the SQL path: a session query never starts the matrix's build.
 
 Once the derived full-text index is built too, the same read of the session's rows ranks
-its full-text leg (:meth:`FullTextIndex.session_search`, bm25 equal to FTS5's): FTS5's
+its full-text leg (:mod:`core.storage.derived.session_text`, bm25 equal to FTS5's): FTS5's
 session query was the largest step left (at 1M chunks, 300 sessions each queried once, file
 cached: p50 0.26 ms, p95 0.36; from the index 0.14 and 0.31, phrases counted in the rows'
 text included). Both indexes are then brought up to the same commit, in one snapshot with
@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from core.storage.chunk_rows import chunk_row
+from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
@@ -66,7 +67,8 @@ class SessionMatrix:
                 return session_answer(self.vectors, conn, request, top, timings)
             assert full_text is not None
             with self.holder.reading(conn, full_text.name) as text_ready:
-                if not text_ready or not full_text.ranks_session_words(request.terms):
+                ranks = text_ready and session_text.ranks_session_words(full_text, request.terms)
+                if not ranks:
                     return None
                 return session_answer(self.vectors, conn, request, None, timings, full_text)
 
@@ -100,8 +102,8 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
         # A word of several tokens is a phrase, counted in the rows' text and context.
         texts = ({rowid: (row[3], row[7]) for rowid, row in rows.items()}
                  if not all(term.isalnum() for term in request.terms) else None)
-        top = full_text.session_search(list(rows), request.terms, request.depth,
-                                       request.context_weight, texts)
+        top = session_text.session_search(full_text, list(rows), request.terms,
+                                          request.depth, request.context_weight, texts)
         if top is None:
             return None
         ranked = time.perf_counter()

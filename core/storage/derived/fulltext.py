@@ -42,7 +42,6 @@ from core.storage.connection import select_in
 from core.storage.derived.impacts import Impact, ImpactCache
 from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
-from core.storage.fts_rows import words
 
 K1 = 1.2  # fts5_aux.c
 B = 0.75
@@ -110,7 +109,7 @@ class FullTextIndex:
         self._namespace = np.zeros(0, dtype=np.int32)
         self._length = np.zeros(0, dtype=np.float64)
         self._alive = np.zeros(0, dtype=bool)
-        self._split_alike = np.zeros(0, dtype=bool)  # see _splits_alike
+        self._split_alike = np.zeros(0, dtype=bool)  # see Tokenizer.splits_alike
         self._used = 0
         self._slot_of: dict[int, int] = {}
         self._namespaces: dict[str, int] = {}
@@ -175,7 +174,8 @@ class FullTextIndex:
                                       for row in rows]
         self._length[first:end] = [sum(varints(row[4])) for row in rows]
         self._alive[first:end] = True
-        self._split_alike[first:end] = [self._splits_alike(row[1]) and self._splits_alike(row[2])
+        splits_alike = self.tokenizer.splits_alike
+        self._split_alike[first:end] = [splits_alike(row[1]) and splits_alike(row[2])
                                         for row in rows]
         self._used = end
         for slot, row in enumerate(rows, first):
@@ -197,17 +197,6 @@ class FullTextIndex:
             new = np.zeros(size, dtype=old.dtype)
             new[:len(old)] = old
             setattr(self, name, new)
-
-    def _splits_alike(self, text: str) -> bool:
-        """Whether a session's prefixed copy of ``text`` (:func:`core.storage.fts_rows.prefixed`,
-        which splits words by Python's ``\\w``) holds its FTS5 tokens one for one: always
-        for ASCII; not where unicode61 and ``\\w`` part ways (a combining mark inside a
-        word, a letter newer than SQLite's Unicode tables)."""
-        if text.isascii():
-            return True
-        per_word = [self.tokenizer.token_ids(word) for word in words(text)]
-        return (all(len(ids) == 1 for ids in per_word)
-                and [ids[0] for ids in per_word] == self.tokenizer.token_ids(text))
 
     def _add_postings(self, first: int, texts: list[str], contexts: list[str]) -> None:
         count = len(texts)
@@ -234,7 +223,7 @@ class FullTextIndex:
         """A phrase's postings: its rows among those holding all its tokens."""
         candidates: np.ndarray | None = None
         for term in set(phrase):
-            postings = self._term_postings(term)
+            postings = self.postings(term)
             slots = postings[0] if postings is not None else np.zeros(0, dtype=np.int32)
             candidates = slots if candidates is None else np.intersect1d(
                 candidates, slots, assume_unique=True)
@@ -253,9 +242,9 @@ class FullTextIndex:
     def _merge_all(self) -> None:
         """Every term's segments merged: the batches they were sliced from can be freed."""
         for term in list(self._postings):
-            self._term_postings(term)
+            self.postings(term)
 
-    def _term_postings(self, term: Key) -> Postings | None:
+    def postings(self, term: Key) -> Postings | None:
         """A term's postings over live rows, merged into one segment."""
         parts = self._postings.get(term)
         if not parts:
@@ -303,141 +292,18 @@ class FullTextIndex:
         wanted = self._namespaces.get(namespace)
         if wanted is None or not term_ids or k <= 0:
             return []
-        norm = self._row_norms()
+        norm = self.row_norms()
         stamp = (self._rows, self._tokens, float(context_weight))
         weighed: list[tuple[Impact, float]] = []  # each word with rows, in query order
         for key in term_ids:
-            postings = self._term_postings(key)
+            postings = self.postings(key)
             if postings is not None and len(postings[0]):
-                hits = len(postings[0])
-                idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
                 impact = self._impacts.impact(key, postings, norm, self._used, stamp)
-                weighed.append((impact, 1e-6 if idf <= 0.0 else idf))
+                weighed.append((impact, self.idf(len(postings[0]))))
         in_namespace = (self._namespace[:self._used] == wanted
                         if len(self._namespaces) > 1 else None)
         return self._scored(weighed, _light_words([idf for _, idf in weighed]), in_namespace,
                             k)
-
-    def session_search(self, rowids: Sequence[int], terms: Sequence[str], k: int,
-                       context_weight: float = 0.5,
-                       texts: dict[int, tuple[str, str]] | None = None,
-                       ) -> list[tuple[int, float]] | None:
-        """A session's top ``k`` (rowid, -bm25) for ``terms`` ORed, given every row of the
-        session (``rowids``), as FTS5 ranks the session's MATCH over its prefixed columns
-        (:func:`core.storage.search.fts_search`); None when it cannot say (see
-        :meth:`_stems_alike`). A word of several tokens (``search_web``) is a phrase to FTS5:
-        its occurrences are counted in ``texts`` (rowid -> text, context), the rows holding
-        all its tokens; without ``texts``, None.
-
-        A session's prefixed words are its own (:mod:`core.storage.fts_rows`), so the rows
-        holding one, bm25's ``n``, are the session's rows that hold the bare word in its
-        text or context: each word's postings looked up at the session's slots. The rest is
-        :meth:`search`'s arithmetic (N, D and avgdl are the whole table's, as FTS5 reads
-        them), so the scores are FTS5's bit for bit.
-        """
-        term_ids = self.keys(terms)
-        if term_ids is None or not self._session_words(terms, term_ids, texts is not None):
-            return None
-        slot_of = self._slot_of.get
-        # In the postings' own dtype: searchsorted would otherwise convert a common word's
-        # whole postings array on every lookup (50 us a word at 1M chunks).
-        slots = np.fromiter((slot_of(rowid, -1) for rowid in rowids), np.int32, len(rowids))
-        slots = np.sort(slots[slots >= 0])
-        if not self._split_alike[slots].all():
-            return None
-        if not term_ids or k <= 0 or slots.size == 0:
-            return []
-        norm = self._row_norms()[slots]
-        scores = np.zeros(slots.size, dtype=np.float64)
-        matched = np.zeros(slots.size, dtype=bool)
-        for key in term_ids:  # summed in query order, as FTS5 sums its phrases
-            if isinstance(key, tuple):
-                assert texts is not None
-                counted = self._session_phrase(key, slots, texts)
-                if counted is None:
-                    continue
-                hit, tf_text, tf_context = counted
-            else:
-                postings = self._term_postings(key)
-                if postings is None or not len(postings[0]):
-                    continue
-                held, tf_text, tf_context = postings
-                at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
-                hit = held[at] == slots
-                tf_text, tf_context = tf_text[at[hit]], tf_context[at[hit]]
-            hits = int(np.count_nonzero(hit))
-            if not hits:
-                continue
-            idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
-            freq = tf_text + context_weight * tf_context
-            scores[hit] += (1e-6 if idf <= 0.0 else idf) * (
-                (freq * (K1 + 1.0)) / (freq + norm[hit]))
-            matched |= hit
-        found = np.flatnonzero(matched)
-        rowids_found = self._rowid[slots[found]]
-        order = np.lexsort((rowids_found, -scores[found]))[:k]
-        return list(zip(rowids_found[order].tolist(), scores[found][order].tolist(),
-                        strict=True))
-
-    def ranks_session_words(self, terms: Sequence[str]) -> bool:
-        """Whether :meth:`session_search` can rank these words (given the rows' texts),
-        before anything is read for it: only a row FTS5 splits otherwise then stops it."""
-        term_ids = self.keys(terms)
-        return term_ids is not None and self._session_words(terms, term_ids, True)
-
-    def _session_words(self, terms: Sequence[str], term_ids: Sequence[Key],
-                       phrases: bool) -> bool:
-        return all(self._stems_alike(term, key, phrases)
-                   for term, key in zip(terms, term_ids, strict=True))
-
-    def _session_phrase(self, phrase: Phrase, slots: np.ndarray,
-                        texts: dict[int, tuple[str, str]],
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """A phrase among a session's ``slots``: which hold it (a mask over them) and its
-        occurrences there in the text and the context; None when no slot holds it. Only a
-        column holding every token of the phrase is read for it."""
-        in_text = np.ones(slots.size, dtype=bool)
-        in_context = np.ones(slots.size, dtype=bool)
-        for term in set(phrase):
-            postings = self._term_postings(term)
-            if postings is None:
-                return None
-            held, tf_text, tf_context = postings
-            at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
-            present = held[at] == slots
-            in_text &= present & (tf_text[at] > 0)
-            in_context &= present & (tf_context[at] > 0)
-        text_counts = np.zeros(slots.size, dtype=np.uint16)
-        context_counts = np.zeros(slots.size, dtype=np.uint16)
-        for column, wanted, counts in ((0, in_text, text_counts),
-                                       (1, in_context, context_counts)):
-            where = np.flatnonzero(wanted)
-            if where.size:
-                read = [texts[rowid][column] for rowid in self._rowid[slots[where]].tolist()]
-                found, in_read, _ = phrase_postings(self.tokenizer, [phrase], where.tolist(),
-                                                    read, [""] * len(read))[phrase]
-                counts[found] = in_read
-        hit = (text_counts > 0) | (context_counts > 0)
-        if not hit.any():
-            return None
-        return hit, text_counts[hit], context_counts[hit]
-
-    def _stems_alike(self, term: str, key: Key, phrases: bool = False) -> bool:
-        """Whether a session's prefixed columns hold ``term``'s prefixed copy in the very rows
-        (and as often) as the bare columns hold its stem ``key``.
-
-        The consonant prefix leaves porter's measure as it was (:mod:`core.storage.fts_rows`),
-        except in a few words FTS5 stems otherwise once prefixed (words under three letters,
-        a leading "y", two-letter stems, words too long to stem): the tokenizer taints both
-        stems of every such word it meets (``Tokenizer.session_tainted``), the query's words
-        and every indexed row's alike. A word that is one token and one word of the prefix's
-        split, with an untainted stem, means the same rows in both columns.
-        """
-        tainted, names = self.tokenizer.session_tainted, self.tokenizer.terms
-        if isinstance(key, tuple):  # a phrase: its words as the prefix splits them
-            return (phrases and len(words(term)) == len(key)
-                    and not any(names[part] in tainted for part in key))
-        return words(term) == [term] and names[key] not in tainted
 
     def _scored(self, weighed: list[tuple[Impact, float]], light: set[int],
                 in_namespace: np.ndarray | None, k: int) -> list[tuple[int, float]]:
@@ -490,7 +356,7 @@ class FullTextIndex:
         candidates = np.flatnonzero(matched | holding)
         return self._top(candidates, np.where(matched, scores, others), k)
 
-    def _row_norms(self) -> np.ndarray:
+    def row_norms(self) -> np.ndarray:
         """``k1 * (1 - b + b * D / avgdl)`` for every slot, as fts5_aux.c computes it."""
         key = (self._rows, self._tokens)
         if self._norm is None or self._norm[:2] != key or len(self._norm[2]) < self._used:
@@ -511,6 +377,26 @@ class FullTextIndex:
         rowids = self._rowid[candidates]
         order = np.lexsort((rowids, -scores))[:k]
         return list(zip(rowids[order].tolist(), scores[order].tolist(), strict=True))
+
+    def idf(self, hits: int) -> float:
+        """FTS5's idf for a word in ``hits`` rows: ``log((N - n + 0.5) / (n + 0.5))``, 1e-6
+        when that is not above 0."""
+        idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))
+        return 1e-6 if idf <= 0.0 else idf
+
+    def session_slots(self, rowids: Sequence[int]) -> np.ndarray | None:
+        """The slots of ``rowids`` held here, sorted (in the postings' dtype: searchsorted
+        would otherwise convert a common word's whole postings array on every lookup, 50 us
+        a word at 1M chunks); None when one of them is a row whose words a session's prefix
+        splits otherwise than FTS5 (``Tokenizer.splits_alike``)."""
+        slot_of = self._slot_of.get
+        slots = np.fromiter((slot_of(rowid, -1) for rowid in rowids), np.int32, len(rowids))
+        slots = np.sort(slots[slots >= 0])
+        return slots if self._split_alike[slots].all() else None
+
+    def rowids_at(self, slots: np.ndarray) -> np.ndarray:
+        """The rowids of ``slots``."""
+        return self._rowid[slots]
 
     # -- what it holds -----------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from itertools import chain
 import numpy as np
 
 from core.storage.connection import sqlite_module
-from core.storage.fts_rows import prefixed
+from core.storage.fts_rows import prefixed, words
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's (migration 0003)
 # Runs of anything but an ASCII separator: ASCII letters and digits, and every non-ASCII
@@ -69,6 +69,17 @@ class Tokenizer:
         except KeyError:  # a run not seen before: tokenize the new ones, then look up again
             self._learn(set(runs).difference(self._runs))
             return list(chain.from_iterable(map(self._runs.__getitem__, runs)))
+
+    def splits_alike(self, text: str) -> bool:
+        """Whether a session's prefixed copy of ``text`` (:func:`core.storage.fts_rows.prefixed`,
+        which splits words by Python's ``\\w``) holds its FTS5 tokens one for one: always
+        for ASCII; not where unicode61 and ``\\w`` part ways (a combining mark inside a
+        word, an emoji FTS5 keeps inside a token, a letter newer than SQLite's tables)."""
+        if text.isascii():
+            return True
+        per_word = [self.token_ids(word) for word in words(text)]
+        return (all(len(ids) == 1 for ids in per_word)
+                and [ids[0] for ids in per_word] == self.token_ids(text))
 
     def count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (text index, term id, occurrences) of ``texts``, sorted by term then text.
