@@ -129,6 +129,33 @@ async def test_a_session_ranks_its_full_text_from_the_derived_index_once_built(
     assert found.results[0].fts_rank == 1 and found.results[0].vector_rank == 1
 
 
+async def test_a_session_the_prefix_splits_otherwise_is_ranked_by_fts5_in_one_read(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _fill(db_path)
+    reads: list[str] = []
+    whole_session = session_vectors.whole_session
+
+    def counted(conn: object, session_id: str, most: int) -> object:
+        reads.append(session_id)
+        return whole_session(conn, session_id, most)
+
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        # FTS5 keeps "emoji🙂ok" one token; the session's prefixed copy has two words.
+        await engine.append(SESSIONS[2], {"role": "user", "content": "the emoji🙂ok booking"})
+        await engine.drain()
+        backend = _backend(engine)
+        await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+        await asyncio.to_thread(backend.derived.build_now, backend.full_text_index.name)
+        monkeypatch.setattr(session_vectors, "whole_session", counted)
+        found = await engine.search(session_id=SESSIONS[2], query="booking hotel", top_k=10)
+        monkeypatch.setattr(backend.session_matrix, "full_text", None)
+        fts5 = await engine.search(session_id=SESSIONS[2], query="booking hotel", top_k=10)
+    assert reads == [SESSIONS[2], SESSIONS[2]]  # one read of the session per query
+    assert found.legs.vector_path == SESSION_VECTOR_LEG and not found.legs.fts_derived
+    assert found.legs.fts
+    _assert_alike([fts5], [found])
+
+
 async def test_a_session_too_long_to_read_whole_takes_the_sql_path(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     await _fill(db_path)

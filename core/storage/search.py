@@ -147,6 +147,13 @@ def _owned(top: list[tuple[int, float]], owners: dict[int, tuple[str, str]],
             if rowid in owners and owners[rowid][1] == wanted]
 
 
+def session_bm25(conn: Any, request: LegRequest) -> list[tuple[int, float]]:
+    """FTS5's top ``depth`` (rowid, -bm25) of a session's prefixed columns for the terms."""
+    match = _session_match(request.scope.session_id or "", request.terms,
+                           request.context_weight)
+    return [] if match is None else bm25_rowids(conn, *match, request.depth)
+
+
 def _session_match(session_id: str, terms: Sequence[str],
                    context_weight: float) -> tuple[str, str] | None:
     """A session's MATCH over its prefixed terms and the bm25 weights, or None (no words)."""
@@ -335,6 +342,7 @@ class SessionAnswer(NamedTuple):
     chunks: dict[str, dict[str, Any]]  # every candidate
     vector_path: str
     top: list[tuple[int, float]]  # the full-text leg's (rowid, -bm25), best first
+    fts_derived: bool = False  # the derived full-text index ranked ``top`` (else FTS5)
 
 
 # Given the connection, the request, the full-text leg's (rowid, score) rows (None: rank
@@ -357,20 +365,19 @@ def _session_legs(conn: Any, request: LegRequest,
     # Both legs from the derived indexes when they can, else bm25 from FTS5 first.
     answered = None if session_vectors is None else session_vectors(
         conn, request, None, timings)
-    ranked_by = None if answered is None else "derived"  # what answered the full-text leg
     if answered is None:
         started = time.perf_counter()
-        session_match = _session_match(session_id, request.terms, request.context_weight)
-        top = [] if session_match is None else bm25_rowids(conn, *session_match,
-                                                            request.depth)
+        top = session_bm25(conn, request)
         timings["fts"] = (time.perf_counter() - started) * 1000
         if session_vectors is not None:
             answered = session_vectors(conn, request, top, timings)
     else:
         top = answered.top
     path = None
+    ranked_by = None  # what answered the full-text leg: "derived", or None (FTS5)
     if answered is not None:
-        vector_rows, by_rowid, chunks, path, _ = answered
+        vector_rows, by_rowid, chunks, path, _, fts_derived = answered
+        ranked_by = "derived" if fts_derived else None
     else:
         vector_rows = _timed_vector_leg(conn, request, timings)
         began = time.perf_counter()

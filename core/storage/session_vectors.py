@@ -13,11 +13,9 @@ distance, ties by fts_rowid. A longer session (read row by row), and every query
 matrix is built, takes the SQL path: a session query never starts the matrix's build.
 
 Once the derived full-text index is built too, the same read of the session's rows ranks
-its full-text leg (:mod:`core.storage.derived.session_text`, bm25 equal to FTS5's): FTS5's
-session query was the largest step left (at 1M chunks, 300 sessions each queried once, file
-cached: p50 0.26 ms, p95 0.36; from the index 0.14 and 0.31, phrases counted in the rows'
-text included). Both indexes are then brought up to the same commit, in one snapshot with
-the rows.
+its full-text leg (:mod:`core.storage.derived.session_text`, bm25 equal to FTS5's, and
+quicker), and both indexes are brought up to the same commit, in one snapshot with the rows;
+where that index cannot rank a session's rows, FTS5 ranks them in the same snapshot.
 """
 
 from __future__ import annotations
@@ -30,7 +28,13 @@ from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
-from core.storage.search import READ_WHOLE_RATIO, LegRequest, SessionAnswer, whole_session
+from core.storage.search import (
+    READ_WHOLE_RATIO,
+    LegRequest,
+    SessionAnswer,
+    session_bm25,
+    whole_session,
+)
 
 SESSION_VECTOR_LEG = "session rows of the namespace matrix (numpy, exact)"
 """What answers a session's vector leg from the derived matrix."""
@@ -78,7 +82,8 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
                    full_text: FullTextIndex | None = None) -> SessionAnswer | None:
     """The session's nearest chunks and every candidate's row, from one read of the whole
     session; None for a session too long to read whole (or no query vector). With ``top``
-    None, ``full_text`` ranks the full-text leg over the same rows (None when it cannot).
+    None, ``full_text`` ranks the full-text leg over the same rows, or FTS5 does where it
+    cannot (a row whose words the prefix splits otherwise), without reading them again.
 
     Call it while the indexes are locked and up to date (``DerivedIndexes.reading``), so
     the rows and the indexes are one snapshot.
@@ -97,6 +102,7 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
     rows = {row[0]: row for row in whole}
     fetched = time.perf_counter()
     timings["fetch"] = (fetched - began) * 1000
+    fts_derived = top is None
     if top is None:
         assert full_text is not None
         # A word of several tokens is a phrase, counted in the rows' text and context.
@@ -105,7 +111,8 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
         top = session_text.session_search(full_text, list(rows), request.terms,
                                           request.depth, request.context_weight, texts)
         if top is None:
-            return None
+            fts_derived = False
+            top = session_bm25(conn, request)
         ranked = time.perf_counter()
         timings["fts"] = (ranked - fetched) * 1000
         fetched = ranked
@@ -119,4 +126,4 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
         vector_rows.append((row[1], distance))
         if row[1] not in chunks:
             chunks[row[1]] = chunk_row(row)
-    return SessionAnswer(vector_rows, by_rowid, chunks, SESSION_VECTOR_LEG, top)
+    return SessionAnswer(vector_rows, by_rowid, chunks, SESSION_VECTOR_LEG, top, fts_derived)
