@@ -106,14 +106,14 @@ def _phrase_in(index: FullTextIndex, phrase: Phrase, slots: np.ndarray,
     in_text = np.ones(slots.size, dtype=bool)
     in_context = np.ones(slots.size, dtype=bool)
     for term in set(phrase):
-        postings = index.postings(term)
-        if postings is None:
+        counted = _word_in(index, term, slots)
+        if counted is None:
             return None
-        held, tf_text, tf_context = postings
-        at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
-        present = held[at] == slots
-        in_text &= present & (tf_text[at] > 0)
-        in_context &= present & (tf_context[at] > 0)
+        hit, tf_text, tf_context = counted
+        in_text[~hit] = False
+        in_text[hit] &= tf_text > 0
+        in_context[~hit] = False
+        in_context[hit] &= tf_context > 0
     text_counts = np.zeros(slots.size, dtype=np.uint16)
     context_counts = np.zeros(slots.size, dtype=np.uint16)
     for column, wanted, counts in ((0, in_text, text_counts), (1, in_context, context_counts)):
