@@ -35,14 +35,19 @@ def resident_file_mb() -> float:
 
 
 def _status_mb(field: str) -> float:
+    return _proc_kib("/proc/self/status", field) / 1024
+
+
+def _proc_kib(path: str, field: str) -> int:
+    """A ``field:`` line's KiB in a Linux /proc file; 0 where there is none."""
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
+        with open(path, encoding="ascii") as lines:
+            for line in lines:
                 if line.startswith(field):
-                    return int(line.split()[1]) / 1024
+                    return int(line.split()[1])
     except OSError:
         pass
-    return 0.0
+    return 0
 
 
 def resident_anon_mb() -> float:
@@ -84,14 +89,7 @@ def warm_file_cache(path: Path) -> tuple[int, float] | None:
 
 def _available_bytes() -> int:
     """The memory Linux says is available for new work (``MemAvailable``); 0 elsewhere."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_kib("/proc/meminfo", "MemAvailable:") * 1024
 
 
 async def wait_until_quiet(*, window: float = 0.1, busy: float = 0.05,

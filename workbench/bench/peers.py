@@ -85,7 +85,7 @@ class PeersFigures:
     theirs_ms: dict[str, list[float]] = field(default_factory=dict)
     peak_rss_mb: float = 0.0
     # Our file read once into the OS cache before timing: (bytes, seconds); None: not read
-    # (a PostgreSQL server, or a file too large for the memory available).
+    # (larger than half the memory available).
     warmed: tuple[int, float] | None = None
 
     def p(self, side: dict[str, list[float]], path: str, fraction: float) -> float:
@@ -124,8 +124,8 @@ class PeersFigures:
             "file cache            " + (
                 f"our file read once before timing ({self.warmed[0] / 2**30:,.1f} GiB in "
                 f"{self.warmed[1]:.1f} s), as LanceDB's, just written, are cached"
-                if self.warmed else "our file not read before timing (a server, or larger "
-                "than half the memory available)"),
+                if self.warmed else "our file not read before timing (larger than half "
+                "the memory available)"),
             f"{'':22}{'ours p50 / p95 ms':>22}{'LanceDB p50 / p95 ms':>24}"
             f"{'ours/LanceDB p50 / p95':>26}",
         ]
