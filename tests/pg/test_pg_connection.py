@@ -254,7 +254,9 @@ async def test_a_worker_whose_liveness_connection_the_server_closed_takes_its_lo
         assert row is not None
         return int(row[0])
 
-    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+    # No embedding worker: its poll (every 2 s) would take the lock again on its own, at
+    # any moment between the connections' closing and the count that says they are gone.
+    async with Engine.open(pg_url, config=DETERMINISTIC, start_worker=False) as engine:
         backend: Any = engine.backend
         assert await claimer_locks() == 1
         await _close_every_connection(pg_url)
