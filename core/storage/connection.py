@@ -125,7 +125,8 @@ def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int)
 
     A WAL file in a folder nobody may write (a read-only mount, an immutable folder) or on
     a full disk cannot get the ``-shm`` index SQLite reads it through, and SQLite says only
-    "unable to open database file" (or "disk I/O error"). An index that does not exist
+    "unable to open database file" (or "disk I/O error"; to a user who owns the file but
+    not its folder, "attempt to write a readonly database"). An index that does not exist
     means no connection has the file open, and with no ``-wal`` beside it and no room for
     one nobody can start writing it, so it is opened as immutable: read straight from the
     file, no index needed.
@@ -134,7 +135,8 @@ def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int)
         conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
         return conn
     except sqlite.OperationalError as exc:
-        if refusals.primary_code(exc) not in (refusals.SQLITE_CANTOPEN, refusals.SQLITE_IOERR):
+        if refusals.primary_code(exc) not in (refusals.SQLITE_CANTOPEN, refusals.SQLITE_IOERR,
+                                              refusals.SQLITE_READONLY):
             conn.close()
             raise
         conn.close()
@@ -150,6 +152,36 @@ def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int)
     except BaseException:
         conn.close()
         raise
+    return conn
+
+
+# How long a look at a file waits for a writer's lock (only a WAL recovery holds one).
+_PEEK_TIMEOUT_MS = 5000
+
+
+def peek_connection(path: Path) -> Any:
+    """A connection that reads ``path`` and writes nothing beside it, to see what it holds.
+
+    With no ``-wal`` beside the file nobody has it open in WAL mode, and it is read as
+    immutable: a plain read-only connection would leave a ``-wal`` and ``-shm`` behind a WAL
+    file. With one, the log holds pages the file lacks, so it is read through the log, the
+    way :func:`open_connection` reads (its ``-shm`` is there already). A log that appears
+    between the check and the read means a writer has just opened it: read again through it.
+    """
+    sqlite = sqlite_module()
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists():
+        return _readable(sqlite, _connect(sqlite, path, "mode=ro", _PEEK_TIMEOUT_MS), path,
+                         _PEEK_TIMEOUT_MS)
+    conn = _connect(sqlite, path, "mode=ro&immutable=1", _PEEK_TIMEOUT_MS)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except sqlite.DatabaseError:
+        conn.close()
+        if not wal.exists():
+            raise
+        return _readable(sqlite, _connect(sqlite, path, "mode=ro", _PEEK_TIMEOUT_MS), path,
+                         _PEEK_TIMEOUT_MS)
     return conn
 
 
