@@ -48,16 +48,24 @@ async def open_backend(where: str | os.PathLike[str] | Location, config: Storage
                        read_only: bool = False) -> Backend:
     """Open (creating or migrating as needed) the memory at ``where``.
 
+    A file is created when missing and made a memory when empty (0 bytes), unless
+    ``read_only``; any other file that is not already a memory is refused untouched
+    (:func:`core.storage.memory_file.examine`).
+
     Raises ``InvalidInput`` for a location with an unsupported scheme (naming the supported
-    ones), and the backend's own refusals (``StorageUnavailable`` for a server that cannot be
-    reached, ``SchemaTooNew`` conditions open read-only with a warning instead).
+    ones) or a file that is not a memory, and the backend's own refusals
+    (``StorageUnavailable`` for a server that cannot be reached, ``SchemaTooNew``
+    conditions open read-only with a warning instead).
     """
     location = where if isinstance(where, Location) else parse_location(where)
     if location.is_postgres:
         from core.storage.pg.backend import PostgresBackend
 
         return await PostgresBackend.open(location, config, read_only=read_only)
+    from core.storage.memory_file import examine, refuse_empty
     from core.storage.sqlite_backend import SqliteBackend
 
-    return await asyncio.to_thread(SqliteBackend.open, location.path, config,
-                                   read_only=read_only)
+    path = location.path.expanduser()
+    if await asyncio.to_thread(examine, path) == "empty" and read_only:
+        raise refuse_empty(path)
+    return await asyncio.to_thread(SqliteBackend.open, path, config, read_only=read_only)
