@@ -13,6 +13,7 @@ from workbench.cli.support import (
     MEMORY,
     _load_config,
     _with_model,
+    examine_memory,
     memory_location,
     model_option,
 )
@@ -107,5 +108,6 @@ def _run_app(db: Location, config: Any, theme: str | None) -> None:
     if not db.is_postgres and db.path.is_dir():
         click.echo(f"error: {db} is a folder, not a memory file", err=True)
         sys.exit(2)
+    examine_memory(db)  # the app creates a missing or empty file; it refuses one not a memory
     app = WorkbenchApp(db, config, AppSettings(theme=theme))
     app.run()

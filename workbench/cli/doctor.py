@@ -84,22 +84,32 @@ def _check_clipboard() -> dict[str, Any]:
 
 async def _check_database(config: Any, db: Location) -> dict[str, Any]:
     from core import Engine
+    from core.storage.memory_file import damage, examine
     from core.storage.opening import code_schema_version
 
     shown = str(db)  # a URL without its password
-    if not db.is_postgres and not db.path.exists():
-        return {"ok": True, "path": shown, "exists": False}
+    if not db.is_postgres:
+        try:
+            state = await asyncio.to_thread(examine, db.path.expanduser())
+        except Exception as exc:  # a symlink loop, another app's database: that is the finding
+            return {"ok": False, "path": shown, "exists": True, "error": str(exc)}
+        if state != "memory":
+            return {"ok": True, "path": shown, "exists": state == "empty", "memory": False}
     try:
         async with Engine.open(db, config=config, read_only=True,
                                start_worker=False) as engine:
             status = await engine.embedding_status()
             counts = await engine.counts()
             file_dimension, file_model = await engine.backend.vector_meta()
-            return {"ok": True, "path": shown, "exists": True,
-                    "schema_version": engine.backend.schema_version,
-                    "code_schema_version": code_schema_version(db), "counts": counts,
-                    "vector_model": file_model, "vector_dimension": file_dimension,
-                    "embedding": status.to_dict(), "warnings": engine.warnings}
+        # Damage in a page the open did not read shows only when every page is read.
+        if not db.is_postgres and (found := await asyncio.to_thread(
+                damage, db.path.expanduser())) is not None:
+            return {"ok": False, "path": shown, "exists": True, "error": found}
+        return {"ok": True, "path": shown, "exists": True,
+                "schema_version": engine.backend.schema_version,
+                "code_schema_version": code_schema_version(db), "counts": counts,
+                "vector_model": file_model, "vector_dimension": file_dimension,
+                "embedding": status.to_dict(), "warnings": engine.warnings}
     except Exception as exc:  # e.g. DimensionMismatch: that is the finding
         return {"ok": False, "path": shown, "exists": True, "error": str(exc)}
 
@@ -154,6 +164,8 @@ def render(report: dict[str, Any]) -> list[str]:
     if database is not None:
         if not database["exists"]:
             lines.append(f"database     {database['path']} does not exist yet")
+        elif database.get("memory") is False:
+            lines.append(f"database     {database['path']} is empty, not a memory yet")
         elif "error" in database:
             lines.append(f"database     PROBLEM: {database['error']}")
         else:

@@ -29,9 +29,32 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except (WorkbenchError, FileNotFoundError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    except Exception as exc:
+        if (problem := _file_problem(exc)) is None:
+            raise
+        click.echo(f"error: {problem}", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+
+
+# SQLite's result codes that say the file itself is at fault, not the command or the code:
+# an I/O error, a file it cannot open, a damaged file, a file that is not a database.
+_FILE_CODES = {10: "cannot be read or written (an I/O error)", 14: "cannot be opened",
+               11: "is damaged", 26: "is not a database"}
+
+
+def _file_problem(exc: BaseException) -> str | None:
+    """One line for the driver's error about a file found damaged after it opened (a page
+    of a memory file overwritten, say), else None: every other error is a bug to show."""
+    from core.storage.refusals import primary_code
+
+    code = primary_code(exc)
+    if code not in _FILE_CODES:
+        return None
+    return (f"the memory file {_FILE_CODES[code]} (SQLite: {str(exc)[:100]}); the command "
+            "stopped. Check it with `workbench doctor --db FILE`, or restore it from a copy")
 
 
 class _LevelFirst(logging.Formatter):
@@ -138,23 +161,47 @@ CREATING_COMMANDS = ("sessions append", "notes add", "notes import", "facts set"
 the MCP server. Every other command reads or changes what is there, and refuses."""
 
 
-def missing_memory(db: Location) -> str:
-    """Why a command that reads or changes memory does nothing with a missing file."""
+def missing_memory(db: Location, state: str = "missing") -> str:
+    """Why a command that reads or changes memory does nothing with a missing file (or an
+    empty one: ``state`` is ``empty``)."""
     creators = ", ".join(f"`workbench {name}`" for name in CREATING_COMMANDS)
+    if state == "empty":
+        return (f"{db} is empty, not a memory yet; only a command that adds to memory makes "
+                f"it one ({creators})")
     return f"{db} does not exist; only a command that adds to memory creates it ({creators})"
 
 
 def _require_db(db: Location) -> None:
-    """Exit 1 with one line when the memory file a command reads does not exist (a server's
-    database is not looked for: opening it says whether it is there)."""
-    if is_missing(db):
-        click.echo(f"error: {missing_memory(db)}", err=True)
+    """Exit 1 with one line unless ``db`` is a memory file already: one that is missing or
+    empty, or is not a memory at all (another application's database, a damaged file, a
+    device, a symlink loop), is left untouched. A server's database is not looked for:
+    opening it says whether it is there."""
+    state = examine_memory(db)
+    if state != "memory":
+        click.echo(f"error: {missing_memory(db, state)}", err=True)
         sys.exit(1)
 
 
 def is_missing(db: Location) -> bool:
-    """True for a memory file that does not exist (never for a server's database)."""
-    return not db.is_postgres and not db.path.exists()
+    """True when there is no memory at ``db`` yet: no file, or an empty one (0 bytes), which a
+    command that adds to memory makes a memory. Never for a server's database; a file that
+    is not a memory is refused here with one line (exit 1)."""
+    return examine_memory(db) in ("missing", "empty")
+
+
+def examine_memory(db: Location) -> str:
+    """What the file holds (:func:`core.storage.memory_file.examine`; ``memory`` for a
+    server's database), or exit 1 with one line when it is not a memory."""
+    if db.is_postgres:
+        return "memory"
+    from core.errors import InvalidInput
+    from core.storage.memory_file import examine
+
+    try:
+        return examine(db.path.expanduser())
+    except InvalidInput as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
 
 
 def echo_created(db: Location) -> None:
