@@ -27,7 +27,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.cli_helpers import invoke, memory_file
+from core import Engine
+from core.errors import InvalidInput
+from core.storage.memory_file import examine
+from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file
 from tests.test_cli_new_file import ADDS, NEEDS, arguments
 from workbench.app.app import WorkbenchApp
 
@@ -275,3 +278,37 @@ def test_a_file_the_user_cannot_read_is_one_line(tmp_path: Path) -> None:
             assert "permission denied" in result.stderr
     finally:
         path.chmod(0o644)
+
+
+# -- the engine's own rule, which every front end inherits ----------------------------------
+
+async def test_engine_open_refuses_another_apps_database_untouched(tmp_path: Path) -> None:
+    path = foreign_sqlite(tmp_path)
+    before = snapshot(path)
+    for read_only in (False, True):
+        with pytest.raises(InvalidInput, match="another application's SQLite database"):
+            await Engine.open(path, config=FIXTURE_CONFIG, read_only=read_only)
+    assert snapshot(path) == before
+
+
+async def test_engine_open_makes_an_empty_file_a_memory_only_for_writing(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    with pytest.raises(InvalidInput, match="is empty, not a memory yet"):
+        await Engine.open(path, config=FIXTURE_CONFIG, read_only=True)
+    assert snapshot(path) == (hashlib.sha256(b"").hexdigest(), [])
+    async with Engine.open(path, config=FIXTURE_CONFIG) as engine:
+        await engine.append("s1", {"role": "user", "content": "hello"})
+    assert examine(path) == "memory"
+
+
+async def test_a_memory_still_in_its_write_ahead_log_is_a_memory(tmp_path: Path) -> None:
+    """A new memory another process holds open may have its schema only in its -wal: the
+    look reads through the log, and a command opens it alongside."""
+    path = tmp_path / "m.db"
+    async with Engine.open(path, config=FIXTURE_CONFIG) as engine:
+        await engine.append("s1", {"role": "user", "content": "hello"})
+        assert Path(f"{path}-wal").stat().st_size > 0
+        assert examine(path) == "memory"
+        async with Engine.open(path, config=FIXTURE_CONFIG, read_only=True) as reader:
+            assert [r.payload["content"] for r in await reader.recall("s1")] == ["hello"]
