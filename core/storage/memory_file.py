@@ -48,7 +48,8 @@ def examine(path: Path) -> State:
     except OSError as exc:
         raise _unreachable(shown, exc) from None
     if not stat.S_ISREG(found.st_mode):
-        kind = next((name for test, name in _KINDS if test(found.st_mode)), "something other than a file")
+        kind = next((name for test, name in _KINDS if test(found.st_mode)),
+                    "something other than a file")
         raise InvalidInput(f"{shown} is {kind}, not a memory file; name a SQLite file the "
                            "workbench made, or a new path to create one")
     wal = _wal_size(path)

@@ -157,8 +157,9 @@ def memory_location(db: Location | None, config: Any) -> Location:
 
 CREATING_COMMANDS = ("sessions append", "notes add", "notes import", "facts set",
                      "scratchpad write", "schedules add", "import", "open", "mcp")
-"""The commands that create a missing memory file: those that add to memory, the app and
-the MCP server. Every other command reads or changes what is there, and refuses."""
+"""The commands that create a missing memory file (or make an empty one a memory): those
+that add to memory, the app and the MCP server. Every other command reads or changes what
+is there, and refuses."""
 
 
 def missing_memory(db: Location, state: str = "missing") -> str:
@@ -257,8 +258,9 @@ def on_engine(ctx: click.Context, db: Location | None,
               work: Callable[[Any], Coroutine[Any, Any, T]], *, warn: bool = True,
               adds: bool = False, **open_kwargs: Any) -> T:
     """Run ``work(engine)`` for one command, without background consolidation; its warnings
-    go to stderr, its refusals become one line and exit 1. A missing memory file is created
-    (and said so) when the command ``adds`` to memory, else refused (:func:`missing_memory`)."""
+    go to stderr, its refusals become one line and exit 1. A missing or empty memory file is
+    made a memory (and said so) when the command ``adds`` to memory, else refused
+    (:func:`missing_memory`); a file that is not a memory is refused either way."""
     config = quiet(_load_config(ctx))
     location = memory_location(db, config)
     created = adds and is_missing(location)
