@@ -40,6 +40,20 @@ class StorageUnavailable(WorkbenchError):
     conflicting. Nothing of a write that raised it was kept unless the message says so."""
 
 
+class MemoryBusy(WorkbenchError):
+    """Another process held the lock a write needs for longer than the engine waits for it
+    (``storage.busy_timeout_ms`` on SQLite; on PostgreSQL the server's ``lock_timeout``, or
+    other writers' conflicts on every attempt). Nothing of the write was kept.
+
+    The caller may simply try again: once the other process commits or lets go, the same
+    call succeeds. ``waited_s`` is how long this call waited (None when not known).
+    """
+
+    def __init__(self, message: str, waited_s: float | None = None) -> None:
+        super().__init__(message)
+        self.waited_s = waited_s
+
+
 class DimensionMismatch(WorkbenchError):
     """The file holds vectors of a different size than the configured model produces."""
 

@@ -16,7 +16,7 @@ import pytest
 from core import Engine
 from core.errors import InvalidInput, NotFound, SummaryConflict
 from core.summary import archive_files
-from core.summary.compaction import LAST_RUN_KEY, archive_name
+from core.summary.compaction import COMPACT_ATTEMPTS, LAST_RUN_KEY, archive_name
 from tests.conftest import rows
 from tests.test_summaries import ROOT, config, fill, message
 
@@ -104,19 +104,24 @@ async def test_nothing_to_compact_is_refused_clearly(memory: str) -> None:
             await engine.compact("s")
 
 
-async def test_a_message_arriving_mid_compaction_makes_it_write_nothing(memory: str) -> None:
+async def test_messages_arriving_at_every_attempt_make_it_write_nothing(memory: str) -> None:
     async with Engine.open(memory, config=config()) as engine:
         await fill(engine, "s", 4)
         summarize = engine.summaries.summarizer.summarize
         loop = asyncio.get_running_loop()
+        stored = 4
 
         def interrupted(turns, max_tokens):
-            asyncio.run_coroutine_threadsafe(engine.store("s", 5, message(5)), loop).result()
+            nonlocal stored
+            stored += 1
+            asyncio.run_coroutine_threadsafe(engine.store("s", stored, message(stored)),
+                                             loop).result()
             return summarize(turns, max_tokens)
 
         engine.summaries.summarizer.summarize = interrupted
-        with pytest.raises(SummaryConflict, match="changed while it was being compacted"):
+        with pytest.raises(SummaryConflict, match="kept changing while it was being compacted"):
             await engine.compact("s")
+        assert stored == 4 + COMPACT_ATTEMPTS  # each attempt lost to a new message
         assert await engine.list_archives() == []
         assert markers(memory, "s") == []
         assert (await engine.list_notes()).total == 0

@@ -382,14 +382,16 @@ class Database:
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on the writer lane; a disk that is full or became
-        read-only raises ``StorageFull`` or ``ReadOnlyDatabase``, never the driver's error."""
+        read-only raises ``StorageFull`` or ``ReadOnlyDatabase``, and a write lock another
+        process held past the busy timeout ``MemoryBusy``, never the driver's error."""
         assert self.writer is not None, "database is closed"
         try:
             return await self.writer.run(self._guarded_write, fn, args)
         except UnicodeEncodeError:
             raise refusals.not_text() from None
         except Exception as exc:
-            refusal = refusals.storage_refusal(self.path, exc)
+            refusal = refusals.storage_refusal(self.path, exc,
+                                               busy_timeout_ms=self._busy_timeout_ms)
             if refusal is None:
                 raise
             raise refusal from exc
@@ -416,13 +418,19 @@ class Database:
             raise
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` on an idle reader lane."""
+        """Run ``fn(conn, *args)`` on an idle reader lane. A WAL reader waits for a lock only
+        while another connection rebuilds the file's index (after a crash); past the busy
+        timeout that is ``MemoryBusy`` too."""
         assert self._idle is not None, "database is closed"
         lane = await self._idle.get()
         try:
             return await lane.run(fn, *args)
         except UnicodeEncodeError:
             raise refusals.not_text() from None
+        except Exception as exc:
+            if refusals.primary_code(exc) != refusals.SQLITE_BUSY:
+                raise
+            raise refusals.busy(self.path, self._busy_timeout_ms) from exc
         finally:
             self._idle.put_nowait(lane)
 

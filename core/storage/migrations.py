@@ -68,6 +68,10 @@ def migrate(conn: Any, path: object = "database") -> list[int]:
     """Apply pending migrations; return the versions applied. Refuses a newer file."""
     known = available_migrations()
     applied: list[int] = []
+    if current_version(conn) == known[-1].version:
+        # Up to date, as nearly every open finds it: no write lock taken, so opening a file
+        # another process is writing waits for nothing.
+        return applied
     # Functions the migration scripts call to build full-text rows the way the write path does.
     conn.create_function("memory_session_prefix", 1, fts_rows.session_prefix, deterministic=True)
     conn.create_function("memory_prefixed", 2, fts_rows.prefixed, deterministic=True)

@@ -1,8 +1,9 @@
 """How SQLite says a file refused a write, turned into the engine's own errors.
 
 A full disk (SQLITE_FULL, or sqlite-vec's plain SQLITE_ERROR when the file is out of room),
-a file that became read-only (SQLITE_READONLY), text the driver cannot bind (a lone
-surrogate), and a writer connection sqlite-vec left unable to commit. :class:`Database`
+a file that became read-only (SQLITE_READONLY), another process holding the write lock
+past the busy timeout (SQLITE_BUSY), text the driver cannot bind (a lone surrogate), and a
+writer connection sqlite-vec left unable to commit. :class:`Database`
 (:mod:`core.storage.connection`) applies these to every read and write.
 """
 
@@ -13,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from core.errors import InvalidInput, ReadOnlyDatabase, StorageFull, WorkbenchError
+from core.errors import InvalidInput, MemoryBusy, ReadOnlyDatabase, StorageFull, WorkbenchError
 
-SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 8, 10, 13, 14
+SQLITE_BUSY, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 5, 8, 10, 13, 14
 
 
 def primary_code(exc: BaseException) -> int | None:
@@ -31,16 +32,29 @@ def not_text() -> InvalidInput:
                         "U+D800-U+DFFF); nothing was read or written")
 
 
-def storage_refusal(path: Path, exc: BaseException, *,
-                    opening: bool = False) -> WorkbenchError | None:
-    """The engine's own error for a write the file refused (disk full, read-only), or None.
+def busy(path: Path, busy_timeout_ms: int | None) -> MemoryBusy:
+    """The refusal of a statement that waited ``busy_timeout_ms`` (None: not known) for
+    another process's lock and gave up. The engine's writes take the write lock first
+    (BEGIN IMMEDIATE), so the one that gives up has written nothing."""
+    waited = None if busy_timeout_ms is None else busy_timeout_ms / 1000
+    held = "" if waited is None else f" for {waited:g} s"
+    return MemoryBusy(f"{path}: the memory is busy (another process holds the write "
+                      f"lock{held}); nothing was written; try again", waited)
+
+
+def storage_refusal(path: Path, exc: BaseException, *, opening: bool = False,
+                    busy_timeout_ms: int | None = None) -> WorkbenchError | None:
+    """The engine's own error for a write the file refused (disk full, read-only, the write
+    lock held by another process past ``busy_timeout_ms``), or None.
 
     SQLite rolls the statement's transaction back on SQLITE_FULL, so what the message
     promises (nothing of this write kept) holds: :func:`transaction` never commits a part.
     ``opening``: the refusal came while opening a writer, where a full disk can also show
-    as an I/O error creating the ``-shm`` index.
+    as an I/O error creating the ``-shm`` index (and a busy file is the opener's to judge).
     """
     code = primary_code(exc)
+    if code == SQLITE_BUSY and not opening:
+        return busy(path, busy_timeout_ms)
     if code == 1 and "database or disk is full" in str(exc):
         code = SQLITE_FULL  # sqlite-vec's shadow-table errors quote SQLite's, code lost
     if code == SQLITE_FULL or (opening and code == SQLITE_IOERR and _nearly_full(path)):

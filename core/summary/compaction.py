@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from core import clock
 from core.clock import format_utc, utc_now
 from core.errors import (
     InvalidInput,
+    MemoryBusy,
     NotFound,
     ReadOnlyDatabase,
     StorageFull,
@@ -53,6 +55,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LAST_RUN_KEY = "consolidation_last_run"
+# Attempts at one compaction that lose to other writers before it is refused.
+COMPACT_ATTEMPTS = 3
 ARCHIVE_TAG = "archive"
 
 Progress = Callable[[int, int, str], None]  # (done, total, session just handled)
@@ -97,8 +101,36 @@ class Compactor:
 
     async def compact(self, session_id: str) -> CompactionResult:
         """Fold the history since the latest marker into an Archive note and a new marker
-        (crabtalk), with a markdown copy of the archive (pynchy)."""
+        (crabtalk), with a markdown copy of the archive (pynchy).
+
+        A session being written meanwhile (a message arriving between the read and the
+        commit, another process holding the write lock) is compacted again from a fresh
+        read, up to ``COMPACT_ATTEMPTS`` times with growing pauses: each attempt that lost
+        wrote nothing, so trying again is safe. Still losing after that is a
+        ``SummaryConflict`` (or ``MemoryBusy``) saying to try again later.
+        """
         self._backend.require_writable()
+        for attempt in range(1, COMPACT_ATTEMPTS + 1):
+            try:
+                return await self._compact_once(session_id)
+            except SummaryConflict as exc:
+                if attempt == COMPACT_ATTEMPTS:
+                    raise SummaryConflict(
+                        f"session {session_id[:100]!r} kept changing while it was being "
+                        f"compacted ({COMPACT_ATTEMPTS} attempts); nothing was written; "
+                        "try again when it is quieter") from exc
+            except MemoryBusy:
+                if attempt == COMPACT_ATTEMPTS:
+                    raise
+            log.info("compaction of %r lost to another writer (attempt %d); trying again",
+                     session_id, attempt)
+            # Jittered, so two compactors that collided do not meet again.
+            await asyncio.sleep(random.uniform(0.5, 1.0) * 0.05 * 2 ** attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _compact_once(self, session_id: str) -> CompactionResult:
+        """One compaction from a fresh read of the session; ``SummaryConflict`` and nothing
+        written when the session moved on before the commit."""
         replay = await self._summaries.replay(session_id)
         folded = replay.messages
         if not folded and not replay.summary:
@@ -170,10 +202,11 @@ class Compactor:
     async def _record_file(self, session_id: str, marker_sequence: int, path: str | None,
                            error: str | None) -> str | None:
         """Record where an archive's markdown went; on a full disk the compaction (already
-        committed) stands and the next repair records it: the reason, else None."""
+        committed) stands and the next repair records it: the reason, else None. (So a
+        busy file here never makes :meth:`compact` try a committed compaction again.)"""
         try:
             await self._backend.record_archive_file(session_id, marker_sequence, path, error)
-        except (StorageFull, ReadOnlyDatabase) as exc:
+        except (StorageFull, ReadOnlyDatabase, MemoryBusy) as exc:
             log.warning("archive of %r: markdown location not recorded: %s", session_id, exc)
             return error or f"markdown location not recorded: {exc}"
         return error
@@ -205,7 +238,7 @@ class Compactor:
             for done, session_id in enumerate(sessions, start=1):
                 try:
                     report.compacted.append(await self.compact(session_id))
-                except (SummaryConflict, InvalidInput, NotFound) as exc:
+                except (SummaryConflict, MemoryBusy, InvalidInput, NotFound) as exc:
                     report.skipped[session_id] = str(exc)
                 except SummaryError as exc:
                     report.failed[session_id] = str(exc)

@@ -4,7 +4,11 @@ and every refusal the engine's own error, with no password in it."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import tempfile
 import traceback
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,6 +18,7 @@ from psycopg import errors as pg_errors
 
 from core.errors import (
     InvalidInput,
+    MemoryBusy,
     ReadOnlyDatabase,
     StorageFull,
     StorageUnavailable,
@@ -21,7 +26,7 @@ from core.errors import (
 from core.storage.locations import parse_location
 from core.storage.pg import refusals, vectors
 from core.storage.pg.connection import PgDatabase
-from tests.pg_server import PgTestServer
+from tests.pg_server import FOLDER_PREFIX, PgTestServer, start_server
 
 Conn = AsyncConnection[Any]
 
@@ -139,8 +144,9 @@ async def test_a_conflict_that_never_ends_is_a_refusal(pg_url: str) -> None:
         raise pg_errors.SerializationFailure("could not serialize access")
 
     try:
-        with pytest.raises(StorageUnavailable, match="kept conflicting"):
+        with pytest.raises(MemoryBusy, match="the memory is busy .*kept conflicting") as busy:
             await db.write(always_conflicting)
+        assert "nothing was written; try again" in str(busy.value)
         assert calls == 3
     finally:
         await db.close()
@@ -263,3 +269,74 @@ async def test_a_worker_whose_liveness_connection_the_server_closed_takes_its_lo
         assert await claimer_locks() == 0  # its leases look abandoned to other workers
         await backend.pending_chunks(10)
         assert await claimer_locks() == 1
+
+
+async def test_a_lock_held_past_lock_timeout_is_a_busy_refusal(pg_db: PgDatabase,
+                                                               pg_url: str) -> None:
+    await pg_db.write(add_session, "held")
+
+    async def touch(conn: Conn) -> None:
+        await conn.execute("SET LOCAL lock_timeout = '100ms'")
+        await conn.execute("UPDATE sessions SET updated_at = 'x' WHERE session_id = 'held'")
+        await add_session(conn, "after")
+
+    async with await AsyncConnection.connect(pg_url) as other:
+        await other.execute("SELECT 1 FROM sessions WHERE session_id = 'held' FOR UPDATE")
+        with pytest.raises(MemoryBusy, match="the memory is busy .*lock_timeout") as busy:
+            await pg_db.write(touch)
+        assert "nothing was written; try again" in str(busy.value)
+        await other.rollback()
+    assert await pg_db.read(session_ids) == ["held"]
+    await pg_db.write(touch)
+    assert await pg_db.read(session_ids) == ["after", "held"]
+
+
+async def test_a_server_that_stopped_is_said_to_be_unreachable_not_saturated() -> None:
+    parent = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-",
+                                   dir=parent))
+    try:
+        server = start_server(folder)
+        try:
+            db = PgDatabase(parse_location(server.url()), pool_size=2, connect_timeout_s=1)
+            await db.open()
+            await db.read(select_one)
+        finally:
+            server.stop()
+        try:
+            for attempt in (db.read(select_one), db.write(select_one)):
+                with pytest.raises(StorageUnavailable) as refused:
+                    await attempt
+                text = str(refused.value)
+                assert text.startswith("cannot reach the PostgreSQL server"), text
+                assert str(folder) in text  # the socket it looked for
+                assert "saturated" not in text and "\n" not in text
+        finally:
+            await db.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def select_one(conn: Conn) -> None:
+    await conn.execute("SELECT 1")
+
+
+async def test_a_bound_role_whose_config_names_another_agent_is_told_the_cause(
+        pg_url: str) -> None:
+    from core import Engine
+    from core.errors import OutOfNamespace
+    from tests.conftest import DETERMINISTIC
+    from tests.pg.test_pg_roles import alpha_bound
+
+    async with alpha_bound(pg_url, DETERMINISTIC) as url:
+        # The config's agent is "default"; the role is bound to "alpha".
+        async with Engine.open(url, config=DETERMINISTIC, start_worker=False) as engine:
+            with pytest.raises(OutOfNamespace) as refused:
+                await engine.append("mine", {"role": "user", "content": "hello"})
+            text = str(refused.value)
+            assert "Role 'agent_alpha' is bound to one namespace, 'alpha'" in text, text
+            assert "set agent = 'alpha'" in text and "nothing was written" in text
+            assert "'beta'" not in text and "\n" not in text
+        async with Engine.open(url, config={**DETERMINISTIC, "agent": "alpha"},
+                               start_worker=False) as engine:
+            await engine.append("mine", {"role": "user", "content": "hello"})

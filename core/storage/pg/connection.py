@@ -26,7 +26,8 @@ is run again from the start, and only a function can be.
   notifying COMMIT returns; measured, the listener's next statement receives it: of 300
   commits each followed at once by a pulse, every one was counted by that pulse.
 - Errors come out as the engine's refusals (:mod:`core.storage.pg.refusals`), never with
-  the password in them.
+  the password in them. A pool that gives no connection in time is told apart from a
+  server that cannot be reached by one direct connection, which says why it failed.
 
 Connections come from ``psycopg_pool.AsyncConnectionPool`` (``autocommit=False``). The
 pool is opened after one direct connection succeeds: a pool that cannot connect only says
@@ -36,15 +37,17 @@ it timed out, a direct connection says why (no such database, authentication fai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
+import psycopg_pool
 from psycopg import AsyncConnection, IsolationLevel
 from psycopg_pool import AsyncConnectionPool
 
-from core.errors import ReadOnlyDatabase
+from core.errors import ReadOnlyDatabase, WorkbenchError
 from core.storage.locations import Location
 from core.storage.pg import migrations, refusals
 
@@ -112,7 +115,7 @@ class PgDatabase:
             async with pool.connection() as conn:
                 return await migrations.migrate(conn, self.location)
         except psycopg.Error as exc:
-            raise self._refusal(exc, writing=True) from None
+            raise await self._refused(exc, writing=True) from None
 
     async def schema_version(self) -> int:
         """The schema version recorded in the database (0 before the first migration)."""
@@ -130,7 +133,7 @@ class PgDatabase:
                         return await fn(conn, *args)
             except (psycopg.Error, UnicodeEncodeError) as exc:
                 if not (refusals.connection_lost(exc) and attempt <= self._pool_size):
-                    raise self._refusal(exc, writing=False) from None
+                    raise await self._refused(exc, writing=False) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -162,7 +165,7 @@ class PgDatabase:
             except (psycopg.Error, UnicodeEncodeError) as exc:
                 lost += 1
                 if committing or not refusals.connection_lost(exc) or lost > self._pool_size:
-                    raise self._refusal(exc, writing=True) from None
+                    raise await self._refused(exc, writing=True) from None
 
     async def watch(self, fn: Callable[[Conn], Awaitable[T]]) -> tuple[int, T]:
         """(change counter, ``await fn(conn)``) on the connection that LISTENs to
@@ -210,6 +213,26 @@ class PgDatabase:
         if conn is not None and not conn.closed:
             await conn.close()
 
+    async def _refused(self, exc: Exception, *, writing: bool) -> Exception:
+        """:meth:`_refusal`, after asking the server what the driver's error leaves out: when
+        the pool gave no connection in time, whether the server can be reached at all (a
+        pool whose connections all failed only says it timed out; a direct connection says
+        why, and where it looked); when a policy refused a write, which namespace this
+        role is bound to."""
+        if isinstance(exc, psycopg_pool.PoolTimeout):
+            try:
+                probe = await AsyncConnection.connect(self.location.target,
+                                                      **self._connect_kwargs())
+            except psycopg.Error as unreachable:
+                return refusals.unreachable(self.location, unreachable, writing=writing)
+            await probe.close()
+        if writing and refusals.outside_binding(exc):
+            binding = None
+            with contextlib.suppress(WorkbenchError, psycopg.Error):
+                binding = await self.read(_binding)
+            return refusals.refusal(self.location, exc, writing=True, binding=binding) or exc
+        return self._refusal(exc, writing=writing)
+
     def _refusal(self, exc: Exception, *, writing: bool) -> Exception:
         """The engine's error for ``exc``; the driver's own when it is not a refusal (a
         constraint for the caller to interpret, or a bug)."""
@@ -226,3 +249,11 @@ class PgDatabase:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
+
+
+async def _binding(conn: Conn) -> tuple[str, str] | None:
+    """(role, namespace) when this connection's role is bound to a namespace, else None."""
+    cursor = await conn.execute(
+        "SELECT role_name, namespace FROM memory_roles WHERE role_name = current_user")
+    row = await cursor.fetchone()
+    return (str(row[0]), str(row[1])) if row else None

@@ -2,8 +2,10 @@
 
 The same refusals the SQLite side makes (:mod:`core.storage.refusals`): a full disk is
 ``StorageFull``, a server that may not be written (a replica, a read-only role) is
-``ReadOnlyDatabase``, text the driver cannot send is ``InvalidInput``; what only a server
-has (unreachable, authentication, a dropped connection) is ``StorageUnavailable``.
+``ReadOnlyDatabase``, text the driver cannot send is ``InvalidInput``, a lock held past the
+server's ``lock_timeout`` or a conflict that outlasted every attempt is ``MemoryBusy``; what
+only a server has (unreachable, authentication, a dropped connection) is
+``StorageUnavailable``.
 
 Every message names the location by its redacted URL, and the driver's own words are
 scrubbed of the password first: libpq quotes the whole URL when it cannot parse it. The
@@ -19,6 +21,7 @@ from psycopg import errors as pg_errors
 
 from core.errors import (
     InvalidInput,
+    MemoryBusy,
     OutOfNamespace,
     ReadOnlyDatabase,
     StorageFull,
@@ -61,9 +64,28 @@ def connect_refusal(location: Location, exc: BaseException) -> WorkbenchError:
         "database name, role and password (the password is never shown)")
 
 
-def refusal(location: Location, exc: BaseException, *, writing: bool) -> WorkbenchError | None:
+def unreachable(location: Location, exc: BaseException, *, writing: bool) -> WorkbenchError:
+    """The refusal of a request that found no connection because the server cannot be
+    reached (stopped, restarting, the network cut): ``exc`` is what a direct connection
+    said, which names the host or socket it tried."""
+    outcome = "nothing of it was kept" if writing else "nothing was read"
+    return StorageUnavailable(
+        f"cannot reach the PostgreSQL server of {location}: {driver_words(location, exc)}; "
+        f"{outcome}. Start the server (or check the host and network) and try again")
+
+
+def outside_binding(exc: BaseException) -> bool:
+    """Whether ``exc`` is a row-level security policy refusing a write: a role `workbench pg
+    grant` bound to one namespace wrote a row of another."""
+    return isinstance(exc, pg_errors.InsufficientPrivilege) and "row-level security" in str(exc)
+
+
+def refusal(location: Location, exc: BaseException, *, writing: bool,
+            binding: tuple[str, str] | None = None) -> WorkbenchError | None:
     """The engine's error for ``exc`` raised by a read or a write, or None when it is not a
-    refusal (a constraint the caller interprets, or a bug, which must surface as one)."""
+    refusal (a constraint the caller interprets, or a bug, which must surface as one).
+    ``binding``: (role, namespace) the connection's role is bound to, when known, for a
+    write the policies refused: the usual cause is a config whose agent names another."""
     if isinstance(exc, UnicodeEncodeError):
         return not_text()
     if isinstance(exc, psycopg.DataError) and exc.sqlstate is None and "NUL" in str(exc):
@@ -80,9 +102,15 @@ def refusal(location: Location, exc: BaseException, *, writing: bool) -> Workben
             f"{location} refused the write ({words}); nothing was written. The server only "
             "reads (a replica, or default_transaction_read_only); write to the primary")
     if isinstance(exc, pg_errors.InsufficientPrivilege):
-        if writing and "row-level security" in str(exc):
-            # A role `workbench pg grant` bound to one namespace wrote a row of another:
-            # the refusal our own namespace checks make, from the database this time.
+        if writing and outside_binding(exc):
+            # The refusal our own namespace checks make, from the database this time.
+            if binding is not None:
+                role, namespace = (name[:100] for name in binding)
+                return OutOfNamespace(
+                    f"{location} refused the write ({words}); nothing was written. Role "
+                    f"{role!r} is bound to one namespace, {namespace!r}, and this write is "
+                    f"to another: if the config's agent is not {namespace!r}, set agent = "
+                    f"{namespace!r} (or run as a role bound to the namespace you meant)")
             return OutOfNamespace(
                 f"{location} refused the write ({words}); nothing was written. This role "
                 "is bound to one namespace, and the row belongs to another")
@@ -93,10 +121,15 @@ def refusal(location: Location, exc: BaseException, *, writing: bool) -> Workben
         return StorageUnavailable(f"{location} refused the read ({words}): this role may "
                                   "not read there; ask the database owner for the grant")
     if isinstance(exc, RETRYABLE):
-        return StorageUnavailable(
-            f"{location}: the write kept conflicting with other writers ({words}); nothing "
-            "of it was kept. Try again")
+        return MemoryBusy(
+            f"{location}: the memory is busy (other writers kept conflicting with this "
+            f"write: {words}); nothing was written; try again")
+    if isinstance(exc, pg_errors.LockNotAvailable):
+        return MemoryBusy(
+            f"{location}: the memory is busy (another process holds a lock this request "
+            f"needs, past the server's lock_timeout: {words}); nothing was written; try again")
     if isinstance(exc, psycopg_pool.PoolTimeout):  # before OperationalError, its base
+        # (PgDatabase first asks the server directly: one it cannot reach says so instead.)
         return StorageUnavailable(
             f"{location}: no database connection came free in time ({words}); the server "
             "or the pool is saturated")
