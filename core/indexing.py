@@ -442,9 +442,10 @@ def normalize_tags(tags: Iterable[str] | None, max_tags: int = 16,
     """Note tags trimmed, lower-cased, without blanks or duplicates, in first-seen order.
 
     Over-long tags, too many tags and tags holding a control or invisible character once
-    trimmed (the identifier rule, :func:`core.inputs.visible_text`) are refused with InvalidInput rather
-    than silently cut, so the caller learns its tag was not stored as given (oxydra "Note
-    Metadata"). A blank tag is dropped, as a repeat is: it carries nothing to store.
+    trimmed (the identifier rule, :func:`core.inputs.visible_text`) are refused with
+    InvalidInput rather than silently cut, so the caller learns its tag was not stored as
+    given (oxydra "Note Metadata"). A blank tag is dropped, as a repeat is: it carries
+    nothing to store.
     """
     if tags is None:
         return []
