@@ -61,9 +61,9 @@ class Conversations:
         if agent is not None:
             inputs.utf8_text(agent, "agent")
         if session_id.startswith(MEMORY_PREFIX):
-            raise InvalidInput(f"session {session_id!r} holds a namespace's notes (its name "
-                               f"begins with {MEMORY_PREFIX!r}); write notes with add_note or "
-                               "save_memory, and messages to another session")
+            raise InvalidInput(f"session {inputs.shown(session_id)} holds a namespace's notes (its "
+                               f"name begins with {MEMORY_PREFIX!r}); write notes with add_note "
+                               "or save_memory, and messages to another session")
         if sequence is not None:
             inputs.int64(sequence, "sequence")
         message = indexing.validate_message(payload)
@@ -180,5 +180,5 @@ class Conversations:
         """The session's state (last_sequence, summary_state, scratchpad)."""
         state = await self._backend.read_session_state(session_id)
         if state is None:
-            raise NotFound(f"no session {session_id!r}")
+            raise NotFound(f"no session {inputs.shown(session_id)}")
         return state

@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from core import inputs
 from core.config import ImportanceConfig
 from core.errors import InvalidInput, InvalidMessage
 
@@ -440,8 +441,11 @@ def normalize_tags(tags: Iterable[str] | None, max_tags: int = 16,
                    max_chars: int = 64) -> list[str]:
     """Note tags trimmed, lower-cased, without blanks or duplicates, in first-seen order.
 
-    Over-long tags and too many tags are refused with InvalidInput rather than silently cut,
-    so the caller learns its tag was not stored as given (oxydra "Note Metadata").
+    Over-long tags, too many tags and tags holding a control or invisible character once
+    trimmed (the identifier rule, :func:`core.inputs.visible_text`) are refused with
+    InvalidInput rather than silently cut, so the caller learns its tag was not stored as
+    given (oxydra "Note Metadata"). A blank tag is dropped, as a repeat is: it carries
+    nothing to store.
     """
     if tags is None:
         return []
@@ -453,10 +457,9 @@ def normalize_tags(tags: Iterable[str] | None, max_tags: int = 16,
         raise InvalidInput(f"tags must be a list of strings, got {type(tags).__name__}") from None
     result: list[str] = []
     seen: set[str] = set()
-    for item in items:
+    for index, item in enumerate(items, 1):  # numbered as a person counts them
         if not isinstance(item, str):
-            raise InvalidInput(f"tag {_short(item)} is a {type(item).__name__}; "
-                               "tags must be strings")
+            raise InvalidInput(f"tag {index} is a {type(item).__name__}; tags must be strings")
         try:
             item.encode("utf-8")
         except UnicodeEncodeError:
@@ -466,9 +469,9 @@ def normalize_tags(tags: Iterable[str] | None, max_tags: int = 16,
             continue
         if len(tag) > max_chars:
             shown = tag if len(tag) <= 24 else tag[:23] + "…"
-            raise InvalidInput(
-                f"tag {shown!r} is {len(tag)} characters; the limit is {max_chars}"
-            )
+            raise InvalidInput(f"tag {shown!r} is {len(tag)} characters; the limit is "
+                               f"{max_chars}")
+        inputs.visible_text(tag, f"tag {index}")
         seen.add(tag)
         result.append(tag)
     if len(result) > max_tags:

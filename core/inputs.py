@@ -4,12 +4,20 @@ SQLite stores text as UTF-8 and integers in 64 bits, so a lone surrogate (``"\\u
 broken JSON decoders produce) or a 70-bit integer fails deep in the driver, as a
 ``UnicodeEncodeError`` or ``OverflowError`` naming nothing the caller gave. These checks
 refuse such a value where it enters, as ``InvalidInput`` naming the field, before anything
-is written. :func:`shown` puts any value into a message on one printable line.
+is written. :func:`shown` puts any value into a message on one printable line, cut, so a
+refusal never echoes a megabyte back.
+
+Identifiers (note names, tags, session ids, namespaces, schedule names) are held to one
+rule, :func:`visible_text`: no control or invisible character. A tab, a newline or a NUL in
+a name is a bug in whatever produced it, and a zero-width space or a bidi override makes two
+different names look alike. Text that reaches a parser or a loop (a query, a cadence) has a
+length limit, so no input costs more than the limit's worth of work.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from core.errors import InvalidInput
@@ -17,6 +25,14 @@ from core.errors import InvalidInput
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_SESSION_ID_CHARS = 1000
 """A session id is an identifier, stored with every event and chunk of its session."""
+MAX_QUERY_CHARS = 10_000
+"""Longest query text. Its LIKE pattern is then at most 40,002 bytes (a character is at most
+four bytes of UTF-8, an escaped wildcard two), under SQLite's 50,000-byte limit on a LIKE
+pattern; a query's words beyond the first few thousand add nothing to a ranking anyway."""
+
+# Control (Cc), format (Cf: zero-width space and joiners, BOM, bidi overrides), surrogate
+# (Cs) and the line and paragraph separators (Zl, Zp: U+2028, U+2029).
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -37,15 +53,48 @@ def utf8_text(value: Any, what: str) -> str:
     return value
 
 
+def visible_text(value: Any, what: str) -> str:
+    """``value`` when it is a string holding no control or invisible character, else
+    ``InvalidInput`` naming ``what``, the character and where it is: the identifier rule."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
+    for index, char in enumerate(value):
+        category = unicodedata.category(char)
+        if category in _INVISIBLE_CATEGORIES:
+            if category == "Cs":
+                raise InvalidInput(f"{what} {shown(value)} holds a lone surrogate at index "
+                                   f"{index}, which is not valid UTF-8 text")
+            kind = "control" if category == "Cc" else "invisible"
+            raise InvalidInput(f"{what} {shown(value)} holds the {kind} character "
+                               f"U+{ord(char):04X} at index {index}; {what} must be visible "
+                               "text, without control or invisible characters")
+    return value
+
+
+def identifier(value: Any, what: str, limit: int) -> str:
+    """``value`` exactly as given when it is an identifier: visible text (:func:`visible_text`),
+    not blank, at most ``limit`` characters; else ``InvalidInput`` naming ``what``."""
+    if isinstance(value, str) and len(value) > limit:  # before the scan: a limit bounds it
+        raise InvalidInput(f"{what} {shown(value)} is {len(value):,} characters; the limit is "
+                           f"{limit}")
+    if not visible_text(value, what).strip():
+        raise InvalidInput(f"{what} must be a non-empty string, not blank; got {shown(value)}")
+    return value
+
+
 def session_id(value: Any) -> str:
-    """A session id: a non-empty, non-blank string of valid UTF-8 text, at most
-    :data:`MAX_SESSION_ID_CHARS` long."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"session_id must be a non-empty string, got {shown(value)}")
-    if len(value) > MAX_SESSION_ID_CHARS:
-        raise InvalidInput(f"session_id {shown(value)} is {len(value):,} characters; the limit "
-                           f"is {MAX_SESSION_ID_CHARS}")
-    return utf8_text(value, "session_id")
+    """A session id, as a new one is held to: an :func:`identifier` of at most
+    :data:`MAX_SESSION_ID_CHARS` characters."""
+    return identifier(value, "session_id", MAX_SESSION_ID_CHARS)
+
+
+def query_text(value: Any, what: str = "query") -> str:
+    """Text to search for: valid UTF-8, at most :data:`MAX_QUERY_CHARS` characters."""
+    text = utf8_text(value, what)
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"{what} is {len(text):,} characters; the limit is "
+                           f"{MAX_QUERY_CHARS:,}: search for its key words instead")
+    return text
 
 
 def int64(value: Any, what: str) -> int:

@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from core import inputs
 from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import InvalidInput
+from core.inputs import shown
 from core.notes.fields import clean_namespace
 from core.storage.notes import MEMORY_PREFIX
 from core.types import ScratchpadState
@@ -36,20 +38,28 @@ def check_items(items: Any, max_items: int, max_chars: int) -> list[str]:
         if not isinstance(item, str):
             raise InvalidInput(f"scratchpad item {index} is a {type(item).__name__}; items "
                                "must be strings, and the scratchpad was left as it was")
+        if len(item) > max_chars:
+            raise InvalidInput(f"scratchpad item {index} is {len(item)} characters; the limit "
+                               f"is {max_chars} per item, and the scratchpad was left as it was")
         try:
             item.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidInput(f"scratchpad item {index} is not valid UTF-8 text; the "
                                "scratchpad was left as it was") from None
-        if len(item) > max_chars:
-            raise InvalidInput(f"scratchpad item {index} is {len(item)} characters; the limit "
-                               f"is {max_chars} per item, and the scratchpad was left as it was")
+        if "\x00" in item:  # PostgreSQL's jsonb cannot hold it: refused on both backends
+            raise InvalidInput(f"scratchpad item {index} holds a NUL character (U+0000), which "
+                               "a scratchpad cannot store; the scratchpad was left as it was")
     return list(items)
 
 
 def _session(session_id: Any) -> str:
+    """A session id to read or clear by: any non-blank text, so a session named before the
+    identifier rule can still be reached (a write holds it to the rule)."""
     if not isinstance(session_id, str) or not session_id.strip():
-        raise InvalidInput(f"session_id must be a non-empty string, got {session_id!r}")
+        raise InvalidInput(f"session_id must be a non-empty string, got {shown(session_id)}")
+    if len(session_id) > inputs.MAX_SESSION_ID_CHARS:
+        raise InvalidInput(f"session_id {shown(session_id)} is {len(session_id):,} characters; "
+                           f"no session id is longer than {inputs.MAX_SESSION_ID_CHARS:,}")
     return session_id
 
 
@@ -80,9 +90,9 @@ class Scratchpad:
         ``namespace``: the session must be that namespace's (or new, and made in it); another
         namespace's is refused with ``OutOfNamespace`` and nothing is written.
         """
-        session_id = _session(session_id)
+        session_id = inputs.session_id(session_id)
         if session_id.startswith(MEMORY_PREFIX):
-            raise InvalidInput(f"session {session_id!r} holds a namespace's notes; a "
+            raise InvalidInput(f"session {shown(session_id)} holds a namespace's notes; a "
                                "scratchpad belongs to a conversation's session")
         checked = check_items(items, self._limits.max_items, self._limits.max_item_chars)
         # An empty namespace is refused, never read as "the configured agent".
@@ -103,7 +113,7 @@ class Scratchpad:
     async def sessions(self, limit: int = 200) -> list[ScratchpadState]:
         """The sessions that have a scratchpad, most recently written first."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInput(f"limit must be a positive integer, got {limit!r}")
+            raise InvalidInput(f"limit must be a positive integer, got {shown(limit)}")
         rows = await self._backend.scratchpad_sessions(limit)
         return [ScratchpadState(row["session_id"], list(row["items"]), row["updated_at"])
                 for row in rows]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.clock import utc_now
 from core.errors import NotFound
+from core.inputs import shown
 from core.notes.transfer import write_json_document
 from core.summary.service import summary_state_of
 from core.types import SessionExportResult
@@ -59,7 +60,7 @@ async def export_session(backend: Backend, session_id: str,
     ``InvalidInput`` when the file cannot be written (nothing is then left behind)."""
     snapshot = await backend.read_session_snapshot(session_id)
     if snapshot is None:
-        raise NotFound(f"no session {session_id!r}")
+        raise NotFound(f"no session {shown(session_id)}")
     document = session_document(snapshot)
     target = Path(path).expanduser()
     await write_json_document(target, document)

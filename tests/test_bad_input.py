@@ -889,8 +889,10 @@ def test_config_numbers_out_of_range_are_refused(source: dict[str, Any]) -> None
 
 def test_a_sequence_refusal_for_a_long_session_id_stays_short(harness: Harness) -> None:
     """Regression: the SequenceError quoted the whole session id (the store found it with a
-    session id of 200 control characters, an 865-character message)."""
-    session_id = "\x19" * 200
+    session id of 200 control characters, an 865-character message; such an id is refused
+    now, so the long id here is 200 visible characters, half of them backslashes, which
+    repr doubles)."""
+    session_id = "\u00e9\\" * 100
     harness.run(harness.engine.store(session_id, 1, {"role": "user", "content": "first"}))
     before = harness.counts()
     ok, refusal = harness.attempt("messages", lambda: harness.engine.store(

@@ -16,7 +16,7 @@ OWNER = "alice"
 # "а", fullwidth), trailing space, SQL and FTS syntax, and the memory session's own prefix.
 INTRUDERS = ["alice%", "alic_", "%", "_", "ALICE", "\u0430lice", "\uff41lice", "alice ",
              "alice' OR '1'='1", 'alice"; DELETE FROM notes; --', "memory:alice",
-             "alice\u200b", "*", "x" * 200]
+             "*", "x" * 200]  # "alice\u200b" is refused at entry (tests/test_input_limits.py)
 # Names the owner's notes carry: quotes, wildcards, SQL and FTS syntax, very long, look-alikes.
 HOSTILE_NAMES = ["secret plan", "100%", "a_b", "'; DELETE FROM notes; --", '" OR 1=1 --',
                  "NEAR(secret plan)", "s" * 200, "\u0455ecret plan", "％", "caf\u00e9"]

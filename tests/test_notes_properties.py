@@ -38,22 +38,29 @@ def expected_tags(items: list[str]) -> list[str]:
     return list(dict.fromkeys(t.strip().lower() for t in items if t.strip().lower()))
 
 
+def holds_control(tag: str) -> bool:
+    """Whether a trimmed tag still holds a control character (a tab inside): refused."""
+    return any(unicodedata.category(char) == "Cc" for char in tag)
+
+
 @settings(max_examples=300, deadline=None)
 @given(items=st.lists(TAG, max_size=20))
 def test_tags_are_trimmed_lowered_deduplicated_or_refused_naming_the_limit(items) -> None:
     wanted = expected_tags(items)
-    too_long = [tag for tag in wanted if len(tag) > 64]
+    first_bad = next((tag for tag in wanted if len(tag) > 64 or holds_control(tag)), None)
     try:
         tags = normalize_tags(items)
     except InvalidInput as exc:
         message = str(exc)
-        if too_long:
-            assert f"is {len(too_long[0])} characters; the limit is 64" in message
-            assert repr(too_long[0][:23])[1:-1] in message  # it names which tag
+        if first_bad is not None and len(first_bad) > 64:
+            assert f"is {len(first_bad)} characters; the limit is 64" in message
+            assert repr(first_bad[:23])[1:-1] in message  # it names which tag
+        elif first_bad is not None:
+            assert "control character U+0009" in message
         else:
             assert message == f"{len(wanted)} tags given; the limit is 16"
         return
-    assert not too_long and len(wanted) <= 16
+    assert first_bad is None and len(wanted) <= 16
     assert tags == wanted
     assert normalize_tags(tags) == tags  # idempotent
     assert all(tag == tag.strip().lower() and tag for tag in tags)
@@ -65,10 +72,11 @@ def test_tags_are_trimmed_lowered_deduplicated_or_refused_naming_the_limit(items
 def test_tag_limits_hold_for_any_configuration(items, max_tags: int, max_chars: int) -> None:
     wanted = expected_tags(items)
     fits = len(wanted) <= max_tags and all(len(tag) <= max_chars for tag in wanted)
-    if fits:
+    if fits and not any(holds_control(tag) for tag in wanted):
         assert normalize_tags(items, max_tags, max_chars) == wanted
     else:
-        with pytest.raises(InvalidInput, match=f"the limit is ({max_tags}|{max_chars})"):
+        with pytest.raises(InvalidInput,
+                           match=f"the limit is ({max_tags}|{max_chars})|control character"):
             normalize_tags(items, max_tags, max_chars)
 
 

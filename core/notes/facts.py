@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.clock import utc_now
 from core.errors import InvalidInput, NotFound
+from core.inputs import shown
 from core.notes.fields import clean_identifier
 from core.types import Fact
 
@@ -45,7 +46,7 @@ def _value(value: Any) -> str:
 def _source(source: Any) -> str:
     if source not in SOURCES:
         raise InvalidInput(f"a fact's source must be one of {', '.join(SOURCES)}; "
-                           f"got {source!r}")
+                           f"got {shown(source)}")
     return str(source)
 
 
@@ -72,8 +73,8 @@ class Facts:
         category, key = clean_identifier(category, "category"), clean_identifier(key, "key")
         row = await self._backend.read_fact(namespace, category, key)
         if row is None:
-            raise NotFound(f"no fact {key!r} in category {category!r} of namespace "
-                           f"{namespace!r}")
+            raise NotFound(f"no fact {shown(key)} in category {shown(category)} of namespace "
+                           f"{shown(namespace)}")
         return Fact(**row)
 
     async def list_facts(self, *, category: str | None = None,

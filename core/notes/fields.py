@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from core.errors import InvalidInput
-from core.inputs import shown
+from core.inputs import identifier, shown, visible_text
 
 KINDS = ("Note", "Archive")
 CATEGORIES = ("core", "daily", "conversation")
@@ -29,10 +29,6 @@ DEFAULT_IMPORTANCE = 0.5
 
 _NOTE_ID = re.compile(r"note-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-# Zero-width joiners hold emoji sequences together; every other format character (zero-width
-# space, bidi overrides, BOM) only makes two different names look alike.
-_ALLOWED_FORMAT = {"\u200c", "\u200d"}
-
 
 def new_note_id() -> str:
     """A fresh ``note-{uuid}`` (oxydra)."""
@@ -44,23 +40,20 @@ def is_note_id(text: str) -> bool:
     return _NOTE_ID.fullmatch(text) is not None
 
 
-def _shown(value: str, limit: int = 32) -> str:
-    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
-
-
 def _require_text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be a string, got {type(value).__name__}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInput(f"{what} {_shown(value)} is not valid UTF-8 text") from None
+        raise InvalidInput(f"{what} {shown(value)} is not valid UTF-8 text") from None
     return value
 
 
 def clean_identifier(value: Any, what: str) -> str:
     """An identifier as stored: NFC, surrounding whitespace removed, non-empty, at most
-    :data:`MAX_IDENTIFIER_CHARS`, no control or invisible formatting characters.
+    :data:`MAX_IDENTIFIER_CHARS`, and held to the identifier rule (no control or invisible
+    character, :func:`core.inputs.visible_text`).
 
     NFC makes the two spellings of "é" one name; look-alikes from other scripts (Cyrillic
     "а", fullwidth "ａ") stay distinct names, as they are distinct text.
@@ -69,14 +62,9 @@ def clean_identifier(value: Any, what: str) -> str:
     if not text:
         raise InvalidInput(f"{what} must not be empty")
     if len(text) > MAX_IDENTIFIER_CHARS:
-        raise InvalidInput(f"{what} {_shown(text)} is {len(text)} characters; the limit is "
+        raise InvalidInput(f"{what} {shown(text)} is {len(text):,} characters; the limit is "
                            f"{MAX_IDENTIFIER_CHARS}")
-    for char in text:
-        category = unicodedata.category(char)
-        if category in ("Cc", "Cs") or (category == "Cf" and char not in _ALLOWED_FORMAT):
-            raise InvalidInput(f"{what} {_shown(text)} contains the invisible character "
-                               f"U+{ord(char):04X}; names must be visible text")
-    return text
+    return visible_text(text, what)
 
 
 def clean_name(value: Any, what: str = "name") -> str:
@@ -84,24 +72,25 @@ def clean_name(value: Any, what: str = "name") -> str:
     like an id is always an id and never a name."""
     name = clean_identifier(value, what)
     if is_note_id(name):
-        raise InvalidInput(f"{what} {name!r} has the shape of a note id; choose another")
+        raise InvalidInput(f"{what} {shown(name)} has the shape of a note id; choose another")
     return name
 
 
 def clean_namespace(value: Any) -> str:
-    """A namespace as given (it is an agent identity: exact, never trimmed or normalised)."""
-    text = _require_text(value, "namespace")
-    if not text:
-        raise InvalidInput("namespace must not be empty")
-    if len(text) > MAX_IDENTIFIER_CHARS:
-        raise InvalidInput(f"namespace {_shown(text)} is {len(text)} characters; the limit is "
-                           f"{MAX_IDENTIFIER_CHARS}")
-    return text
+    """A namespace as given (it is an agent identity: exact, never trimmed or normalised),
+    held to the identifier rule (:func:`core.inputs.identifier`)."""
+    return identifier(value, "namespace", MAX_IDENTIFIER_CHARS)
 
 
 def clean_reference(value: Any) -> str:
-    """A note id, name or alias, as a lookup key (normalised as names are)."""
-    return unicodedata.normalize("NFC", _require_text(value, "note reference")).strip()
+    """A note id, name or alias, as a lookup key (normalised as names are). It is not held
+    to the identifier rule, so a name stored before the rule can still be reached; one
+    longer than any name is refused, since it names nothing."""
+    text = _require_text(value, "note reference")
+    if len(text) > 4 * MAX_IDENTIFIER_CHARS:  # NFC and trimming never shorten more than that
+        raise InvalidInput(f"note reference {shown(text)} is {len(text):,} characters; no "
+                           f"name is longer than {MAX_IDENTIFIER_CHARS}")
+    return unicodedata.normalize("NFC", text).strip()
 
 
 def clean_content(value: Any) -> str:
@@ -131,6 +120,9 @@ def clean_category(value: Any) -> str:
 
 def clean_importance(value: Any) -> float:
     """A number from 0 to 1 (aidaemon's scale)."""
+    if isinstance(value, float) and math.isnan(value):
+        raise InvalidInput("importance is NaN, which is not a number; give a number from 0 "
+                           "to 1")
     if isinstance(value, bool) or not isinstance(value, int | float) or \
             not math.isfinite(value) or not 0 <= value <= 1:
         raise InvalidInput(f"importance must be a number from 0 to 1; got {shown(value)}")

@@ -223,7 +223,7 @@ class Notes:
         found = self.reference(ref)
         row = await self._backend.read_note(namespace, found)
         if row is None:
-            raise NotFound(f"no {found.describe()} in namespace {namespace!r}")
+            raise NotFound(f"no {found.describe()} in namespace {inputs.shown(namespace)}")
         return note_from_row(row)
 
     async def list_notes(self, *, namespace: str | None = None, category: str | None = None,
@@ -237,13 +237,15 @@ class Notes:
         either; ``order``: "name" or "updated" (most recently changed first).
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, "
+                               f"got {inputs.shown(limit)}")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput(f"offset must be a non-negative integer, got {offset!r}")
+            raise InvalidInput(f"offset must be a non-negative integer, got {inputs.shown(offset)}")
         if order not in ORDERS:
-            raise InvalidInput(f"order must be one of {', '.join(ORDERS)}; got {order!r}")
-        if text is not None and not isinstance(text, str):
-            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+            raise InvalidInput(f"order must be one of {', '.join(ORDERS)}; "
+                               f"got {inputs.shown(order)}")
+        if text is not None:
+            inputs.query_text(text, "text")
         query = NoteQuery(
             namespace=self.namespace(namespace),
             category=None if category is None else clean_category(category),
@@ -271,7 +273,8 @@ class Notes:
                                       source="save_memory")
             except NameTaken:
                 continue
-        raise NameTaken(f"key {name!r} kept changing under another writer; nothing was saved")
+        raise NameTaken(f"key {inputs.shown(name)} "
+                        "kept changing under another writer; nothing was saved")
 
     async def recall_memories(self, query: str, *, namespace: str | None = None,
                               limit: int = 10,
@@ -279,7 +282,8 @@ class Notes:
         """Memories matching a query, best first: FTS5 bm25 over content and names, and when
         that finds nothing the LIKE substring fallback (pynchy's two tiers)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, "
+                               f"got {inputs.shown(limit)}")
         namespace = self.namespace(namespace)
         found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, mode="keyword",
@@ -318,7 +322,8 @@ class Notes:
         """The namespace's notes for ``query``, best first, one hit per note: the hybrid
         query over its memory session, each requested tag required (filtered in SQL)."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_PAGE:
-            raise InvalidInput(f"top_k must be an integer from 1 to {MAX_PAGE}, got {top_k!r}")
+            raise InvalidInput(f"top_k must be an integer from 1 to {MAX_PAGE}, "
+                               f"got {inputs.shown(top_k)}")
         namespace = self.namespace(namespace)
         found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,

@@ -21,7 +21,7 @@ from core import indexing, inputs, retrieval
 from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound
-from core.notes.fields import clean_namespace
+from core.notes.fields import MAX_IDENTIFIER_CHARS, clean_namespace
 from core.retrieval.boosts import boost_settings
 from core.retrieval.depth import leg_depth
 from core.retrieval.log_writer import LogWriter
@@ -221,7 +221,7 @@ class Retrieval:
                                                                           namespace):
             entries = []
         if not entries:
-            bound = "" if namespace is None else f" in namespace {namespace!r}"
+            bound = "" if namespace is None else f" in namespace {inputs.shown(namespace)}"
             raise NotFound(f"no retrieval log entry {log_id}{bound}")
         params = {**entries[0]["params"], **changes}
         return await self.search(query=entries[0]["query"], caller="replay", **params)
@@ -241,7 +241,7 @@ class Retrieval:
                     session_id: str | None = None, namespace: str | None = None) -> None:
         """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
-            raise InvalidInput(f"grade must be an integer from 0 to 3, got {grade!r}")
+            raise InvalidInput(f"grade must be an integer from 0 to 3, got {inputs.shown(grade)}")
         scope = _scope(session_id, namespace)
         await self._backend.set_judgment(scope.kind, scope.value, query, chunk_id, grade,
                                          utc_now())
@@ -319,7 +319,7 @@ class Retrieval:
                         tags: Sequence[str] | None, fusion: str | None, rrf_k: int | None,
                         mode: str | None, min_score: float | None,
                         ) -> tuple[Ranking, Scope, str, list[str]]:
-        inputs.within_size(inputs.utf8_text(query, "query"), "query",
+        inputs.within_size(inputs.query_text(query), "query",
                            self._config.storage.max_content_kb)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be an integer from 1 to {MAX_TOP_K}, "
@@ -331,20 +331,22 @@ class Retrieval:
         for name, value in (("vector_weight", vw), ("fts_weight", fw)):
             if isinstance(value, bool) or not isinstance(value, int | float) or \
                     not math.isfinite(value) or value < 0:
-                raise InvalidInput(f"{name} must be a non-negative number, got {value!r}")
+                raise InvalidInput(f"{name} must be a non-negative number, "
+                                   f"got {inputs.shown(value)}")
         method = rcfg.fusion if fusion is None else fusion
         if method not in retrieval.FUSIONS:
             raise InvalidInput(f"fusion must be one of {', '.join(retrieval.FUSIONS)}; "
-                               f"got {method!r}")
+                               f"got {inputs.shown(method)}")
         mode_used = rcfg.default_recall_mode if mode is None else mode
         if mode_used not in MODES:
-            raise InvalidInput(f"mode must be one of {', '.join(MODES)}; got {mode_used!r}")
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}; "
+                               f"got {inputs.shown(mode_used)}")
         k = rcfg.rrf_k if rrf_k is None else rrf_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInput(f"rrf_k must be a positive integer, got {k!r}")
+            raise InvalidInput(f"rrf_k must be a positive integer, got {inputs.shown(k)}")
         if min_score is not None and (isinstance(min_score, bool) or not isinstance(
                 min_score, int | float) or not math.isfinite(min_score)):
-            raise InvalidInput(f"min_score must be a number, got {min_score!r}")
+            raise InvalidInput(f"min_score must be a number, got {inputs.shown(min_score)}")
         wanted_tags = indexing.normalize_tags(tags, self._config.notes.max_tags,
                                               self._config.notes.max_tag_chars) if tags else []
         ranking = Ranking(float(vw), float(fw), method, k, top_k,
@@ -387,10 +389,13 @@ class Retrieval:
 
 def _scope(session_id: str | None, namespace: str | None) -> Scope:
     """The scope a caller named, or InvalidInput when it named both or neither."""
-    if session_id is not None:
-        inputs.utf8_text(session_id, "session_id")
-    if namespace is not None:
-        inputs.utf8_text(namespace, "namespace")
+    # Lengths only: a scope named before the identifier rule can still be searched, and one
+    # longer than any identifier names nothing.
+    for what, named, limit in (("session_id", session_id, inputs.MAX_SESSION_ID_CHARS),
+                               ("namespace", namespace, MAX_IDENTIFIER_CHARS)):
+        if named is not None and len(inputs.utf8_text(named, what)) > limit:
+            raise InvalidInput(f"{what} {inputs.shown(named)} is {len(named):,} characters; "
+                               f"none is longer than {limit:,}")
     try:
         return Scope(session_id=session_id, namespace=namespace)
     except ValueError as exc:

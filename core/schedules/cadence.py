@@ -14,6 +14,10 @@ A cadence is one of three kinds, always read in an IANA time zone:
 - ``interval``: a duration of absolute time (``90s``, ``15m``, ``1h30m``, ``2d``, ``1w`` or
   a number of seconds); daylight-saving changes do not stretch or shrink it.
 
+Every value is text of at most :data:`MAX_CADENCE_CHARS` characters and a zone name at most
+:data:`MAX_ZONE_CHARS`: croniter's work grows with a cron's length, and a zone name is looked
+up as a path, one import level per ``/``-separated part.
+
 Daylight-saving time: croniter walks *naive* wall-clock times, where every day has 24
 hours, and each wall time is then turned into an instant here with zoneinfo. A wall time
 the clocks skip (02:30 when 02:00 jumps to 03:00) fires at the end of the gap, the instant
@@ -46,6 +50,13 @@ SECONDS_PER_DAY = 86_400
 # Long enough for any real schedule, short enough that adding it never leaves datetime's range
 # in practice (the year 9999).
 LONGEST_INTERVAL_SECS = 100 * 366 * SECONDS_PER_DAY
+
+MAX_CADENCE_CHARS = 256
+"""Longest cadence value: a cron listing every second of a minute in its sixth field fits."""
+MAX_ZONE_CHARS = 64
+"""Longest time zone name; the longest IANA name has 32 characters."""
+MAX_CADENCE_JSON_CHARS = 1024
+"""Longest ``cadence_json`` read: a value and a zone at their limits, escaped, fit."""
 
 _CRON_FORM = (
     "write minute hour day-of-month month day-of-week, e.g. '30 2 * * 1-5', "
@@ -106,10 +117,14 @@ class Cadence:
     @classmethod
     def from_json(cls, text: str) -> Cadence:
         """A cadence read back from ``cadence_json``; InvalidCadence if it is not one."""
+        if isinstance(text, str) and len(text) > MAX_CADENCE_JSON_CHARS:
+            raise InvalidCadence(f"cadence_json is {len(text):,} characters; the limit is "
+                                 f"{MAX_CADENCE_JSON_CHARS:,}")
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as error:
-            raise InvalidCadence(f"cadence_json is not JSON: {error}") from error
+            raise InvalidCadence(f"cadence_json is not JSON: {one_line(str(error), 100)}"
+                                 ) from error
         if not isinstance(data, dict):
             raise InvalidCadence("cadence_json must be a JSON object with kind, value and "
                                  f"timezone, got {type(data).__name__}")
@@ -140,7 +155,7 @@ def parse_cadence(kind: str, value: str, timezone: str = "UTC") -> Cadence:
     """
     kind = _kind(kind)
     value = _text("value", value)
-    timezone = _text("timezone", timezone).strip()
+    timezone = _text("time zone", timezone, MAX_ZONE_CHARS).strip()
     zone = zone_named(timezone)
     if kind == "cron":
         normalised = " ".join(_CRON_FIELD.findall(value))
@@ -213,7 +228,7 @@ def format_in_timezone(utc_timestamp: str | datetime, cadence: Cadence) -> str:
                                  "2026-03-29T01:30:00.000Z") from error
     else:
         moment = utc_timestamp
-    zone = zone_named(_text("timezone", cadence.timezone).strip())
+    zone = zone_named(_text("time zone", cadence.timezone, MAX_ZONE_CHARS).strip())
     local = _as_utc(moment).astimezone(zone)
     abbreviation = local.tzname()
     text = f"{_wall_text(local)} {abbreviation}"
@@ -282,7 +297,7 @@ def shortest_cron_gap_secs(expression: str) -> int:
 def _fire_times(cadence: Cadence, after: datetime) -> Iterator[datetime]:
     """The cadence's fire times strictly after ``after`` (aware UTC), in increasing order."""
     kind = _kind(cadence.kind)
-    zone = zone_named(_text("timezone", cadence.timezone).strip())
+    zone = zone_named(_text("time zone", cadence.timezone, MAX_ZONE_CHARS).strip())
     if kind == "once":
         instant = _once_instant(cadence.value, zone)
         if instant > after:
@@ -458,9 +473,13 @@ def _quoted(value: str) -> str:
     return f"'{one_line(value, 60)}'"
 
 
-def _text(what: str, value: object) -> str:
+def _text(what: str, value: object, limit: int = MAX_CADENCE_CHARS) -> str:
+    """``value`` when it is text within ``limit`` characters, else InvalidCadence."""
     if not isinstance(value, str):
         raise InvalidCadence(f"a cadence's {what} must be text, got {type(value).__name__}")
+    if len(value) > limit:
+        raise InvalidCadence(f"a cadence's {what} {_quoted(value)} is {len(value):,} "
+                             f"characters; the limit is {limit}")
     return value
 
 
@@ -469,6 +488,7 @@ def zone_named(name: str) -> ZoneInfo:
     if name == "localtime":
         raise InvalidCadence("time zone 'localtime' means whatever this machine is set to; "
                              "name the zone, e.g. 'Europe/Paris'")
+    _text("time zone", name, MAX_ZONE_CHARS)
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as error:

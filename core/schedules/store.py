@@ -3,7 +3,8 @@
 Every value is checked before it is written: a cadence is parsed and validated against
 ``scheduler.min_interval_secs`` (a once in the past, a cron firing too often are refused,
 saying why), and the first ``next_run_at`` is computed from it. Schedules are found by id
-or, for people editing by hand, by name (refused when the name is ambiguous).
+or, for people editing by hand, by name (refused when the name is ambiguous). A schedule's
+name and user id are identifiers, held to the one rule (:func:`core.inputs.identifier`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core import clock
 from core.clock import format_utc, utc_now
 from core.errors import InvalidInput, NotFound
-from core.inputs import shown, utf8_text
+from core.inputs import identifier, query_text, shown, utf8_text
 from core.schedules.cadence import (
     Cadence,
     next_run_for_cadence,
@@ -49,7 +50,7 @@ def as_cadence(value: Any) -> Cadence:
         return parse_cadence(value.kind, value.value, value.timezone)
     if not isinstance(value, dict) or not {"kind", "value"} <= set(value):
         raise InvalidInput('a cadence is {"kind": "cron"|"once"|"interval", "value": ..., '
-                           f'"timezone": ...}}, got {value!r}')
+                           f'"timezone": ...}}, got {shown(value)}')
     return parse_cadence(value["kind"], value["value"], value.get("timezone") or "UTC")
 
 
@@ -63,6 +64,14 @@ def checked_text(value: Any, what: str, limit: int, *, optional: bool = False) -
     if len(value) > limit:
         raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
     return utf8_text(value, what).strip()
+
+
+def checked_identifier(value: Any, what: str, *, optional: bool = False) -> str | None:
+    """An identifier (a schedule's name, a user id) trimmed, as a note's name is, or
+    InvalidInput (None passes when ``optional``)."""
+    if value is None and optional:
+        return None
+    return identifier(value.strip() if isinstance(value, str) else value, what, MAX_NAME_CHARS)
 
 
 def checked_channel(value: Any, what: str) -> str | None:
@@ -100,7 +109,7 @@ def parse_when(value: datetime | str | None) -> datetime:
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise InvalidInput(f"not a timestamp: {value!r}") from None
+            raise InvalidInput(f"not a timestamp: {shown(value)}") from None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -130,8 +139,8 @@ class Schedules:
         validate_cadence(parsed, self._config.min_interval_secs, now)
         stamp = format_utc(now)
         row = {"schedule_id": new_schedule_id(),
-               "user_id": checked_text(user_id, "user_id", MAX_NAME_CHARS),
-               "name": checked_text(name, "name", MAX_NAME_CHARS, optional=True),
+               "user_id": checked_identifier(user_id, "user_id"),
+               "name": checked_identifier(name, "name", optional=True),
                "goal": checked_text(goal, "goal", MAX_GOAL_CHARS),
                "cadence_json": parsed.to_json(),
                "notification_policy": checked_choice(notification_policy,
@@ -149,7 +158,9 @@ class Schedules:
 
     async def _row(self, ref: str, user_id: str | None = None) -> dict[str, Any]:
         if not isinstance(ref, str) or not ref.strip():
-            raise InvalidInput(f"a schedule is named by its id or name; got {ref!r}")
+            raise InvalidInput(f"a schedule is named by its id or name; got {shown(ref)}")
+        if len(ref) > MAX_NAME_CHARS:  # longer than any id or name: it names nothing
+            raise NotFound(f"no schedule with id or name {shown(ref)}")
         try:
             row = await self._backend.get_schedule(ref)
             if user_id is None or row["user_id"] == user_id:
@@ -158,10 +169,10 @@ class Schedules:
             pass
         named = await self._backend.schedules_named(ref, user_id)
         if not named:
-            raise NotFound(f"no schedule with id or name {ref!r}")
+            raise NotFound(f"no schedule with id or name {shown(ref)}")
         if len(named) > 1:
             ids = ", ".join(row["schedule_id"] for row in named)
-            raise InvalidInput(f"{len(named)} schedules are named {ref!r} ({ids}); use an id")
+            raise InvalidInput(f"{len(named)} schedules are named {shown(ref)} ({ids}); use an id")
         return named[0]
 
     async def search_schedules(self, user_id: str | None = None, *, status: str | None = None,
@@ -172,7 +183,10 @@ class Schedules:
             checked_choice(status, "status", STATUSES)
         for what, number in (("limit", limit), ("offset", offset)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-                raise InvalidInput(f"{what} must be a non-negative integer, got {number!r}")
+                raise InvalidInput(f"{what} must be a non-negative integer, got {shown(number)}")
+        for what, searched in (("name", name), ("text", text)):
+            if searched is not None:
+                query_text(searched, what)
         total, rows = await self._backend.search_schedules(user_id, status, name, text, limit,
                                                            offset)
         return ScheduleSearchResult(total, [definition(row) for row in rows])
@@ -201,7 +215,7 @@ class Schedules:
         changes: dict[str, Any] = {}
         now = clock.now()
         if "name" in patch:
-            changes["name"] = checked_text(patch["name"], "name", MAX_NAME_CHARS, optional=True)
+            changes["name"] = checked_identifier(patch["name"], "name", optional=True)
         if "goal" in patch:
             changes["goal"] = checked_text(patch["goal"], "goal", MAX_GOAL_CHARS)
         if "notification_policy" in patch:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from core.inputs import shown
 from core.storage import fts_maxscore
 from core.storage.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
 from core.storage.connection import select_in
@@ -60,8 +61,8 @@ class Scope:
     def describe(self) -> str:
         """The scope in words, for explanations."""
         if self.session_id is not None:
-            return f"session {self.session_id!r}"
-        return f"namespace {self.namespace!r}"
+            return f"session {shown(self.session_id)}"
+        return f"namespace {shown(self.namespace)}"
 
 
 def _tags_clause(tags: Sequence[str]) -> tuple[str, list[Any]]:
@@ -200,7 +201,10 @@ def like_search(conn: Any, scope: Scope, text: str, k: int,
 
 
 def like_pattern(text: str) -> str:
-    """A LIKE pattern (with ``ESCAPE '\\'``) for ``text`` anywhere: its wildcards are literal."""
+    """A LIKE pattern (with ``ESCAPE '\\'``) for ``text`` anywhere: its wildcards are literal.
+
+    Callers hold ``text`` to :data:`core.inputs.MAX_QUERY_CHARS`, so the pattern stays under
+    SQLite's 50,000-byte limit on one ("LIKE or GLOB pattern too complex")."""
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidInput, NotFound, SummaryConflict
+from core.inputs import shown
 from core.storage.connection import transaction
 from core.storage.notes import MEMORY_PREFIX, NoteDraft, add_note
 
@@ -23,7 +24,7 @@ def _state(conn: Any, session_id: str) -> dict[str, Any]:
     row = conn.execute("SELECT state_json FROM session_state WHERE session_id = ?",
                        (session_id,)).fetchone()
     if row is None:
-        raise NotFound(f"no session {session_id!r}")
+        raise NotFound(f"no session {shown(session_id)}")
     return json.loads(row[0])
 
 
@@ -100,7 +101,7 @@ def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
         last = int(state.get("last_sequence") or 0)
         if last != plan.expected_last or epoch_of(state) != plan.expected_epoch:
             raise SummaryConflict(
-                f"session {plan.session_id!r} changed while it was being compacted (last "
+                f"session {shown(plan.session_id)} changed while it was being compacted (last "
                 f"sequence {plan.expected_last} -> {last}, summary epoch "
                 f"{plan.expected_epoch} -> {epoch_of(state)}); nothing was written")
         note = add_note(conn, archive, now)

@@ -37,6 +37,7 @@ from core.errors import (
     SummaryConflict,
     SummaryError,
 )
+from core.inputs import shown
 from core.notes.fields import MAX_IDENTIFIER_CHARS
 from core.storage.summaries import CompactionPlan
 from core.summary import archive_files
@@ -134,7 +135,7 @@ class Compactor:
         replay = await self._summaries.replay(session_id)
         folded = replay.messages
         if not folded and not replay.summary:
-            raise InvalidInput(f"nothing to compact in session {session_id!r}: no messages "
+            raise InvalidInput(f"nothing to compact in session {shown(session_id)}: no messages "
                                "since its last compact marker")
         everything = await self._since_marker(session_id, replay)
         first, last = everything[0].sequence, everything[-1].sequence
@@ -182,7 +183,7 @@ class Compactor:
     async def _namespace(self, session_id: str) -> str | None:
         agent = await self._backend.session_agent(session_id)
         if agent is None:
-            raise NotFound(f"no session {session_id!r}")
+            raise NotFound(f"no session {shown(session_id)}")
         return agent or None
 
     async def _write_file(self, session_id: str, marker_sequence: int, name: str,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, SummaryError
 from core.indexing import extract_indexable_text
+from core.inputs import shown
 from core.summary.plan import (
     BLOCK_HEADER,
     Limits,
@@ -170,7 +171,7 @@ class Summaries:
         """The session's replayable context (``NotFound`` when there is no such session)."""
         state = await self._backend.read_session_state(session_id)
         if state is None:
-            raise NotFound(f"no session {session_id!r}")
+            raise NotFound(f"no session {shown(session_id)}")
         summary = state.get("summary_state") or {}
         marker_sequence = int((state.get("compaction") or {}).get("marker_sequence", 0))
         text = str(summary.get("text") or "")
@@ -188,7 +189,7 @@ class Summaries:
         """The session's rolling summary as stored (empty text before the first)."""
         state = await self._backend.read_session_state(session_id)
         if state is None:
-            raise NotFound(f"no session {session_id!r}")
+            raise NotFound(f"no session {shown(session_id)}")
         return summary_state_of(session_id, state)
 
     async def write_state(self, session_id: str, text: str, upper_sequence: int,

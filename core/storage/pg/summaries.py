@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from core.errors import NotFound, SummaryConflict
+from core.inputs import shown
 from core.storage.notes import MEMORY_PREFIX, NoteDraft
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import add_note
@@ -37,7 +38,7 @@ async def _locked_state(conn: Conn, session_id: str) -> dict[str, Any]:
         (session_id,))
     row = await cursor.fetchone()
     if row is None:
-        raise NotFound(f"no session {session_id!r}")
+        raise NotFound(f"no session {shown(session_id)}")
     return dict(json.loads(row[0]))
 
 
@@ -84,7 +85,7 @@ async def commit_compaction(
     last = int(state.get("last_sequence") or 0)
     if last != plan.expected_last or epoch_of(state) != plan.expected_epoch:
         raise SummaryConflict(
-            f"session {plan.session_id!r} changed while it was being compacted (last "
+            f"session {shown(plan.session_id)} changed while it was being compacted (last "
             f"sequence {plan.expected_last} -> {last}, summary epoch "
             f"{plan.expected_epoch} -> {epoch_of(state)}); nothing was written")
     note = await add_note(conn, archive, now)
