@@ -138,3 +138,40 @@ def test_the_engine_still_works_after_the_attacks_as_the_bound_role(
             return [r.text for r in found]
 
     assert "alpha again" in asyncio.run(use())
+
+
+@pytest.mark.parametrize("table", sql_attacks.SHADOWED)
+def test_temp_tables_shadow_nothing_where_the_role_may_create_them(
+        attacked: tuple[str, Target], pg_url: str, table: str) -> None:
+    """`pg grant` withholds TEMPORARY, but a granter who does not own the database cannot
+    take it from PUBLIC: the fixed search_path of the policies' functions must hold alone."""
+    url, target = attacked
+    with psycopg.connect(pg_url, autocommit=True) as owner:
+        database = str((owner.execute("SELECT current_database()").fetchone() or ("",))[0])
+        owner.execute(sql.SQL("GRANT TEMPORARY ON DATABASE {} TO agent_alpha").format(
+            sql.Identifier(database)))
+    before = victim_snapshot(pg_url)
+    outcomes = sql_attacks.temp_shadow(table)(url, target)
+    assert not outcomes[0].text.startswith("error"), outcomes[0].text  # the shadow exists
+    assert findings(outcomes) == [] and victim_snapshot(pg_url) == before
+
+
+def test_an_existing_memory_gets_the_fixed_functions_by_the_usual_migrate(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.storage.pg import migrations
+
+    known = migrations.available_migrations()
+
+    async def migrate_to(versions: list[Any]) -> None:
+        monkeypatch.setattr(migrations, "available_migrations", lambda: versions)
+        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+            await migrations.migrate(conn)
+
+    asyncio.run(migrate_to([m for m in known if m.version <= 3]))
+    asyncio.run(migrate_to(known))
+    with psycopg.connect(pg_url) as conn:
+        configs = dict(conn.execute(
+            "SELECT proname, proconfig::text FROM pg_proc WHERE pronamespace ="
+            " current_schema()::regnamespace AND (prosecdef OR proname LIKE 'memory_role%%')"
+        ).fetchall())
+    assert len(configs) == 8 and set(configs.values()) == {'{"search_path=public, pg_temp"}'}
