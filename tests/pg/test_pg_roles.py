@@ -336,3 +336,14 @@ def test_the_pg_commands_grant_list_and_revoke(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute('DROP OWNED BY "agent_cli"')
         conn.execute('DROP ROLE "agent_cli"')
+
+
+async def test_a_bound_role_may_make_no_temp_table_nor_object_in_the_schema(
+        granted: dict[str, str]) -> None:
+    async with await psycopg.AsyncConnection.connect(granted["alpha"], autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT has_database_privilege(current_database(), 'TEMPORARY'),"
+            " has_schema_privilege(current_schema(), 'CREATE')")
+        assert await cursor.fetchone() == (False, False)
+        with pytest.raises(pg_errors.InsufficientPrivilege):
+            await conn.execute("CREATE TEMP TABLE memory_roles (role_name text, namespace text)")
