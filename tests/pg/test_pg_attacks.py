@@ -170,7 +170,7 @@ def test_an_existing_memory_gets_the_fixed_functions_by_the_usual_migrate(
     asyncio.run(migrate_to([m for m in known if m.version <= 3]))
     asyncio.run(migrate_to(known))
     with psycopg.connect(pg_url) as conn:
-        configs = dict(conn.execute(
+        configs: dict[str, str] = dict(conn.execute(
             "SELECT proname, proconfig::text FROM pg_proc WHERE pronamespace ="
             " current_schema()::regnamespace AND (prosecdef OR proname LIKE 'memory_role%%')"
         ).fetchall())

@@ -457,3 +457,39 @@ def attacks(owner_url: str) -> dict[str, Attack]:
         "statistics": statistics_views,
     })
     return every
+
+
+def attack_sql(owner_url: str, attacker_url: str, planted: Any, probe: Any, entry: str) -> None:
+    """Every attack as the attacker's bound role against the suite's planted victim: each
+    outcome a case checked for the victim's markers, each finding a leak, and the victim's
+    rows compared with the planted state after each attack."""
+    from workbench.bench.isolation.probe import Finding
+    from workbench.bench.isolation.victim import ATTACKER, ATTACKER_CHAT, VICTIM, VICTIM_CHAT
+
+    with psycopg.connect(owner_url) as conn:
+        schema = str((conn.execute("SELECT current_schema()").fetchone() or ("",))[0])
+    target = Target(schema=schema, victim=VICTIM, victim_sessions=tuple(planted.sessions),
+                    victim_chunk_ids=tuple(planted.chunk_ids),
+                    victim_note_ids=tuple(planted.note_ids), victim_text=VICTIM_FIRST,
+                    attacker=ATTACKER, attacker_session=ATTACKER_CHAT,
+                    ungranted="isolation-ungranted")
+    if chunk_id_for(VICTIM_CHAT, VICTIM_FIRST) not in planted.chunk_ids:
+        probe.crash(entry, "key oracles", [], "the right guess is not the victim's chunk id")
+    # The engine part logged the attacker's own queries, which quote the victim's words as
+    # crafted input: its own rows, cleared (as it may) so that reading them is no finding.
+    with _connect(attacker_url) as conn:
+        conn.execute("DELETE FROM retrieval_log")
+        conn.execute("DELETE FROM relevance_judgments")
+    given = [*target.victim_sessions, *target.victim_chunk_ids, *target.victim_note_ids,
+             target.victim]
+    for name, attack in attacks(owner_url).items():
+        for outcome in attack(attacker_url, target):
+            probe.check(entry, f"{name}: {outcome.operation}", given, outcome.text)
+            if outcome.finding:
+                probe.leaks.append(Finding(entry, name, outcome.operation[:60],
+                                           outcome.finding))
+        probe.unchanged(entry, name, [])
+
+
+# The victim's first message (workbench/bench/isolation/victim.py): the oracle's right guess.
+VICTIM_FIRST = "aurora lantern meridian hxqmsgone"
