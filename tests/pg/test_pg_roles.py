@@ -17,6 +17,7 @@ from psycopg import errors as pg_errors
 from core import Engine
 from core.errors import InvalidInput, OutOfNamespace
 from core.storage.locations import parse_location
+from core.storage.messages import chunk_id_for
 from core.storage.pg import roles
 from core.storage.pg.connection import PgDatabase
 from core.storage.pg.migrations import migrate
@@ -40,9 +41,9 @@ PLANT = {
              " VALUES ('{sid}', 'file:{ns}', 'h-{ns}')",
     "chunks": "INSERT INTO chunks(chunk_id, session_id, chunk_text, content_hash,"
               " sequence_start, sequence_end, scope_token)"
-              " VALUES ('c-{ns}', '{sid}', 'text of {ns}', 'h-{ns}', 1, 1, 't')",
+              " VALUES ('{cid}', '{sid}', 'text of {ns}', 'h-{ns}', 1, 1, 't')",
     "chunks_vec": "INSERT INTO chunks_vec(chunk_id, agent_identity, session_id, embedding_blob)"
-                  " VALUES ('c-{ns}', '{ns}', '{sid}', '[1, 0, 0]')",
+                  " VALUES ('{cid}', '{ns}', '{sid}', '[1, 0, 0]')",
     "notes": "INSERT INTO notes(note_id, namespace, session_id, name, content, created_at,"
              " updated_at) VALUES ('n-{ns}', '{ns}', '{sid}', 'name', 'note of {ns}',"
              " '" + NOW + "', '" + NOW + "')",
@@ -66,8 +67,8 @@ PLANT = {
                      " ('" + NOW + "', 'cli', 'session', '{sid}', 'q {ns}', '{{}}', '[]')",
     "relevance_judgments": "INSERT INTO relevance_judgments(scope_kind, scope_value, query,"
                            " chunk_id, grade, created_at, updated_at) VALUES"
-                           " ('namespace', '{ns}', 'q', 'c-{ns}', 1, '" + NOW + "', '" + NOW + "'),"
-                           " ('session', '{sid}', 'q', 'c-{ns}', 1, '" + NOW + "', '" + NOW + "')",
+                           " ('namespace', '{ns}', 'q', '{cid}', 1, '" + NOW + "', '" + NOW + "'),"
+                           " ('session', '{sid}', 'q', '{cid}', 1, '" + NOW + "', '" + NOW + "')",
 }
 
 # How each table's rows of a namespace are picked out, for the attacks below.
@@ -102,7 +103,9 @@ UPDATABLE = {
 
 
 def fill(template: str, namespace: str) -> str:
-    return template.format(ns=namespace, sid=session_of(namespace))
+    # A chunk's id is the one its session and content hash give (the policies check it).
+    sid = session_of(namespace)
+    return template.format(ns=namespace, sid=sid, cid=chunk_id_for(sid, f"h-{namespace}"))
 
 
 def test_every_namespace_table_is_planted_and_attacked() -> None:
@@ -333,3 +336,14 @@ def test_the_pg_commands_grant_list_and_revoke(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute('DROP OWNED BY "agent_cli"')
         conn.execute('DROP ROLE "agent_cli"')
+
+
+async def test_a_bound_role_may_make_no_temp_table_nor_object_in_the_schema(
+        granted: dict[str, str]) -> None:
+    async with await psycopg.AsyncConnection.connect(granted["alpha"], autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT has_database_privilege(current_database(), 'TEMPORARY'),"
+            " has_schema_privilege(current_schema(), 'CREATE')")
+        assert await cursor.fetchone() == (False, False)
+        with pytest.raises(pg_errors.InsufficientPrivilege):
+            await conn.execute("CREATE TEMP TABLE memory_roles (role_name text, namespace text)")

@@ -34,9 +34,10 @@ NAMESPACE_TABLES = (
 # a policy, readable by every role (granted to PUBLIC, so roles granted before the tables
 # existed read them too) and written only by the chunks' triggers, never by a role directly.
 DERIVED_TABLES = ("chunk_terms", "chunk_changes")
-# Tables every role reads whole: the schema's version, the vector model and dimension, and
-# (its own row of) the role mapping, the change log's pruning mark. memory_meta is written
-# when a model is first recorded.
+# Tables every role reads: the schema's version, (its own row of) the role mapping, the
+# change log's pruning mark, and memory_meta, whose shared keys (the vector model and
+# dimension) a bound role only reads; its policies let it write its namespace's own keys
+# (migration 0004), which its engine's consolidation pass records.
 SHARED_TABLES = {"memory_migrations": "SELECT", "memory_roles": "SELECT",
                  "memory_meta": "SELECT, INSERT, UPDATE", "chunk_changes_pruned": "SELECT"}
 
@@ -123,6 +124,7 @@ async def _grant(conn: Conn, namespace: str, role: str, password: str | None) ->
         sql.Identifier(database), ident))
     await conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
         sql.Identifier(schema), ident))
+    await _withhold_temp_and_create(conn, ident, database, schema)
     await conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
         sql.SQL(", ").join(sql.Identifier(table) for table in NAMESPACE_TABLES), ident))
     for table, privileges in SHARED_TABLES.items():
@@ -134,6 +136,33 @@ async def _grant(conn: Conn, namespace: str, role: str, password: str | None) ->
     found = await _bound(conn, role)
     assert found is not None, "the mapping row was just written"
     return found
+
+
+async def _withhold_temp_and_create(conn: Conn, ident: sql.Identifier, database: str,
+                                    schema: str) -> None:
+    """Take from a bound role what the engine does not need: TEMP tables in the database and
+    objects of its own in the memory's schema. Neither is what isolates (the policies'
+    functions name their tables and fix their search_path, migration 0004); each would
+    let it put names where the owner's unqualified SQL looks. Both privileges are PUBLIC's
+    by default (TEMPORARY always; CREATE on ``public`` before PostgreSQL 15), so they are
+    revoked from PUBLIC too, where the granting role owns the database or the schema: a
+    memory's database is the memory's, and its owner keeps both."""
+    await conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(
+        sql.Identifier(database), ident))
+    await conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(
+        sql.Identifier(schema), ident))
+    cursor = await conn.execute(
+        "SELECT pg_has_role(d.datdba, 'USAGE'), pg_has_role(n.nspowner, 'USAGE')"
+        " FROM pg_database d, pg_namespace n"
+        " WHERE d.datname = current_database() AND n.nspname = current_schema()")
+    owns = await cursor.fetchone()
+    assert owns is not None, "the current database and schema exist"
+    if owns[0]:
+        await conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(
+            sql.Identifier(database)))
+    if owns[1]:
+        await conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(
+            sql.Identifier(schema)))
 
 
 async def _revoke(conn: Conn, role: str) -> RoleGrant | None:

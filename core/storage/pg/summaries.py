@@ -175,13 +175,15 @@ async def idle_sessions(conn: Conn, idle_before: str) -> list[str]:
 
 
 async def read_meta(conn: Conn, key: str) -> str | None:
-    """A value from ``memory_meta``."""
-    cursor = await conn.execute("SELECT value FROM memory_meta WHERE key = %s", (key,))
+    """A value from ``memory_meta``: under a role bound to a namespace, the namespace's own
+    (memory_meta_key, migration 0004), as its consolidation passes cover that namespace only."""
+    cursor = await conn.execute("SELECT value FROM memory_meta WHERE key = memory_meta_key(%s)",
+                                (key,))
     row = await cursor.fetchone()
     return None if row is None else row[0]
 
 
 async def write_meta(conn: Conn, key: str, value: str) -> None:
-    """Set a value in ``memory_meta``."""
-    await conn.execute("INSERT INTO memory_meta(key, value) VALUES (%s, %s)"
+    """Set a value in ``memory_meta`` (a bound role's: its namespace's own, as read_meta)."""
+    await conn.execute("INSERT INTO memory_meta(key, value) VALUES (memory_meta_key(%s), %s)"
                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))

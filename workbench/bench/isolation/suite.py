@@ -36,7 +36,8 @@ from workbench.bench.isolation.victim import (
 )
 
 VIEW = "victim's view"
-ENTRY_POINTS = ("engine API", "CLI", "MCP server", VIEW)
+SQL = "SQL (bound role)"  # raw SQL as the attacker's bound role: with row-level security only
+ENTRY_POINTS = ("engine API", "CLI", "MCP server", SQL, VIEW)
 
 
 @dataclass
@@ -78,6 +79,8 @@ def run_suite(workdir: Path, cli: click.Command, *, memory: str | None = None,
     and MCP server connect as roles bound to the namespaces they attack from (row-level
     security, ``workbench pg grant``), made for the run and dropped after it; without it
     every entry point connects as the owner and the engine's own checks are what isolates.
+    With row-level security the attacker's role also sends raw SQL (the "SQL (bound role)"
+    part, :mod:`workbench.bench.isolation.sql_attacks`).
 
     ``cli`` is the ``workbench`` command whose subcommands are attacked (given, not
     imported: the command line itself runs this suite as ``workbench bench isolation``).
@@ -188,11 +191,18 @@ def _attack(workdir: Path, cli: click.Command, planted: Planted, roles: Roles,
         if mcp:
             asyncio.run(attack_mcp(roles.mcp, config_path, planted, probe, workdir))
 
+    def sql_part() -> None:
+        if roles.made:
+            from workbench.bench.isolation.sql_attacks import attack_sql
+
+            attack_sql(roles.owner, roles.attacker, planted, probe, SQL)
+
     def victim_view() -> None:
         _victim_cli_view(cli, db_path, config_path, planted, probe, workdir)
         asyncio.run(_victim_view(db_path, config, planted, probe))
 
-    runs = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, victim_view), strict=True))
+    runs = dict(zip(ENTRY_POINTS, (engine_part, cli_part, mcp_part, sql_part, victim_view),
+                    strict=True))
     try:
         for part, run in runs.items():
             if part not in parts:
