@@ -1,5 +1,6 @@
 """``workbench bench``: the group, its ingest, query, peers and app benchmarks, and the
-drills kept in their own modules (concurrency, crash, isolation, disk full), added here."""
+drills kept in their own modules (concurrency, crash, isolation, disk full, MCP fuzz), added
+here."""
 
 from __future__ import annotations
 
@@ -182,6 +183,9 @@ def _add_drills() -> None:
     from workbench.bench.diskfull import diskfull_command
 
     bench.add_command(diskfull_command)
+    from workbench.bench.mcp_fuzz import mcp_fuzz_command
+
+    bench.add_command(mcp_fuzz_command)
 
 
 _add_drills()

@@ -39,6 +39,9 @@ if TYPE_CHECKING:  # the protocol, pydantic and the tools load when the server s
 
 log = logging.getLogger("workbench.mcp")
 
+MAX_ERROR_CHARS = 500
+"""The longest tool error sent to an agent; the input it quotes is cut to ~100 characters."""
+
 INSTRUCTIONS = (
     "Memory for one agent namespace: saved memories by key (save_memory, recall_memories, "
     "forget_memory, list_memories), notes with tags (memory_save, memory_search, "
@@ -48,19 +51,29 @@ INSTRUCTIONS = (
 
 def argument_errors(tool: str, error: ValidationError) -> str:
     """A validation failure in one line an agent can act on: each argument and its fault."""
+    from workbench.mcp.lines import clip
     from workbench.mcp.tools import TOOLS_BY_NAME
 
     parts = []
     for item in error.errors(include_url=False):
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        where = clip(".".join(str(p) for p in item["loc"]) or "arguments")
         if item["type"] == "extra_forbidden":
             known = ", ".join(TOOLS_BY_NAME[tool].args.model_fields)
-            parts.append(f"unknown argument {where!r} (it takes: {known})")
+            parts.append(f"unknown argument {where} (it takes: {known})")
         elif item["type"] == "missing":
-            parts.append(f"{where!r} is required")
+            parts.append(f"{where} is required")
         else:
-            parts.append(f"{where!r}: {item['msg']}")
-    return f"{tool}: " + "; ".join(parts)
+            parts.append(f"{where}: {item['msg']}")
+    return one_line(f"{tool}: " + "; ".join(parts))
+
+
+def one_line(error: str) -> str:
+    """A refusal as the agent is shown it: one line, at most :data:`MAX_ERROR_CHARS`, so an
+    error that quotes its input whole cannot send a megabyte back."""
+    error = " ".join(error.splitlines())
+    if len(error) <= MAX_ERROR_CHARS:
+        return error
+    return f"{error[:MAX_ERROR_CHARS - 30]}… ({len(error):,} characters in all)"
 
 
 async def call(tools: MemoryTools, name: str, arguments: dict[str, Any] | None,
@@ -69,11 +82,12 @@ async def call(tools: MemoryTools, name: str, arguments: dict[str, Any] | None,
     from pydantic import ValidationError
 
     from core.errors import WorkbenchError
+    from workbench.mcp.lines import clip
     from workbench.mcp.tools import TOOLS_BY_NAME
 
     tool = TOOLS_BY_NAME.get(name)
     if tool is None:
-        return None, f"unknown tool {name!r}; the tools are: {', '.join(TOOLS_BY_NAME)}"
+        return None, f"unknown tool {clip(name)}; the tools are: {', '.join(TOOLS_BY_NAME)}"
     try:
         args = tool.args.model_validate(arguments or {})
     except ValidationError as error:
@@ -81,10 +95,10 @@ async def call(tools: MemoryTools, name: str, arguments: dict[str, Any] | None,
     try:
         return await tool.run(tools, args), None
     except WorkbenchError as error:
-        return None, f"{name}: {error}"
+        return None, one_line(f"{name}: {error}")
     except Exception as error:  # a bug: the agent is told, the developer gets the traceback
         log.exception("tool %s failed", name)
-        return None, f"{name}: internal error ({type(error).__name__}: {error})"
+        return None, one_line(f"{name}: internal error ({type(error).__name__}: {error})")
 
 
 def build_server(tools: MemoryTools) -> Any:
@@ -122,11 +136,10 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
     The model loads before the server answers, so what start-up has to say (a fallback
     model, or the refusal ``embedding.on_missing_model = "refuse"`` makes) is on stderr
     before the first tool call rather than in that call's error."""
-    from mcp.server.stdio import stdio_server
-
     from core import Engine
     from core.notes.fields import clean_namespace
     from workbench.mcp.tools import TOOLS, MemoryTools
+    from workbench.mcp.transport import stdio_transport
 
     namespace = clean_namespace(namespace)
     created = db is not None and is_missing(db)
@@ -138,7 +151,7 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
         server = build_server(MemoryTools(engine, namespace))
         click.echo(f"workbench mcp: serving {engine.location} as namespace {namespace!r} on stdio "
                    f"({len(TOOLS)} tools)", err=True)
-        async with stdio_server() as (read, write):
+        async with stdio_transport() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
 
