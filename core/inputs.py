@@ -78,7 +78,7 @@ def identifier(value: Any, what: str, limit: int) -> str:
         raise InvalidInput(f"{what} {shown(value)} is {len(value):,} characters; the limit is "
                            f"{limit}")
     if not visible_text(value, what).strip():
-        raise InvalidInput(f"{what} must be a non-empty string, not blank; got {shown(value)}")
+        raise InvalidInput(f"{what} must not be empty or blank; got {shown(value)}")
     return value
 
 
