@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core import sessions_export
-from core.bulk import BulkIngest, BulkItem
+from core.bulk import BulkIngest, BulkItem, MessageTime
 from core.config import Config, load_config
 from core.conversations import Conversations, require_session_in
 from core.embed_worker import EmbeddingWorker
@@ -232,16 +232,22 @@ class Engine(NoteOperations):
                                                   created_at, bound)
 
     @needs_model
-    async def store(self, session_id: str, sequence: int, payload: dict[str, Any], *,
-                    agent: str | None = None, namespace: str | None = None) -> StoreResult:
-        """Store one message durably at ``sequence`` (oxydra's nine steps)."""
-        return await self.conversations.store(session_id, sequence, payload, agent, namespace)
+    async def store(self, session_id: str, sequence: int, payload: dict[str, Any],
+                    created_at: MessageTime = None, *, agent: str | None = None,
+                    namespace: str | None = None) -> StoreResult:
+        """Store one message durably at ``sequence`` (oxydra's nine steps); ``created_at`` is
+        its own time (ISO-8601 with a UTC offset, or an aware datetime; None: now)."""
+        return await self.conversations.store(session_id, sequence, payload, agent, namespace,
+                                              created_at)
 
     @needs_model
-    async def append(self, session_id: str, message: dict[str, Any], *,
-                     agent: str | None = None, namespace: str | None = None) -> StoreResult:
-        """Store a message at the session's next sequence."""
-        return await self.conversations.append(session_id, message, agent, namespace)
+    async def append(self, session_id: str, message: dict[str, Any],
+                     created_at: MessageTime = None, *, agent: str | None = None,
+                     namespace: str | None = None) -> StoreResult:
+        """Store a message at the session's next sequence, at ``created_at`` as
+        :meth:`store` takes it."""
+        return await self.conversations.append(session_id, message, agent, namespace,
+                                               created_at)
 
     @needs_model
     async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,

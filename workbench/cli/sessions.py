@@ -238,6 +238,18 @@ def _metadata(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return metadata
 
 
+def _created_at(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--created-at`` as the engine stores times: one it would refuse is a usage error
+    (exit 2) before the memory is opened."""
+    from core import inputs
+    from core.errors import InvalidInput
+
+    try:
+        return inputs.message_time(value, "time")
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | None,
              importance: float | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
     """The Message dict the options describe; options not given are left out."""
@@ -268,12 +280,16 @@ def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | No
 @click.option("--agent", default=None,
               help="The agent identity a new session is made for (default: the configured "
                    "agent).")
+@click.option("--created-at", "created_at", default=None, metavar="TIME", callback=_created_at,
+              help="When the message was written, ISO-8601 with a UTC offset "
+                   "(2024-05-01T14:00:00+02:00, or Z); default: now.")
 @json_option
 @click.pass_context
 def append_command(ctx: click.Context, session_id: str, db: Location | None, role: str,
                    content: str | None, file_path: Path | None, tool_name: str | None,
                    tool_call_id: str | None, importance: float | None,
-                   metadata: dict[str, Any] | None, agent: str | None, as_json: bool) -> None:
+                   metadata: dict[str, Any] | None, agent: str | None, created_at: str | None,
+                   as_json: bool) -> None:
     """Store a message at the session's next sequence (a new session is made and said so);
     returns once its chunks are embedded. A message the engine refuses: exit 1, nothing
     written."""
@@ -293,7 +309,7 @@ def append_command(ctx: click.Context, session_id: str, db: Location | None, rol
             made = False
         except NotFound:
             made = True
-        stored = await engine.append(session_id, message, agent=agent)
+        stored = await engine.append(session_id, message, created_at, agent=agent)
         await engine.drain()  # so search and context find it by both legs straight after
         return stored, made
 

@@ -127,11 +127,16 @@ def import_group() -> None:
               default=None,
               help="Where to write the evaluation dataset (JSONL); default: <db stem>.locomo.jsonl"
                    " next to the memory file (a URL's memory needs --dataset).")
+@click.option("--times", type=click.Choice(["created_at", "metadata"]), default="created_at",
+              show_default=True,
+              help="Where each LoCoMo session's date-time goes: its turns' own time "
+                   "(created_at, read as UTC) or their metadata (session_date).")
 @model_option
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
 def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
-                  dataset_path: Path | None, model: str | None, as_json: bool) -> None:
+                  dataset_path: Path | None, times: str, model: str | None,
+                  as_json: bool) -> None:
     """Import LoCoMo conversations (their turns only) and write their questions as a dataset.
 
     Each conversation becomes one session; importing a file again adds nothing.
@@ -142,7 +147,7 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
             raise click.UsageError("give --dataset: a memory on a server has no folder to "
                                    "write the dataset beside")
         dataset_path = db.path.with_name(f"{db.path.stem}.locomo.jsonl")
-    summary = _run(_import_locomo(files, db, dataset_path, config))
+    summary = _run(_import_locomo(files, db, dataset_path, config, times))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -171,13 +176,13 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
 
 
 async def _import_locomo(files: tuple[Path, ...], db: Location, dataset_path: Path,
-                         config: Any) -> dict[str, Any]:
+                         config: Any, times: Any = "created_at") -> dict[str, Any]:
     from core import Engine
     from core.evaluation import convert_locomo_file, store_dataset
     from core.evaluation.dataset import Dataset, write_dataset
 
     # Every file is converted (and refused if malformed) before the memory file is touched.
-    conversions = [c for path in files for c in convert_locomo_file(path)]
+    conversions = [c for path in files for c in convert_locomo_file(path, times=times)]
     dataset = Dataset()
     for conversion in conversions:
         dataset.extend(conversion.dataset)
