@@ -189,3 +189,43 @@ def test_every_command_opens_the_engine_through_one_function() -> None:
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"\bEngine\.open\(", line) and path.name != "support.py"]
     assert opened_directly == []
+
+
+# -- item 8: what read commands say -------------------------------------------------------
+
+
+def test_a_search_in_a_session_that_does_not_exist_is_an_error(
+        runner: CliRunner, tmp_path: Path, due_file: Path) -> None:
+    result = invoke(runner, "search", "pool", "--session", "no-such", "--db", due_file)
+    assert result.exit_code == 1, result.output
+    assert result.stderr == "error: no session 'no-such' to search\n"
+    found = invoke(runner, "search", "pool", "--session", "s1", "--db", due_file)
+    assert found.exit_code == 0 and found.stdout.startswith("3 results"), found.output
+
+
+def test_the_log_lists_queries_newest_first_whichever_process_wrote_them_first(
+        runner: CliRunner, tmp_path: Path, due_file: Path) -> None:
+    config = {"embedding": {"backend": "deterministic", "fallback_dimensions": 32},
+              "consolidation": {"enabled": False}}
+
+    async def two_processes() -> None:
+        async with Engine.open(due_file, config=config) as early, \
+                Engine.open(due_file, config=config) as late:
+            await early.search(query="asked first", session_id="s1", caller="cli")
+            await asyncio.sleep(0.01)  # the log's times are to the millisecond
+            await late.search(query="asked second", session_id="s1", caller="cli")
+            await late.retrieval.flush_logs()  # the later query is written first
+            await early.retrieval.flush_logs()
+
+    asyncio.run(two_processes())
+    entries = json.loads(invoke(runner, "log", "--json", "--db", due_file).stdout)
+    assert [e["query"] for e in entries[:2]] == ["asked second", "asked first"]
+    times = [e["created_at"] for e in entries]
+    assert times == sorted(times, reverse=True)
+
+
+def test_doctor_names_the_memory_files_storage_from_its_backend(
+        runner: CliRunner, due_file: Path) -> None:
+    report = json.loads(invoke(runner, "doctor", "--json", "--db", due_file).stdout)
+    assert set(report["database"]["storage"]) == {"sqlite", "sqlite_vec"}
+    assert report["sqlite"]["fts5"] is True

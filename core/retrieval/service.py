@@ -121,8 +121,17 @@ class Retrieval:
                                    + inputs.one_line(str(exc))) from None
             raise
         found = rank(legs, ranking)
+        if not found.results and scope.session_id is not None:
+            await self._require_session(scope.session_id)
         self._log_query(found, scope, caller)
         return found
+
+    async def _require_session(self, session_id: str) -> None:
+        """Refuse a search in a session that does not exist (``NotFound``): "0 results"
+        would say the memory holds nothing that matches, when the name is what is wrong.
+        Asked only when nothing was found, so a search that finds costs nothing more."""
+        if await self._backend.session_agent(session_id) is None:
+            raise NotFound(f"no session {inputs.shown(session_id, 100)} to search")
 
     async def _session_legs(self, legs: KeptLegs, request: LegRequest, full_text: bool,
                             vectors: bool, query_embedding: Sequence[float] | None) -> None:
@@ -287,7 +296,7 @@ class Retrieval:
         for row in await self._backend.salient_events(session_id, rcfg.salience_threshold):
             add(MemoryRecord(**row), "salience")
         relevant = 0
-        if query.strip():
+        if query.strip() and chosen:  # no events: no session to search (search refuses one)
             found = await self.search(session_id=session_id, query=query, mode="vector",
                                       top_k=max(rcfg.relevance_limit * 4, 20),
                                       caller=caller)
