@@ -68,7 +68,7 @@ class Retrieval:
                      date_boost: float | None = None, neighbour_weight: float | None = None,
                      neighbour_window: int | None = None,
                      candidate_depth: int | None = None,
-                     caller: str = "api") -> SearchResult:
+                     caller: str = "api", missing_is_empty: bool = False) -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
         Oxydra's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency. Scope is one
@@ -82,7 +82,9 @@ class Retrieval:
         error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
         ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
         :mod:`core.retrieval.boosts` (None: the configured ones); ``candidate_depth`` how
-        many candidates each leg returns (:mod:`core.retrieval.depth`).
+        many candidates each leg returns (:mod:`core.retrieval.depth`). A session that does
+        not exist is ``NotFound`` unless ``missing_is_empty`` (a namespace's notes session,
+        made by its first note).
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
@@ -121,7 +123,7 @@ class Retrieval:
                                    + inputs.one_line(str(exc))) from None
             raise
         found = rank(legs, ranking)
-        if not found.results and scope.session_id is not None:
+        if not found.results and scope.session_id is not None and not missing_is_empty:
             await self._require_session(scope.session_id)
         self._log_query(found, scope, caller)
         return found
