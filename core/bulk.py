@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.clock import normalise_timestamp, utc_now
+from core import inputs
+from core.clock import utc_now
 from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
 from core.embeddings.context import blend_rows
@@ -33,18 +35,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MessageTime = str | datetime | None
+"""A message's own time as callers give it: ISO-8601 text with a UTC offset, an aware
+datetime, or None for the time it is stored (see :func:`core.inputs.message_time`)."""
+
 # ``(session_id, sequence or None, payload)``, or with the message's ``created_at`` after it.
 BulkItem = (tuple[str, int | None, dict[str, Any]]
-            | tuple[str, int | None, dict[str, Any], str | None])
-
-
-def message_time(given: object) -> str:
-    """An item's ``created_at`` as the engine's timestamp text; ``InvalidInput`` naming it
-    when it cannot be read."""
-    try:
-        return normalise_timestamp(given)
-    except ValueError as exc:
-        raise InvalidInput(f"created_at {exc}") from None
+            | tuple[str, int | None, dict[str, Any], MessageTime])
 
 
 class BulkIngest:
@@ -73,9 +70,9 @@ class BulkIngest:
         Each item is ``(session_id, sequence or None, payload)`` or, to keep a message's
         original time, ``(session_id, sequence or None, payload, created_at)``; a
         ``created_at`` of None, or none given, is the time of the batch. It is read by
-        :func:`core.clock.normalise_timestamp` (RFC 3339 with ``Z`` or an offset, or
-        SQLite's ``YYYY-MM-DD HH:MM:SS``; no zone means UTC) and stored as the engine writes
-        times. A message that is invalid, out of sequence or has an unreadable
+        :func:`core.inputs.message_time` (ISO-8601 with ``Z`` or an offset, or an aware
+        datetime; a time without a zone is refused) and stored as the engine writes times,
+        in UTC. A message that is invalid, out of sequence or has an unreadable or zoneless
         ``created_at`` is listed in ``rejected`` with its reason; the others are stored.
         It runs as a pipeline: while one batch is prepared and embedded the one before it is
         written, chunks and vectors together, so nothing waits in the backlog afterwards.
@@ -101,7 +98,7 @@ class BulkIngest:
                         created_at = batch_time
                     else:
                         session_id, sequence, payload, given = item
-                        created_at = batch_time if given is None else message_time(given)
+                        created_at = inputs.message_time(given) or batch_time
                     batch.append((index, self._conversations.prepare_message(
                         session_id, sequence, payload, agent, created_at)))
                 except InvalidInput as exc:

@@ -96,30 +96,35 @@ class Conversations:
             created_at=created_at, bound=bound)
 
     async def store(self, session_id: str, sequence: int, payload: Any, agent: str | None,
-                    namespace: str | None) -> StoreResult:
+                    namespace: str | None, created_at: object = None) -> StoreResult:
         """Store one message durably (oxydra's nine steps, one transaction).
 
         Raises ``InvalidMessage`` for a payload that is not a Message, ``SequenceError`` when
-        ``sequence`` is not above the session's last; in both cases nothing is written.
-        ``namespace`` binds the call: the session must be that namespace's (or new, and made
-        in it), else ``OutOfNamespace`` and nothing is written.
+        ``sequence`` is not above the session's last, ``InvalidInput`` for a ``created_at``
+        that :func:`core.inputs.message_time` refuses; in each case nothing is written.
+        ``created_at`` is the message's own time (None: now). ``namespace`` binds the call:
+        the session must be that namespace's (or new, and made in it), else
+        ``OutOfNamespace`` and nothing is written.
         """
         if sequence is None:
             raise InvalidInput("sequence is required; use append() to allocate the next one")
-        return await self._store_one(session_id, sequence, payload, agent, namespace)
+        return await self._store_one(session_id, sequence, payload, agent, namespace,
+                                     created_at)
 
     async def append(self, session_id: str, message: Any, agent: str | None,
-                     namespace: str | None) -> StoreResult:
+                     namespace: str | None, created_at: object = None) -> StoreResult:
         """Store a message at the session's next sequence (allocated in the transaction);
-        ``namespace`` binds the call as :meth:`store`'s does."""
-        return await self._store_one(session_id, None, message, agent, namespace)
+        ``created_at`` and ``namespace`` as :meth:`store` takes them."""
+        return await self._store_one(session_id, None, message, agent, namespace, created_at)
 
     async def _store_one(self, session_id: str, sequence: int | None, payload: Any,
-                         agent: str | None, namespace: str | None) -> StoreResult:
+                         agent: str | None, namespace: str | None,
+                         created_at: object) -> StoreResult:
         if namespace is not None:
             agent = clean_namespace(namespace)
-        prepared = self.prepare_message(session_id, sequence, payload, agent, utc_now(),
-                                        bound=namespace is not None)
+        prepared = self.prepare_message(
+            session_id, sequence, payload, agent,
+            inputs.message_time(created_at) or utc_now(), bound=namespace is not None)
         chunking = self._config.chunking
         (outcome,) = await self._backend.write_messages(
             [prepared], all_or_nothing=True, context_messages=chunking.context_messages,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core import sessions_export
-from core.bulk import BulkIngest, BulkItem
+from core.bulk import BulkIngest, BulkItem, MessageTime
 from core.config import Config, load_config
 from core.conversations import Conversations, require_session_in
 from core.embed_worker import EmbeddingWorker
@@ -114,7 +114,8 @@ class Engine(NoteOperations):
     @classmethod
     def open(cls, path: str | os.PathLike[str] | Location | None = None,
              config: ConfigSource = None, *, read_only: bool = False, reindex: bool = False,
-             start_worker: bool = True, defer_model: bool = False) -> Opening[Engine]:
+             start_worker: bool = True, defer_model: bool = False,
+             background: bool = True) -> Opening[Engine]:
         """Open (creating if missing) the memory at ``path``: a SQLite file, or a PostgreSQL
         database by ``postgresql://`` URL; None opens the config's ``[storage] url``.
 
@@ -123,17 +124,21 @@ class Engine(NoteOperations):
         ``defer_model`` returns as soon as the file is open and loads the model in the
         background (the app browses meanwhile): what needs the model waits for it, and a
         model the file refuses raises from those calls and from :meth:`model_ready`.
+        ``background=False`` starts no consolidation passes and no index upkeep: what a
+        command opens the memory for is all it does, while the app, a server or an agent
+        keeping the memory open does this upkeep.
         """
         # Parsed now, so no frame below holds a URL's password in a plain string (a crash
         # report that prints locals shows a Location without it).
         where = parse_location(path) if isinstance(path, (str, os.PathLike)) else path
         return Opening(lambda: cls._open(where, config, read_only=read_only, reindex=reindex,
-                                         start_worker=start_worker, defer_model=defer_model))
+                                         start_worker=start_worker, defer_model=defer_model,
+                                         background=background))
 
     @classmethod
     async def _open(cls, path: str | os.PathLike[str] | Location | None, config: ConfigSource,
                     *, read_only: bool, reindex: bool, start_worker: bool,
-                    defer_model: bool) -> Engine:
+                    defer_model: bool, background: bool) -> Engine:
         cfg = load_config(config)
         backend = await open_backend(configured_location(path, cfg.storage), cfg.storage,
                                      read_only=read_only)
@@ -144,8 +149,10 @@ class Engine(NoteOperations):
         try:
             engine = cls(backend, cfg, LoadedEmbedder(placeholder, None, False))
             await engine._loader.start(deferred=deferred, start_worker=start_worker,
-                                       reindex=reindex, also_start=engine.compactor.start)
-            engine.upkeep.start()
+                                       reindex=reindex,
+                                       also_start=engine.compactor.start if background else None)
+            if background:
+                engine.upkeep.start()
         except BaseException:
             await backend.close()
             raise
@@ -232,16 +239,22 @@ class Engine(NoteOperations):
                                                   created_at, bound)
 
     @needs_model
-    async def store(self, session_id: str, sequence: int, payload: dict[str, Any], *,
-                    agent: str | None = None, namespace: str | None = None) -> StoreResult:
-        """Store one message durably at ``sequence`` (oxydra's nine steps)."""
-        return await self.conversations.store(session_id, sequence, payload, agent, namespace)
+    async def store(self, session_id: str, sequence: int, payload: dict[str, Any],
+                    created_at: MessageTime = None, *, agent: str | None = None,
+                    namespace: str | None = None) -> StoreResult:
+        """Store one message durably at ``sequence`` (oxydra's nine steps); ``created_at`` is
+        its own time (ISO-8601 with a UTC offset, or an aware datetime; None: now)."""
+        return await self.conversations.store(session_id, sequence, payload, agent, namespace,
+                                              created_at)
 
     @needs_model
-    async def append(self, session_id: str, message: dict[str, Any], *,
-                     agent: str | None = None, namespace: str | None = None) -> StoreResult:
-        """Store a message at the session's next sequence."""
-        return await self.conversations.append(session_id, message, agent, namespace)
+    async def append(self, session_id: str, message: dict[str, Any],
+                     created_at: MessageTime = None, *, agent: str | None = None,
+                     namespace: str | None = None) -> StoreResult:
+        """Store a message at the session's next sequence, at ``created_at`` as
+        :meth:`store` takes it."""
+        return await self.conversations.append(session_id, message, agent, namespace,
+                                               created_at)
 
     @needs_model
     async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,

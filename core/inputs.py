@@ -128,3 +128,47 @@ def one_line(text: str, limit: int = 300) -> str:
     line breaks, control characters and lone surrogates escaped, cut to ``limit``."""
     escaped = _UNPRINTABLE.sub(lambda match: ascii(match.group())[1:-1], text)
     return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
+
+
+_UTC_OFFSET = re.compile(r"(?:[Zz]|[+-]\d{2}:?\d{2})$")
+_TIME_EXAMPLE = "2024-05-01T12:00:00Z or 2024-05-01T14:00:00+02:00"
+
+
+def message_time(value: Any, what: str = "created_at") -> str | None:
+    """A message's own time as the engine writes times (``YYYY-MM-DDTHH:MM:SS.mmmZ``, UTC);
+    None for None (the caller stamps it now).
+
+    Takes ISO-8601 text with ``Z`` or an offset, or a timezone-aware ``datetime``. A time
+    without a zone is refused rather than guessed: read as the server's zone or as UTC, it
+    would shift every date the date boost reads by the writer's offset. ``InvalidInput``
+    names the field and quotes the value (at most ~100 characters).
+    """
+    import datetime
+
+    from core.clock import normalise_timestamp
+
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        if value.utcoffset() is None:
+            raise InvalidInput(f"{what} {shown(value, 100)} has no UTC offset; give a "
+                               "timezone-aware datetime (tzinfo=datetime.UTC, or the writer's "
+                               "zone)")
+        try:
+            value = value.astimezone(datetime.UTC).isoformat()
+        except OverflowError:
+            raise InvalidInput(f"{what} {shown(value, 100)} is outside the years 1-9999 "
+                               "in UTC") from None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} {shown(value, 100)} is a {type(value).__name__}, not a "
+                           f"time: give ISO-8601 text with a UTC offset ({_TIME_EXAMPLE}) "
+                           "or a timezone-aware datetime")
+    try:
+        stored = normalise_timestamp(value)
+    except ValueError:
+        raise InvalidInput(f"{what} {shown(value, 100)} is not an ISO-8601 date and time; "
+                           f"give one with a UTC offset, e.g. {_TIME_EXAMPLE}") from None
+    if not _UTC_OFFSET.search(value.strip()):
+        raise InvalidInput(f"{what} {shown(value, 100)} has no UTC offset; add the zone it "
+                           f"was written in, e.g. {_TIME_EXAMPLE}")
+    return stored

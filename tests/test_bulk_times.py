@@ -1,6 +1,7 @@
 """Messages stored in bulk keep the times they are given: ``store_many`` items with a
 ``created_at`` (normalised to the engine's text), the rest stamped with the batch's time; an
-unreadable time refuses only its own message; a session's ``updated_at`` never moves back."""
+unreadable or zoneless time refuses only its own message; a session's ``updated_at`` never
+moves back. ``normalise_timestamp`` is what importers read their sources' times with."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ async def test_three_and_four_element_items_mix(engine: Engine) -> None:
         ("s", 1, message("plain, stamped now")),
         ("s", 2, message("given"), "2024-05-01T12:00:00+02:00"),
         ("s", 3, message("none given"), None),
-        ("t", None, message("allocated, given"), "2023-01-01 00:00:00"),
+        ("t", None, message("allocated, given"), "2023-01-01T00:00:00Z"),
         ("t", None, message("allocated, plain")),
     ]
     with frozen(NOW):
@@ -88,7 +89,8 @@ async def test_three_and_four_element_items_mix(engine: Engine) -> None:
         (1, "2023-01-01T00:00:00.000Z"), (2, NOW_TEXT)]
 
 
-@pytest.mark.parametrize("bad", ["next tuesday", "2024-05-01", 1714564800])
+@pytest.mark.parametrize("bad", ["next tuesday", "2024-05-01", 1714564800,
+                                 "2024-05-01 12:01:00"])
 async def test_an_unreadable_created_at_refuses_only_its_message(engine: Engine,
                                                                  bad: object) -> None:
     items = [("s", 1, message("one"), "2024-05-01T12:00:00Z"),
@@ -98,7 +100,8 @@ async def test_an_unreadable_created_at_refuses_only_its_message(engine: Engine,
     assert result.stored == 2
     (refused,) = result.rejected
     assert (refused.index, refused.session_id, refused.sequence) == (1, "s", 2)
-    assert refused.reason.startswith(f"created_at {bad!r} is not a timestamp")
+    assert refused.reason.startswith(f"created_at {bad!r} ")
+    assert "2024-05-01T12:00:00Z or 2024-05-01T14:00:00+02:00" in refused.reason
     assert [(r.sequence, r.created_at) for r in await engine.recall("s")] == [
         (1, "2024-05-01T12:00:00.000Z"), (3, "2024-05-01T12:02:00.000Z")]
 

@@ -452,3 +452,18 @@ def test_env_values_fill_numeric_and_boolean_fields() -> None:
     assert cfg.retrieval.vector_weight == 0.4 and cfg.agent == "bot-1"
     with pytest.raises(ConfigError, match="embedding.dimensions: expected int"):
         load_config({"embedding": {"dimensions": "${NAME}"}}, environ=environ)
+
+
+def test_a_relative_model_folder_is_read_from_the_config_files_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "conf" / "models" / "mine").mkdir(parents=True)
+    config_file = tmp_path / "conf" / "workbench.toml"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for written in ("models/mine", "./models/mine"):
+        config_file.write_text(f'[embedding]\nmodel = "{written}"\n')
+        assert load_config(config_file).embedding.model == str(tmp_path / "conf" / "models"
+                                                               / "mine")
+    config_file.write_text('[embedding]\nmodel = "minishlab/potion-base-8M"\n')
+    assert load_config(config_file).embedding.model == "minishlab/potion-base-8M"

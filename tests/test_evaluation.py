@@ -100,14 +100,43 @@ def test_turns_become_one_session_in_order(locomo_file: Path) -> None:
     assert [m.message["role"] for m in messages[:2]] == ["user", "assistant"]
     assert messages[4].message == {
         "role": "assistant", "name": "Ben", "content": "I fired my first bowl in the kiln.",
-        "metadata": {"message_id": "D2:1", "dia_id": "D2:1", "speaker": "Ben", "session": 2,
-                     "session_date": "9:00 am on 20 May, 2023"}}
+        "metadata": {"message_id": "D2:1", "dia_id": "D2:1", "speaker": "Ben", "session": 2}}
+    # A session's date-time is its turns' own time (LoCoMo names no zone: UTC).
+    assert [m.created_at for m in messages] == (["2023-05-01T13:00:00.000Z"] * 4
+                                                + ["2023-05-20T09:00:00.000Z"] * 4)
     assert messages[2].message["content"] == (
         "Max loves the park by the river. [image: a photo of a dog running on grass]")
     assert (conversion.sessions, conversion.turns, conversion.images) == (2, 8, 1)
     everything = json.dumps([m.to_dict() for m in messages])
     for derived in ("OBSERVED", "SUMMARISED", "EVENT", "dog park"):
         assert derived not in everything
+
+
+def test_session_times_can_go_to_the_metadata_instead(locomo_file: Path) -> None:
+    (conversion,) = convert_locomo_file(locomo_file, times="metadata")
+    messages = conversion.dataset.messages["locomo-77"]
+    assert [m.created_at for m in messages] == [None] * 8
+    assert [m.message["metadata"]["session_date"] for m in messages] == (
+        ["1:00 pm on 1 May, 2023"] * 4 + ["9:00 am on 20 May, 2023"] * 4)
+    with pytest.raises(InvalidInput, match="times must be one of created_at, metadata"):
+        convert_locomo_file(locomo_file, times="both")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("written", "stored"), [
+    ("12:09 am on 13 September, 2023", "2023-09-13T00:09:00.000Z"),
+    ("12:48 pm on 1 February, 2023", "2023-02-01T12:48:00.000Z"),
+    ("7:55 PM on 9 June, 2023", "2023-06-09T19:55:00.000Z"),
+    ("1:56 pm on 31 June, 2023", None),  # no such day
+    ("13:10 pm on 1 June, 2023", None),
+    ("sometime in June", None),
+])
+def test_a_session_date_time_is_read_as_utc(written: str, stored: str | None) -> None:
+    record = tiny_locomo() | {"session_1_date_time": written}
+    messages = convert_locomo(record, "x").dataset.messages["locomo-x"]
+    assert messages[0].created_at == stored
+    # One that is not a time is kept as text in the metadata, so nothing is lost.
+    assert messages[0].message["metadata"].get("session_date") == (
+        None if stored else written)
 
 
 def test_questions_become_queries_and_evidence_problems_are_counted(locomo_file: Path) -> None:
@@ -162,6 +191,9 @@ def test_dataset_round_trips_through_jsonl(locomo_file: Path, tmp_path: Path) ->
      "relevant must be a non-empty list"),
     ('{"type": "note"}', "type must be 'message' or 'query'"),
     ("not json", "not JSON"),
+    ('{"type": "message", "session_id": "s", "message_id": "m2", "sequence": 2, '
+     '"message": {"role": "user", "content": "hi"}, "created_at": "2023-05-01 13:00:00"}',
+     "created_at '2023-05-01 13:00:00' has no UTC offset"),
 ])
 def test_a_bad_dataset_line_is_named(tmp_path: Path, line: str, error: str) -> None:
     first = '{"type": "message", "session_id": "s", "message_id": "m1", "sequence": 1, ' \
@@ -318,6 +350,9 @@ async def test_storing_a_dataset_twice_adds_nothing(locomo_file: Path, memory: s
     assert len(logged) == 4  # the engine logs eval queries under their own caller
     assert (again.stored, again.already) == (0, 8)
     assert len(records) == 8 and records[2].payload["metadata"]["dia_id"] == "D1:3"
+    assert [r.created_at for r in records] == [m.created_at for m in
+                                               conversion.dataset.messages["locomo-77"]]
+    assert records[0].created_at == "2023-05-01T13:00:00.000Z"
     # Eight turns: every query finds all its evidence within 25 turns.
     assert report.overall.metrics["recall@25"] == 1.0
 

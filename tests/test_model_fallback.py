@@ -132,4 +132,28 @@ def test_the_cli_says_the_fallback_once_as_a_warning(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     said = [line for line in result.stderr.splitlines() if "could not be loaded" in line]
-    assert len(said) == 1 and said[0].startswith("warning: Embedding model"), result.stderr
+    assert len(said) == 1 and said[0].startswith("warning: embedding model"), result.stderr
+
+
+def test_an_error_comes_first_then_the_fallback_once_short(tmp_path: Path) -> None:
+    config = tmp_path / "cli.toml"
+    config.write_text(MISSING_TOML)
+    env = {"WORKBENCH_CONFIG": str(config), "PYTHONPATH": str(ROOT),
+           "HF_HOME": str(tmp_path / "hf-home"), "PATH": "/usr/bin:/bin"}
+
+    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=120)
+
+    db = str(tmp_path / "m.db")
+    assert workbench("sessions", "append", "s1", "--db", db, "--role", "user",
+                     "--content", "hello").returncode == 0
+    refused = workbench("search", "hello", "--session", "nope", "--db", db)
+    assert refused.returncode == 1
+    error, warning = refused.stderr.splitlines()
+    assert error == "error: no session 'nope' to search"
+    assert warning.startswith("warning: embedding model 'no-such-org/no-such-model' could not "
+                              "be loaded") and len(warning) <= 200
+    doctor = workbench("doctor", "--db", db)
+    said = (doctor.stdout + doctor.stderr).count("could not be loaded")
+    assert said == 1, doctor.stdout + doctor.stderr

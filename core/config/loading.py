@@ -41,8 +41,10 @@ def load_config(source: str | os.PathLike[str] | typing.Mapping[str, Any] | Conf
         if not env_path:
             return Config()
         source = env_path
+    folder = None
     if isinstance(source, str | os.PathLike):
         data = _read_toml(source)
+        folder = Path(source).expanduser().absolute().parent
     elif isinstance(source, typing.Mapping):
         data = dict(source)
     else:
@@ -53,7 +55,24 @@ def load_config(source: str | os.PathLike[str] | typing.Mapping[str, Any] | Conf
         more = len(checked) - _MAX_PROBLEMS
         raise ConfigError("; ".join(checked[:_MAX_PROBLEMS])
                           + (f"; and {more} more problems" if more > 0 else ""))
-    return checked
+    return checked if folder is None else _model_from_folder(checked, folder)
+
+
+def _model_from_folder(config: Config, folder: Path) -> Config:
+    """The config with a relative ``embedding.model`` folder read from the config file's
+    ``folder``, not the current one, so the file means the same wherever a command runs.
+
+    A model named ``./x`` or ``../x``, or one that is a folder beside the config file, is a
+    folder; anything else (``minishlab/potion-base-8M``) stays a hub id."""
+    model = config.embedding.model
+    if (config.embedding.backend != "model2vec" or not model
+            or Path(model).expanduser().is_absolute()):
+        return config
+    beside = folder / model
+    if not (model.startswith(("./", "../")) or beside.is_dir()):
+        return config
+    embedding = config.embedding.model_copy(update={"model": str(beside.resolve())})
+    return config.model_copy(update={"embedding": embedding})
 
 
 def _validated(data: typing.Mapping[Any, Any],

@@ -66,7 +66,8 @@ def load_embedder(cfg: EmbeddingConfig, *, file_dimension: int | None = None) ->
                 "the deterministic backend") from None
         warning = (f"Embedding model {cfg.model!r} could not be loaded ({reason}); running on "
                    "the deterministic backend, which matches words, not meaning.")
-        log.warning("%s", warning)
+        # ``fallback_model`` lets a front end say it in its own (shorter) words.
+        log.warning("%s", warning, extra={"fallback_model": cfg.model})
         return LoadedEmbedder(DeterministicEmbedder(dimension), warning, True)
 
     if cfg.dimensions is not None and embedder.dimension != cfg.dimensions:

@@ -10,8 +10,10 @@ A dataset is a JSONL file, one JSON object per line, of two kinds::
 
 Message ids are stable and unique within a session; each message is stored at its
 ``sequence`` with the id in ``metadata.message_id``, so retrieval results map back to
-messages. A query's ``relevant`` lists the message ids that answer it; ``category`` is a
-string or null and ``answer`` is optional (for people reading misses; never scored).
+messages. A message line may carry ``created_at`` (ISO-8601 with a UTC offset), stored as
+the message's own time. A query's ``relevant`` lists the message ids that answer it;
+``category`` is a string or null and ``answer`` is optional (for people reading misses; never
+scored).
 
 The modules: :mod:`~core.evaluation.dataset` (reading and writing the format),
 :mod:`~core.evaluation.locomo` (LoCoMo conversations to datasets),

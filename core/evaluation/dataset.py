@@ -13,23 +13,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core import inputs
 from core.errors import InvalidInput
 
 
 @dataclass(frozen=True)
 class DatasetMessage:
-    """One message to store: its session, stable id, sequence and Message dict."""
+    """One message to store: its session, stable id, sequence, Message dict and, when the
+    source says when it was written, its time (the engine's UTC text)."""
 
     session_id: str
     message_id: str
     sequence: int
     message: dict[str, Any]
+    created_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSONL record."""
-        return {"type": "message", "session_id": self.session_id,
-                "message_id": self.message_id, "sequence": self.sequence,
-                "message": self.message}
+        record = {"type": "message", "session_id": self.session_id,
+                  "message_id": self.message_id, "sequence": self.sequence,
+                  "message": self.message}
+        if self.created_at is not None:
+            record["created_at"] = self.created_at
+        return record
 
 
 @dataclass(frozen=True)
@@ -149,7 +155,11 @@ def _message(record: dict[str, Any], where: str) -> DatasetMessage:
     message = record.get("message")
     if not isinstance(message, dict):
         raise InvalidInput(f"{where}: message must be a Message object")
-    return DatasetMessage(session_id, message_id, sequence, message)
+    try:
+        created_at = inputs.message_time(record.get("created_at"))
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+    return DatasetMessage(session_id, message_id, sequence, message, created_at)
 
 
 def _query(record: dict[str, Any], where: str) -> DatasetQuery:

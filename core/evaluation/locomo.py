@@ -10,18 +10,27 @@ One conversation becomes one session (``locomo-<sample id or file stem>``) holdi
 turn in order, sequences 1..n across the LoCoMo sessions; ``speaker_a`` speaks as "user",
 ``speaker_b`` as "assistant". An image's caption is appended to the turn's text as
 ``[image: ...]`` so questions about what was shown can be answered.
+
+Each LoCoMo session's ``session_N_date_time`` ("1:56 pm on 8 May, 2023") is the time of its
+turns. With ``times="created_at"`` (the default) it becomes each turn's ``created_at``, the
+message's own time; LoCoMo names no zone, so it is read as UTC. With ``times="metadata"`` it
+is kept as text in the metadata (``session_date``) instead, as importers did before the engine
+stored a message's time; a date-time that cannot be read as a time is kept there either way.
 """
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from core import inputs
 from core.errors import InvalidInput
 from core.evaluation.dataset import Dataset, DatasetMessage, DatasetQuery
 
@@ -31,6 +40,15 @@ CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "s
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
+_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+# LoCoMo's session date-time: "1:56 pm on 8 May, 2023".
+_SESSION_TIME = re.compile(
+    r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})\s*",
+    re.IGNORECASE)
+
+Times = Literal["created_at", "metadata"]
+"""Where a turn's session date-time goes: the message's ``created_at``, or its metadata."""
+TIMES: tuple[Times, ...] = ("created_at", "metadata")
 
 
 @dataclass
@@ -68,8 +86,10 @@ class LocomoConversion:
                 "without_evidence": self.without_evidence}
 
 
-def convert_locomo_file(path: str | os.PathLike[str]) -> list[LocomoConversion]:
-    """The conversations of a LoCoMo JSON file: one conversation dict, or a list of them."""
+def convert_locomo_file(path: str | os.PathLike[str], *,
+                        times: Times = "created_at") -> list[LocomoConversion]:
+    """The conversations of a LoCoMo JSON file: one conversation dict, or a list of them;
+    ``times`` as :func:`convert_locomo` takes it."""
     source = Path(path)
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
@@ -82,12 +102,17 @@ def convert_locomo_file(path: str | os.PathLike[str]) -> list[LocomoConversion]:
     conversions = []
     for index, record in enumerate(records):
         name = default if default is not None else f"{source.stem}-{index + 1}"
-        conversions.append(convert_locomo(record, name, source=str(source)))
+        conversions.append(convert_locomo(record, name, source=str(source), times=times))
     return conversions
 
 
-def convert_locomo(record: dict[str, Any], name: str, *, source: str = "") -> LocomoConversion:
-    """One LoCoMo conversation as a dataset; ``name`` is used when it has no sample id."""
+def convert_locomo(record: dict[str, Any], name: str, *, source: str = "",
+                   times: Times = "created_at") -> LocomoConversion:
+    """One LoCoMo conversation as a dataset; ``name`` is used when it has no sample id.
+    ``times``: where each session's date-time goes, each turn's ``created_at`` or its
+    metadata's ``session_date``."""
+    if times not in TIMES:
+        raise InvalidInput(f"times must be one of {', '.join(TIMES)}, got {times!r:.60}")
     # The published locomo10.json nests turns under "conversation"; the dev files are flat.
     conversation = record.get("conversation", record)
     sample_id = record.get("sample_id")
@@ -105,8 +130,10 @@ def convert_locomo(record: dict[str, Any], name: str, *, source: str = "") -> Lo
             continue
         result.sessions += 1
         date = conversation.get(f"session_{number}_date_time")
+        created_at = session_time(date) if times == "created_at" else None
         for turn in turns:
-            messages.append(_turn_message(turn, session_id, len(messages) + 1, number, date,
+            messages.append(_turn_message(turn, session_id, len(messages) + 1, number,
+                                          None if created_at else date, created_at,
                                           speakers, where))
             result.images += "[image: " in messages[-1].message["content"]
     if not messages:
@@ -153,8 +180,27 @@ def _session_numbers(conversation: dict[str, Any]) -> list[int]:
     return sorted(numbers)
 
 
+def session_time(text: Any) -> str | None:
+    """A LoCoMo session date-time ("1:56 pm on 8 May, 2023") as the engine's UTC text; None
+    when it is not one (or names no real day)."""
+    match = _SESSION_TIME.fullmatch(text) if isinstance(text, str) else None
+    if match is None or match[5].lower() not in _MONTHS:
+        return None
+    hour, minute = int(match[1]), int(match[2])
+    if not (1 <= hour <= 12 and minute < 60):
+        return None
+    hour = hour % 12 + (12 if match[3].lower() == "p" else 0)
+    try:
+        moment = datetime(int(match[6]), _MONTHS[match[5].lower()], int(match[4]), hour,
+                          minute, tzinfo=UTC)
+    except ValueError:
+        return None
+    return inputs.message_time(moment)
+
+
 def _turn_message(turn: Any, session_id: str, sequence: int, session: int, date: Any,
-                  speakers: dict[Any, str], where: str) -> DatasetMessage:
+                  created_at: str | None, speakers: dict[Any, str],
+                  where: str) -> DatasetMessage:
     if not isinstance(turn, dict) or not isinstance(turn.get("dia_id"), str):
         raise InvalidInput(f"{where}: session_{session} has a turn without a dia_id")
     dia_id = turn["dia_id"]
@@ -174,7 +220,7 @@ def _turn_message(turn: Any, session_id: str, sequence: int, session: int, date:
         metadata["session_date"] = date
     return DatasetMessage(session_id, dia_id, sequence,
                           {"role": role, "name": str(turn["speaker"]), "content": content,
-                           "metadata": metadata})
+                           "metadata": metadata}, created_at)
 
 
 def _evidence_strings(evidence: Any) -> list[str]:

@@ -26,6 +26,7 @@ from core.evaluation.stats import LEVEL, RESAMPLES, Interval, intervals_dict, me
 from core.retrieval.fusion import FUSIONS
 
 if TYPE_CHECKING:
+    from core.bulk import BulkItem
     from core.engine import Engine
     from core.retrieval.search import SearchResult
 
@@ -93,7 +94,7 @@ async def store_dataset(engine: Engine, dataset: Dataset) -> StoreReport:
     An import that stopped part way resumes after the last stored message.
     """
     held = await held_sequences(engine, dataset)
-    items: list[tuple[str, int | None, dict[str, Any]]] = []
+    items: list[BulkItem] = []
     sessions = []
     for session_id, messages in dataset.messages.items():
         have = held[session_id]
@@ -103,7 +104,7 @@ async def store_dataset(engine: Engine, dataset: Dataset) -> StoreReport:
                 f"session {session_id!r} in {engine.location} has gaps (message "
                 f"{missing[0].message_id} is missing), which sequences cannot fill; forget the "
                 "session and import again")
-        items.extend((session_id, m.sequence, m.message) for m in missing)
+        items.extend((session_id, m.sequence, m.message, m.created_at) for m in missing)
         sessions.append(SessionImport(session_id, len(messages), len(missing), len(have)))
     inserted = 0
     if items:

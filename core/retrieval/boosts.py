@@ -5,8 +5,9 @@
   (``Melanie: …``) is one common word among many to bm25. A user's or assistant's
   message whose ``name`` (the Message dict's optional field) the query names gains
   ``speaker_boost`` times the most the fused legs can give together.
-- **Date** (``date_boost``): a candidate whose message date falls in the period the query
-  names (:mod:`core.retrieval.dates`) gains ``date_boost`` times the same maximum.
+- **Date** (``date_boost``): a candidate whose message date (the one its metadata names,
+  else the day of its own ``created_at``) falls in the period the query names
+  (:mod:`core.retrieval.dates`) gains ``date_boost`` times the same maximum.
 - **Neighbour** (``neighbour_weight``, ``neighbour_window``): evidence sits near evidence
   (a question and its answer, a story told over a few turns), so a candidate gains
   ``neighbour_weight`` times the best score of a candidate of its session that starts within

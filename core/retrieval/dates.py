@@ -2,7 +2,9 @@
 
 A question that names a time ("in June", "on May 23, 2023", "in 2023", "last week") is
 mostly answered by what was said in that time. A message's date is the one its metadata
-carries (``session_date``, as the LoCoMo importer stores it, or ``date``); a query's period
+carries (``session_date`` or ``date``), else the day of its own time (``created_at``, the
+UTC day, as stored with its chunk; a note's chunk is stamped when it is indexed, which is not
+when the note was written, so notes are dated by their metadata only); a query's period
 is read from its words, a relative one ("last month", "yesterday", a month without a year)
 counted back from the latest message date among the candidates: the conversation's "now".
 Only candidates already found are dated, so the boost costs no I/O.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.retrieval.boosts import CACHED_METADATA_CHARS
+from core.storage.notes import MEMORY_PREFIX
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _FULL_MONTHS = frozenset(_MONTHS)
@@ -57,11 +60,28 @@ class Period:
 
 
 def message_date(chunk: Mapping[str, Any]) -> dt.date | None:
-    """The date a fetched chunk's message carries in its metadata, if any can be read."""
+    """A fetched chunk's message's date: the one its metadata names, if one can be read,
+    else the day of its ``created_at``; None when it has neither."""
     raw = chunk.get("metadata_json")
-    if not raw or not any(f'"{key}"' in raw for key in DATE_KEYS):
+    if raw and any(f'"{key}"' in raw for key in DATE_KEYS):
+        day = _cached_date(raw) if len(raw) <= CACHED_METADATA_CHARS else _dated_in(raw)
+        if day is not None:
+            return day
+    session_id = chunk.get("session_id")
+    if isinstance(session_id, str) and session_id.startswith(MEMORY_PREFIX):
         return None
-    return _cached_date(raw) if len(raw) <= CACHED_METADATA_CHARS else _dated_in(raw)
+    return _stored_day(chunk.get("created_at"))
+
+
+def _stored_day(created_at: Any) -> dt.date | None:
+    """The UTC day of a stored time (``YYYY-MM-DDTHH:MM:SS.mmmZ``, or SQLite's
+    ``CURRENT_TIMESTAMP`` in an old file's rows); None for none or another shape."""
+    if not isinstance(created_at, str):
+        return None
+    try:
+        return dt.date.fromisoformat(created_at[:10])
+    except ValueError:
+        return None
 
 
 def _dated_in(raw: str) -> dt.date | None:

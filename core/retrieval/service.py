@@ -68,7 +68,7 @@ class Retrieval:
                      date_boost: float | None = None, neighbour_weight: float | None = None,
                      neighbour_window: int | None = None,
                      candidate_depth: int | None = None,
-                     caller: str = "api") -> SearchResult:
+                     caller: str = "api", missing_is_empty: bool = False) -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
         Oxydra's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency. Scope is one
@@ -82,7 +82,9 @@ class Retrieval:
         error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
         ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
         :mod:`core.retrieval.boosts` (None: the configured ones); ``candidate_depth`` how
-        many candidates each leg returns (:mod:`core.retrieval.depth`).
+        many candidates each leg returns (:mod:`core.retrieval.depth`). A session that does
+        not exist is ``NotFound`` unless ``missing_is_empty`` (a namespace's notes session,
+        made by its first note).
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
@@ -121,8 +123,17 @@ class Retrieval:
                                    + inputs.one_line(str(exc))) from None
             raise
         found = rank(legs, ranking)
+        if not found.results and scope.session_id is not None and not missing_is_empty:
+            await self._require_session(scope.session_id)
         self._log_query(found, scope, caller)
         return found
+
+    async def _require_session(self, session_id: str) -> None:
+        """Refuse a search in a session that does not exist (``NotFound``): "0 results"
+        would say the memory holds nothing that matches, when the name is what is wrong.
+        Asked only when nothing was found, so a search that finds costs nothing more."""
+        if await self._backend.session_agent(session_id) is None:
+            raise NotFound(f"no session {inputs.shown(session_id, 100)} to search")
 
     async def _session_legs(self, legs: KeptLegs, request: LegRequest, full_text: bool,
                             vectors: bool, query_embedding: Sequence[float] | None) -> None:
@@ -287,7 +298,7 @@ class Retrieval:
         for row in await self._backend.salient_events(session_id, rcfg.salience_threshold):
             add(MemoryRecord(**row), "salience")
         relevant = 0
-        if query.strip():
+        if query.strip() and chosen:  # no events: no session to search (search refuses one)
             found = await self.search(session_id=session_id, query=query, mode="vector",
                                       top_k=max(rcfg.relevance_limit * 4, 20),
                                       caller=caller)

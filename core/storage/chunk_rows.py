@@ -13,15 +13,17 @@ from typing import Any
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.connection import select_in
 
+# created_at: the time of the chunk's first message, which the date boost reads when the
+# message's metadata names no date (core/retrieval/dates.py).
 CHUNK_SELECT = ("SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_start,"
-                 " sequence_end, metadata_json, context_text FROM chunks")
+                 " sequence_end, metadata_json, context_text, created_at FROM chunks")
 
 
 def chunk_row(row: Sequence[Any]) -> dict[str, Any]:
     """A chunk row (``CHUNK_SELECT``'s columns) as the legs keep it."""
     return {"chunk_id": row[1], "session_id": row[2], "text": row[3],
             "sequence_start": row[4], "sequence_end": row[5], "metadata_json": row[6],
-            "context_text": row[7]}
+            "context_text": row[7], "created_at": row[8]}
 
 
 def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +56,6 @@ def chunk_ids_of(conn: Any, rowids: Sequence[int],
 
 
 def fetch_chunks(conn: Any, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Chunk rows by id: text, session, sequence range, metadata, context."""
+    """Chunk rows by id: text, session, sequence range, metadata, context, time."""
     return {row[1]: chunk_row(row)
             for row in select_in(conn, CHUNK_SELECT + " WHERE chunk_id IN", chunk_ids)}

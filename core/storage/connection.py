@@ -75,6 +75,38 @@ def _check_fts5(conn: Any) -> None:
         ) from None
 
 
+def capabilities() -> dict[str, Any]:
+    """What this machine's SQLite offers a memory file (for ``workbench doctor``): the
+    driver, SQLite's version, extension loading, sqlite-vec's version and FTS5, each failure
+    as the error a person can act on; ``ok`` when a memory file can be opened here."""
+    found: dict[str, Any] = {"ok": False}
+    try:
+        module = sqlite_module()
+    except ExtensionMissing as exc:
+        found["error"] = str(exc)
+        return found
+    found["driver"] = module.__name__
+    raw = module.connect(":memory:")
+    try:
+        found["sqlite"] = raw.execute("SELECT sqlite_version()").fetchone()[0]
+        found["extension_loading"] = hasattr(raw, "enable_load_extension")
+        try:
+            _load_vec(raw)
+            found["sqlite_vec"] = raw.execute("SELECT vec_version()").fetchone()[0]
+        except ExtensionMissing as exc:
+            found["sqlite_vec_error"] = str(exc)
+        try:
+            _check_fts5(raw)
+            found["fts5"] = True
+        except ExtensionMissing as exc:
+            found["fts5"] = False
+            found["fts5_error"] = str(exc)
+    finally:
+        raw.close()
+    found["ok"] = bool(found.get("sqlite_vec") and found.get("fts5"))
+    return found
+
+
 def open_connection(path: str | Path, *, read_only: bool, busy_timeout_ms: int,
                     synchronous: str = "NORMAL", mmap_mb: int = 0) -> Any:
     """One configured connection: sqlite-vec loaded, FTS5 checked, WAL, FKs on, busy timeout.

@@ -35,7 +35,7 @@ def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,
     rows = conn.execute(
         "SELECT log_id, created_at, caller, scope_kind, scope_value, query, params_json,"
         f" results_json, timings_json FROM retrieval_log {where}"
-        " ORDER BY log_id DESC LIMIT ?", [*params, limit]).fetchall()
+        " ORDER BY created_at DESC, log_id DESC LIMIT ?", [*params, limit]).fetchall()
     return [{"log_id": r[0], "created_at": r[1], "caller": r[2], "scope_kind": r[3],
              "scope_value": r[4], "query": r[5], "params": json.loads(r[6]),
              "results": json.loads(r[7]), "timings_ms": json.loads(r[8])} for r in rows]

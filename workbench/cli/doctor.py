@@ -15,41 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import MEMORY, MEMORY_HELP, _load_config, _run
+from workbench.cli.support import (
+    MEMORY,
+    MEMORY_HELP,
+    _load_config,
+    _run,
+    model_fallback_said,
+    model_option,
+    open_engine,
+    unlogged_warnings,
+)
 
 if TYPE_CHECKING:
     from core.storage.locations import Location
-
-
-def _check_sqlite() -> dict[str, Any]:
-    from core.storage import connection
-
-    found: dict[str, Any] = {"ok": False}
-    try:
-        module = connection.sqlite_module()
-    except Exception as exc:  # report, do not crash: doctor exists to explain failures
-        found["error"] = str(exc)
-        return found
-    found["driver"] = module.__name__
-    raw = module.connect(":memory:")
-    try:
-        found["sqlite"] = raw.execute("SELECT sqlite_version()").fetchone()[0]
-        found["extension_loading"] = hasattr(raw, "enable_load_extension")
-        try:
-            connection._load_vec(raw)
-            found["sqlite_vec"] = raw.execute("SELECT vec_version()").fetchone()[0]
-        except Exception as exc:
-            found["sqlite_vec_error"] = str(exc)
-        try:
-            connection._check_fts5(raw)
-            found["fts5"] = True
-        except Exception as exc:
-            found["fts5"] = False
-            found["fts5_error"] = str(exc)
-    finally:
-        raw.close()
-    found["ok"] = bool(found.get("sqlite_vec") and found.get("fts5"))
-    return found
 
 
 def _check_model(config: Any) -> dict[str, Any]:
@@ -83,7 +61,6 @@ def _check_clipboard() -> dict[str, Any]:
 
 
 async def _check_database(config: Any, db: Location) -> dict[str, Any]:
-    from core import Engine
     from core.storage.memory_file import damage, examine
     from core.storage.opening import code_schema_version
 
@@ -96,49 +73,58 @@ async def _check_database(config: Any, db: Location) -> dict[str, Any]:
         if state != "memory":
             return {"ok": True, "path": shown, "exists": state == "empty", "memory": False}
     try:
-        async with Engine.open(db, config=config, read_only=True,
-                               start_worker=False) as engine:
+        async with open_engine(db, config, writes=False, read_only=True) as engine:
             status = await engine.embedding_status()
             counts = await engine.counts()
             file_dimension, file_model = await engine.backend.vector_meta()
+            storage = await engine.backend.versions()
+            warnings = unlogged_warnings(engine)  # the model's fallback: the model line says it
         # Damage in a page the open did not read shows only when every page is read.
         if not db.is_postgres and (found := await asyncio.to_thread(
                 damage, db.path.expanduser())) is not None:
             return {"ok": False, "path": shown, "exists": True, "error": found}
         return {"ok": True, "path": shown, "exists": True,
-                "schema_version": engine.backend.schema_version,
+                "storage": storage, "schema_version": engine.backend.schema_version,
                 "code_schema_version": code_schema_version(db), "counts": counts,
                 "vector_model": file_model, "vector_dimension": file_dimension,
-                "embedding": status.to_dict(), "warnings": engine.warnings}
+                "embedding": status.to_dict(), "warnings": warnings}
     except Exception as exc:  # e.g. DimensionMismatch: that is the finding
         return {"ok": False, "path": shown, "exists": True, "error": str(exc)}
 
 
 async def gather(config: Any, db: Location | None, config_path: Path | None) -> dict[str, Any]:
-    """Run every check and return the findings as one JSON-ready dict."""
-    report: dict[str, Any] = {
-        "python": platform.python_version(),
-        "config": str(config_path) if config_path else "defaults (no config file)",
-        "sqlite": await asyncio.to_thread(_check_sqlite),
-        "model": await asyncio.to_thread(_check_model, config),
-        "clipboard": await asyncio.to_thread(_check_clipboard),
-    }
+    """Run every check and return the findings as one JSON-ready dict.
+
+    This machine's SQLite is checked unless the memory is on a PostgreSQL server, whose own
+    versions the database check asks its backend for."""
+    from core.storage.connection import capabilities
+
     if db is None and config.storage.url:
         from core.storage.locations import parse_location
 
         db = parse_location(config.storage.url)
+    report: dict[str, Any] = {
+        "python": platform.python_version(),
+        "config": str(config_path) if config_path else "defaults (no config file)",
+    }
+    if db is None or not db.is_postgres:
+        report["sqlite"] = await asyncio.to_thread(capabilities)
+    report["model"] = await asyncio.to_thread(_check_model, config)
+    report["clipboard"] = await asyncio.to_thread(_check_clipboard)
     if db is not None:
         report["database"] = await _check_database(config, db)
-    report["ok"] = all(report[key]["ok"] for key in ("sqlite", "model", "clipboard")) and (
-        report.get("database", {"ok": True})["ok"])
+    report["ok"] = all(report[key]["ok"] for key in ("sqlite", "model", "clipboard", "database")
+                       if key in report)
     return report
 
 
 def render(report: dict[str, Any]) -> list[str]:
     """The findings as aligned lines for a terminal."""
     lines = [f"python       {report['python']}", f"config       {report['config']}"]
-    sqlite = report["sqlite"]
-    if "error" in sqlite:
+    sqlite = report.get("sqlite")
+    if sqlite is None:
+        pass  # a server's memory: its versions are the database's first line
+    elif "error" in sqlite:
         lines.append(f"sqlite       PROBLEM: {sqlite['error']}")
     else:
         lines.append(f"sqlite       {sqlite['sqlite']} via {sqlite['driver']}; extension loading "
@@ -171,8 +157,10 @@ def render(report: dict[str, Any]) -> list[str]:
         else:
             counts = database["counts"]
             emb = database["embedding"]
+            storage = ", ".join(f"{name} {version}"
+                                for name, version in database["storage"].items())
             lines.append(f"database     {database['path']}: schema {database['schema_version']}"
-                         f" (this code writes {database['code_schema_version']})")
+                         f" (this code writes {database['code_schema_version']}); {storage}")
             lines.append(f"             {counts['sessions']:,} sessions, "
                          f"{counts['conversation_events']:,} events, {counts['chunks']:,} chunks,"
                          f" {counts['chunks_vec']:,} vectors")
@@ -189,12 +177,15 @@ def render(report: dict[str, Any]) -> list[str]:
 @click.option("--db", "db", type=MEMORY, default=None,
               help=f"Also inspect this memory, opened read-only ({MEMORY_HELP}; default: "
                    "the config's [storage] url, if set).")
+@model_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.pass_context
-def doctor(ctx: click.Context, db: Location | None, as_json: bool) -> None:
-    """Print what the engine finds: SQLite, sqlite-vec, FTS5, model, clipboard, the memory."""
-    config = _load_config(ctx)
+def doctor(ctx: click.Context, db: Location | None, model: str | None, as_json: bool) -> None:
+    """Print what the engine finds: SQLite, sqlite-vec, FTS5 (for a file), model, clipboard,
+    the memory (a server's: PostgreSQL and pgvector)."""
+    config = _load_config(ctx, model)
     report = _run(gather(config, db, ctx.obj.get("config_path")))
+    model_fallback_said()  # the model line says it, with its reason
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

@@ -19,8 +19,8 @@ from workbench.cli.support import (
     _load_config,
     _require_db,
     _run,
-    _with_model,
     model_option,
+    open_engine,
 )
 
 SIDE_HELP = ("a TOML config file laid over the current config, 'current', or settings "
@@ -30,7 +30,7 @@ SIDE_HELP = ("a TOML config file laid over the current config, 'current', or set
 def _measuring_config(ctx: click.Context, model: str | None) -> Any:
     # Evaluation queries are measurements, not an agent's recalls: they stay out of the
     # file's retrieval log.
-    config = _with_model(_load_config(ctx), model)
+    config = _load_config(ctx, model)
     return config.model_copy(
         update={"retrieval": config.retrieval.model_copy(update={"log_enabled": False})})
 
@@ -188,6 +188,12 @@ def _echo_lines(lines: list[str]) -> None:
         click.echo(line)
 
 
+def _draining(db: Location, config: Any) -> Any:
+    """The memory opened to read, with the embedding worker, so the backlog can be embedded
+    before anything is measured."""
+    return open_engine(db, config, writes=False, start_worker=True)
+
+
 def _category_names(dataset: Any) -> Any:
     from core.evaluation.locomo import CATEGORY_NAMES
 
@@ -197,11 +203,10 @@ def _category_names(dataset: Any) -> Any:
 
 async def _evaluate(db: Location, dataset_path: Path, config: Any,
                     vector_weight: float | None, fusion: str | None) -> tuple[Any, Any]:
-    from core import Engine
     from core.evaluation import evaluate, read_dataset
 
     dataset = read_dataset(dataset_path)
-    async with Engine.open(db, config=config) as engine:
+    async with _draining(db, config) as engine:
         _echo_warnings(engine)
         await _drain_with_progress(engine)
         result = await evaluate(
@@ -213,13 +218,12 @@ async def _evaluate(db: Location, dataset_path: Path, config: Any,
 async def _scored(db: Location, dataset: Any, config: Any, points: list[Any],
                   label: str) -> list[Any]:
     """Each point's evaluation; the file is drained once, before any is scored."""
-    from core import Engine
     from core.evaluation.tuning import score_points
 
-    async with Engine.open(db, config=config) as engine:
+    async with _draining(db, config) as engine:
         _echo_warnings(engine)
         await _drain_with_progress(engine)
-    return await score_points(lambda c: Engine.open(db, config=c), config, dataset, points,
+    return await score_points(lambda c: open_engine(db, c, writes=False), config, dataset, points,
                               progress=_progress(label))
 
 
@@ -250,16 +254,15 @@ async def _tune(db: Location, dataset_path: Path, config: Any, axes: list[Any],
 
 async def _tune_judged(db: Location, scope: dict[str, str], config: Any, axes: list[Any],
                        folds: int) -> Any:
-    from core import Engine
     from core.evaluation.settings import grid_points
     from core.evaluation.tuning import cross_validate, score_judged_points
 
     points = [{}, *grid_points(axes)]  # the current setting first: ties go to it
-    async with Engine.open(db, config=config) as engine:
+    async with _draining(db, config) as engine:
         _echo_warnings(engine)
         await _drain_with_progress(engine)
     scores, count, model = await score_judged_points(
-        lambda c: Engine.open(db, config=c), config, scope, points, _progress("grid"))
+        lambda c: open_engine(db, c, writes=False), config, scope, points, _progress("grid"))
     # One scope, one group: the folds split its queries.
     return cross_validate(points, scores, ["judged"] * count, folds=folds,
                           metric=f"judged recall@{config.retrieval.top_k}", model=model)

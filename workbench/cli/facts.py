@@ -25,10 +25,13 @@ _NAMESPACE = click.option("--namespace", default=None,
                           help="The namespace the fact is in (default: the configured agent).")
 
 
-def _on_facts(ctx: click.Context, db: Location | None, work: Any, *, adds: bool = False) -> Any:
-    """Run ``work(engine)`` without the embedding worker: a fact is never embedded. A
-    command that ``adds`` a fact creates a missing memory file."""
-    return on_engine(ctx, db, work, warn=False, start_worker=False, adds=adds)
+def _on_facts(ctx: click.Context, db: Location | None, work: Any, *, writes: bool,
+              adds: bool = False) -> Any:
+    """Run ``work(engine)`` for a command that reads or ``writes``, without the embedding
+    worker: a fact is never embedded. A command that ``adds`` a fact creates a missing
+    memory file."""
+    return on_engine(ctx, db, work, writes=writes, warn=False, start_worker=False,
+                     adds=adds)
 
 
 def _named(fact: Any) -> str:
@@ -57,7 +60,7 @@ def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
         facts = await engine.list_facts(category=category, namespace=namespace)
         return engine.notes.namespace(namespace), facts
 
-    shown_namespace, facts = _on_facts(ctx, db, work)
+    shown_namespace, facts = _on_facts(ctx, db, work, writes=False)
     if as_json:
         echo_json({"namespace": shown_namespace, "category": category,
                    "facts": [fact.to_dict() for fact in facts]})
@@ -82,7 +85,8 @@ def get_command(ctx: click.Context, category: str, key: str, db: Location | None
                 namespace: str | None, as_json: bool) -> None:
     """Show one fact: its fields, then its value (exit 1 when there is none)."""
     fact = _on_facts(ctx, db,
-                     lambda engine: engine.get_fact(category, key, namespace=namespace))
+                     lambda engine: engine.get_fact(category, key, namespace=namespace),
+                     writes=False)
     if as_json:
         echo_json(fact.to_dict())
         return
@@ -122,7 +126,7 @@ def set_command(ctx: click.Context, category: str, key: str, value: str, db: Loc
                                         namespace=namespace)
         return previous, fact
 
-    previous, fact = _on_facts(ctx, db, work, adds=True)
+    previous, fact = _on_facts(ctx, db, work, writes=True, adds=True)
     if as_json:
         echo_json({**fact.to_dict(), "outcome": "added" if previous is None else "replaced",
                    "previous_value": None if previous is None else previous.value})
@@ -156,7 +160,7 @@ def rm_command(ctx: click.Context, category: str, key: str, db: Location | None,
             raise NotFound(f"{_named(fact)} was removed by another writer first")
         return fact
 
-    fact = _on_facts(ctx, db, work)
+    fact = _on_facts(ctx, db, work, writes=True)
     if as_json:
         echo_json({"removed": True, **fact.to_dict()})
     else:

@@ -19,7 +19,7 @@ import click
 
 from core.notes.fields import CATEGORIES, KINDS
 from core.storage.locations import Location
-from workbench.cli.support import db_option, echo_json, json_option, on_engine
+from workbench.cli.support import db_option, echo_json, json_option, model_option, on_engine
 from workbench.text import count, short_time, table
 
 T = TypeVar("T")
@@ -44,20 +44,22 @@ _IMPORTANCE = click.option("--importance", type=click.FloatRange(0.0, 1.0), defa
 
 
 def _on_notes(ctx: click.Context, db: Location | None,
-              work: Callable[[Any], Coroutine[Any, Any, T]], *, indexes: bool = False,
-              adds: bool = False) -> T:
-    """Run ``work(engine)``; with ``indexes`` (it changed what a note is found by), the
-    embedding worker runs and the command waits for the new chunks' vectors. A command
-    that ``adds`` notes creates a missing memory file."""
+              work: Callable[[Any], Coroutine[Any, Any, T]], *, writes: bool,
+              indexes: bool = False, adds: bool = False, model: str | None = None) -> T:
+    """Run ``work(engine)`` for a command that reads or ``writes``; with ``indexes`` (it
+    changed what a note is found by), the embedding worker runs and the command waits for
+    the new chunks' vectors. A command that ``adds`` notes creates a missing memory file;
+    ``model`` is its ``--model``."""
     if not indexes:
-        return on_engine(ctx, db, work, warn=False, start_worker=False, adds=adds)
+        return on_engine(ctx, db, work, writes=writes, warn=False, start_worker=False,
+                         adds=adds)
 
     async def then_drain(engine: Any) -> T:
         result = await work(engine)
         await engine.drain()
         return result
 
-    return on_engine(ctx, db, then_drain, adds=adds)
+    return on_engine(ctx, db, then_drain, writes=True, adds=adds, model=model)
 
 
 def _content(content: str | None, file_path: Path | None) -> str | None:
@@ -131,7 +133,7 @@ def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
                                        offset=offset, order=order)
         return engine.notes.namespace(namespace), page
 
-    shown_namespace, page = _on_notes(ctx, db, work)
+    shown_namespace, page = _on_notes(ctx, db, work, writes=False)
     if as_json:
         echo_json({"namespace": shown_namespace, **page.to_dict()})
         return
@@ -158,7 +160,8 @@ def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
 def show_command(ctx: click.Context, ref: str, db: Location | None, namespace: str | None,
                  as_json: bool) -> None:
     """Show one note (by id, name or alias): every field, then its content."""
-    note = _on_notes(ctx, db, lambda engine: engine.get_note(ref, namespace=namespace))
+    note = _on_notes(ctx, db, lambda engine: engine.get_note(ref, namespace=namespace),
+                     writes=False)
     if as_json:
         echo_json(note.to_dict())
         return
@@ -175,6 +178,7 @@ def show_command(ctx: click.Context, ref: str, db: Location | None, namespace: s
 @notes_group.command("add")
 @click.argument("name")
 @db_option
+@model_option
 @_NAMESPACE
 @_CONTENT
 @_FILE
@@ -186,10 +190,11 @@ def show_command(ctx: click.Context, ref: str, db: Location | None, namespace: s
 @_IMPORTANCE
 @json_option
 @click.pass_context
-def add_command(ctx: click.Context, name: str, db: Location | None, namespace: str | None,
-                content: str | None, file_path: Path | None, category: str | None,
-                tags: tuple[str, ...], aliases: tuple[str, ...], kind: str | None,
-                source: str | None, importance: float | None, as_json: bool) -> None:
+def add_command(ctx: click.Context, name: str, db: Location | None, model: str | None,
+                namespace: str | None, content: str | None, file_path: Path | None,
+                category: str | None, tags: tuple[str, ...], aliases: tuple[str, ...],
+                kind: str | None, source: str | None, importance: float | None,
+                as_json: bool) -> None:
     """Add a note named NAME, its text from --content, --file or standard input (--file -).
 
     Refused (exit 1, nothing written) when NAME or an alias already names a note here.
@@ -204,12 +209,14 @@ def add_command(ctx: click.Context, name: str, db: Location | None, namespace: s
             tags=list(tags), source=source or "", aliases=list(aliases),
             importance=0.5 if importance is None else importance)
 
-    _report(_on_notes(ctx, db, work, indexes=True, adds=True), as_json, "added")
+    _report(_on_notes(ctx, db, work, writes=True, indexes=True, adds=True, model=model),
+            as_json, "added")
 
 
 @notes_group.command("edit")
 @_REF
 @db_option
+@model_option
 @_NAMESPACE
 @_CONTENT
 @_FILE
@@ -222,10 +229,11 @@ def add_command(ctx: click.Context, name: str, db: Location | None, namespace: s
 @_IMPORTANCE
 @json_option
 @click.pass_context
-def edit_command(ctx: click.Context, ref: str, db: Location | None, namespace: str | None,
-                 content: str | None, file_path: Path | None, category: str | None,
-                 tags: tuple[str, ...], no_tags: bool, kind: str | None, source: str | None,
-                 importance: float | None, as_json: bool) -> None:
+def edit_command(ctx: click.Context, ref: str, db: Location | None, model: str | None,
+                 namespace: str | None, content: str | None, file_path: Path | None,
+                 category: str | None, tags: tuple[str, ...], no_tags: bool,
+                 kind: str | None, source: str | None, importance: float | None,
+                 as_json: bool) -> None:
     """Replace a note's content and any field given; its id, name and aliases stay."""
     if tags and no_tags:
         raise click.UsageError("give --tag or --no-tags, not both")
@@ -241,7 +249,8 @@ def edit_command(ctx: click.Context, ref: str, db: Location | None, namespace: s
                                        category=category, tags=new_tags, source=source,
                                        importance=importance)
 
-    _report(_on_notes(ctx, db, work, indexes=True), as_json, "wrote")
+    _report(_on_notes(ctx, db, work, writes=True, indexes=True, model=model), as_json,
+            "wrote")
 
 
 @notes_group.command("rm")
@@ -263,7 +272,7 @@ def rm_command(ctx: click.Context, ref: str, db: Location | None, namespace: str
         await engine.remove_note(note.note_id, namespace=namespace)
         return note
 
-    note = _on_notes(ctx, db, work)
+    note = _on_notes(ctx, db, work, writes=True)
     if as_json:
         echo_json({"removed": note.note_id, "name": note.name, "namespace": note.namespace})
     else:
@@ -281,7 +290,8 @@ def alias_command(ctx: click.Context, ref: str, alias: str, db: Location | None,
                   namespace: str | None, as_json: bool) -> None:
     """Give a note another name, ALIAS: it finds the note and adds no search words."""
     note = _on_notes(ctx, db,
-                     lambda engine: engine.alias_note(ref, alias, namespace=namespace))
+                     lambda engine: engine.alias_note(ref, alias, namespace=namespace),
+                     writes=True)
     _report(note, as_json, "aliased")
 
 
@@ -295,7 +305,8 @@ def unalias_command(ctx: click.Context, alias: str, db: Location | None, namespa
                     as_json: bool) -> None:
     """Take the name ALIAS from the note it names (a note's own name is changed by rename)."""
     note = _on_notes(ctx, db,
-                     lambda engine: engine.unalias_note(alias, namespace=namespace))
+                     lambda engine: engine.unalias_note(alias, namespace=namespace),
+                     writes=True)
     _report(note, as_json, f"unaliased {alias!r} from")
 
 
@@ -303,15 +314,16 @@ def unalias_command(ctx: click.Context, alias: str, db: Location | None, namespa
 @_REF
 @click.argument("new_name")
 @db_option
+@model_option
 @_NAMESPACE
 @json_option
 @click.pass_context
 def rename_command(ctx: click.Context, ref: str, new_name: str, db: Location | None,
-                   namespace: str | None, as_json: bool) -> None:
+                   model: str | None, namespace: str | None, as_json: bool) -> None:
     """Give a note the name NEW_NAME; the old name is released (and no longer finds it)."""
     note = _on_notes(ctx, db,
                      lambda engine: engine.rename_note(ref, new_name, namespace=namespace),
-                     indexes=True)
+                     writes=True, indexes=True, model=model)
     _report(note, as_json, "renamed to")
 
 
@@ -327,7 +339,8 @@ def export_command(ctx: click.Context, db: Location | None, namespace: str | Non
                    as_json: bool) -> None:
     """Write every note of a namespace to one JSON file, atomically (`notes import` reads it)."""
     result = _on_notes(ctx, db,
-                       lambda engine: engine.export_notes(out_path, namespace=namespace))
+                       lambda engine: engine.export_notes(out_path, namespace=namespace),
+                       writes=False)
     if as_json:
         echo_json(result.to_dict())
     else:
@@ -342,14 +355,15 @@ COLLISIONS_SHOWN = 3
 @notes_group.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @db_option
+@model_option
 @_NAMESPACE
 @click.option("--overwrite", is_flag=True,
               help="Let the file win where its names are taken: the note of that name is "
                    "replaced, an alias unbound, a note whose own name it is removed.")
 @json_option
 @click.pass_context
-def import_command(ctx: click.Context, file: Path, db: Location | None, namespace: str | None,
-                   overwrite: bool, as_json: bool) -> None:
+def import_command(ctx: click.Context, file: Path, db: Location | None, model: str | None,
+                   namespace: str | None, overwrite: bool, as_json: bool) -> None:
     """Import a notes file (as `notes export` writes it) into a namespace: all of it or
     nothing.
 
@@ -366,7 +380,8 @@ def import_command(ctx: click.Context, file: Path, db: Location | None, namespac
             return shown_namespace, None, refusal
         return shown_namespace, result, None
 
-    shown_namespace, result, refusal = _on_notes(ctx, db, work, indexes=True, adds=True)
+    shown_namespace, result, refusal = _on_notes(ctx, db, work, writes=True, indexes=True,
+                                                 adds=True, model=model)
     if refusal is not None:
         collisions: list[Any] = refusal.collisions  # core.types.NameCollision, each
         if as_json:

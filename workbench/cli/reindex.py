@@ -13,12 +13,12 @@ from workbench.cli.support import (
     _load_config,
     _require_db,
     _run,
-    _with_model,
     db_option,
     echo_json,
     json_option,
     memory_location,
     model_option,
+    open_engine,
 )
 
 
@@ -29,7 +29,7 @@ from workbench.cli.support import (
 @click.pass_context
 def reindex(ctx: click.Context, db: Location | None, model: str | None, as_json: bool) -> None:
     """Re-embed every chunk with a model (moving the memory to it), with a progress bar."""
-    config = _with_model(_load_config(ctx), model)
+    config = _load_config(ctx, model)
     location = memory_location(db, config)
     _require_db(location)
     report = _run(_reindex(location, config))
@@ -45,9 +45,7 @@ async def _reindex(db: Location, config: Any) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from core import Engine
-
-    async with Engine.open(db, config=config, reindex=True) as engine:
+    async with open_engine(db, config, writes=True, reindex=True) as engine:
         if engine.embedding_fell_back:
             await engine.reindex()  # refuses, saying why, before anything is drawn or changed
         _echo_warnings(engine)

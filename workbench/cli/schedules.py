@@ -41,11 +41,12 @@ T = TypeVar("T")
 
 
 def _with_schedules(ctx: click.Context, db: Location | None,
-                    work: Callable[[Any], Coroutine[Any, Any, T]], *, adds: bool = False) -> T:
-    """Run ``work(engine.schedules)`` for one command, without the embedding worker; a
-    command that ``adds`` a schedule creates a missing memory file."""
-    return on_engine(ctx, db, lambda engine: work(engine.schedules), warn=False,
-                     start_worker=False, adds=adds)
+                    work: Callable[[Any], Coroutine[Any, Any, T]], *, writes: bool,
+                    adds: bool = False) -> T:
+    """Run ``work(engine.schedules)`` for one command that reads or ``writes``, without the
+    embedding worker; a command that ``adds`` a schedule creates a missing memory file."""
+    return on_engine(ctx, db, lambda engine: work(engine.schedules), writes=writes,
+                     warn=False, start_worker=False, adds=adds)
 
 
 def _cadence_choice(cron: str | None, once: str | None,
@@ -129,7 +130,7 @@ def list_command(ctx: click.Context, db: Location | None, user_id: str | None, s
         return await store.search_schedules(
             user_id, status=status, name=name, text=text, limit=limit, offset=offset)
 
-    found = _with_schedules(ctx, db, work)
+    found = _with_schedules(ctx, db, work, writes=False)
     if as_json:
         echo_json({"total": found.total, "offset": offset,
                    "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
@@ -153,7 +154,8 @@ def list_command(ctx: click.Context, db: Location | None, user_id: str | None, s
 def show_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool) -> None:
     """Show one schedule (by id or name): every field and its next five times."""
 
-    schedule = _with_schedules(ctx, db, lambda store: store.get_schedule(ref))
+    schedule = _with_schedules(ctx, db, lambda store: store.get_schedule(ref),
+                               writes=False)
     fields = schedule.to_dict()
     fields["cadence"] = f"{_describe(schedule)}  {json.dumps(schedule.cadence)}"
     _report(schedule, as_json, *(f"{key + ':':<22}{'-' if value is None else value}"
@@ -186,7 +188,7 @@ def add_command(ctx: click.Context, db: Location | None, user_id: str, goal: str
             user_id, goal, cadence, name=name,
             notification_policy=notification_policy or "always")
 
-    schedule = _with_schedules(ctx, db, work, adds=True)
+    schedule = _with_schedules(ctx, db, work, writes=True, adds=True)
     _report(schedule, as_json, f"added {_label(schedule)}: {_describe(schedule)}")
 
 
@@ -223,7 +225,7 @@ def edit_command(ctx: click.Context, ref: str, db: Location | None, goal: str | 
                                 "timezone": timezone or current.get("timezone") or "UTC"}
         return await store.update_schedule(ref, **patch)
 
-    schedule = _with_schedules(ctx, db, work)
+    schedule = _with_schedules(ctx, db, work, writes=True)
     _report(schedule, as_json,
             f"changed {_label(schedule)}: {_describe(schedule)}, {schedule.status}")
 
@@ -239,7 +241,8 @@ def pause_command(ctx: click.Context, ref: str, db: Location | None, reason: str
                   as_json: bool) -> None:
     """Stop a schedule from firing until it is resumed."""
 
-    schedule = _with_schedules(ctx, db, lambda store: store.pause_schedule(ref, reason))
+    schedule = _with_schedules(ctx, db, lambda store: store.pause_schedule(ref, reason),
+                               writes=True)
     if as_json:
         echo_json(schedule.to_dict())
     else:
@@ -254,7 +257,8 @@ def pause_command(ctx: click.Context, ref: str, db: Location | None, reason: str
 def resume_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool) -> None:
     """Let a paused schedule fire again, from its cadence's next time after now."""
 
-    schedule = _with_schedules(ctx, db, lambda store: store.resume_schedule(ref))
+    schedule = _with_schedules(ctx, db, lambda store: store.resume_schedule(ref),
+                               writes=True)
     _report(schedule, as_json, f"resumed {_label(schedule)}: {_describe(schedule)}")
 
 
@@ -271,7 +275,7 @@ def rm_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool)
         await store.delete_schedule(schedule.schedule_id)
         return schedule
 
-    schedule = _with_schedules(ctx, db, work)
+    schedule = _with_schedules(ctx, db, work, writes=True)
     if as_json:
         echo_json({"deleted": schedule.schedule_id, "name": schedule.name})
     else:
@@ -295,7 +299,7 @@ def runs_command(ctx: click.Context, ref: str, db: Location | None, limit: int,
         schedule = await store.get_schedule(ref)
         return schedule, await store.get_run_history(schedule.schedule_id, limit)
 
-    schedule, history = _with_schedules(ctx, db, work)
+    schedule, history = _with_schedules(ctx, db, work, writes=False)
     if as_json:
         echo_json([item.to_dict() for item in history])
         return
@@ -341,7 +345,7 @@ def scheduler_run_command(ctx: click.Context, db: Location | None, once: bool,
         else:
             click.echo(_run_line(run, schedule))
 
-    count = on_engine(ctx, db, lambda engine: _serve(engine, once, emit),
+    count = on_engine(ctx, db, lambda engine: _serve(engine, once, emit), writes=True,
                       start_worker=False)
     if once and count == 0:
         click.echo("nothing was due", err=True)

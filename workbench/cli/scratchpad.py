@@ -22,11 +22,13 @@ from workbench.text import count, one_line, short_time, table
 _SESSION = click.argument("session_id", metavar="SESSION")
 
 
-def _on_scratchpads(ctx: click.Context, db: Location | None, work: Any, *,
+def _on_scratchpads(ctx: click.Context, db: Location | None, work: Any, *, writes: bool,
                     adds: bool = False) -> Any:
-    """Run ``work(engine)`` without the embedding worker: a scratchpad is never embedded. A
-    command that ``adds`` a scratchpad creates a missing memory file."""
-    return on_engine(ctx, db, work, warn=False, start_worker=False, adds=adds)
+    """Run ``work(engine)`` for a command that reads or ``writes``, without the embedding
+    worker: a scratchpad is never embedded. A command that ``adds`` a scratchpad creates a
+    missing memory file."""
+    return on_engine(ctx, db, work, writes=writes, warn=False, start_worker=False,
+                     adds=adds)
 
 
 async def _exists(engine: Any, session_id: str) -> bool:
@@ -77,7 +79,8 @@ def scratchpad_group() -> None:
 @click.pass_context
 def list_command(ctx: click.Context, db: Location | None, limit: int, as_json: bool) -> None:
     """List the sessions that have a scratchpad: items, last write, the first item."""
-    pads = _on_scratchpads(ctx, db, lambda engine: engine.scratchpad_sessions(limit))
+    pads = _on_scratchpads(ctx, db, lambda engine: engine.scratchpad_sessions(limit),
+                          writes=False)
     if as_json:
         echo_json([pad.to_dict() for pad in pads])
         return
@@ -106,7 +109,7 @@ def show_command(ctx: click.Context, session_id: str, db: Location | None, as_js
             await engine.session_state(session_id)  # NotFound when there is no session
         return pad
 
-    pad = _on_scratchpads(ctx, db, work)
+    pad = _on_scratchpads(ctx, db, work, writes=False)
     if as_json:
         echo_json(_state(session_id, pad))
     elif pad is None:
@@ -138,7 +141,7 @@ def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
         existed = await _exists(engine, session_id)
         return await engine.write_scratchpad(session_id, new_items), not existed
 
-    pad, made = _on_scratchpads(ctx, db, work, adds=True)
+    pad, made = _on_scratchpads(ctx, db, work, writes=True, adds=True)
     if as_json:
         echo_json({**pad.to_dict(), "new_session": made})
     else:
@@ -158,7 +161,7 @@ def clear_command(ctx: click.Context, session_id: str, db: Location | None, as_j
         await engine.session_state(session_id)  # NotFound when there is no session
         return await engine.clear_scratchpad(session_id)
 
-    cleared = _on_scratchpads(ctx, db, work)
+    cleared = _on_scratchpads(ctx, db, work, writes=True)
     if as_json:
         echo_json({"session_id": session_id, "cleared": cleared})
     else:

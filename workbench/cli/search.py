@@ -17,6 +17,8 @@ from workbench.cli.support import (
     db_option,
     echo_read_only,
     memory_location,
+    model_option,
+    open_engine,
 )
 
 
@@ -70,6 +72,7 @@ def _print_results(found: Any, explain: bool) -> None:
 @click.command("search")
 @click.argument("query")
 @db_option
+@model_option
 @click.option("--session", "session_id", default=None, help="Search this session.")
 @click.option("--namespace", default=None,
               help="Search every session of this agent identity instead.")
@@ -91,7 +94,8 @@ def _print_results(found: Any, explain: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the explanation with "
                                                       "--explain, else the results).")
 @click.pass_context
-def search_command(ctx: click.Context, query: str, db: Location | None, session_id: str | None,
+def search_command(ctx: click.Context, query: str, db: Location | None, model: str | None,
+                   session_id: str | None,
                    namespace: str | None, top_k: int, vector_weight: float | None,
                    fts_weight: float | None, fusion: str | None, mode: str | None,
                    tags: tuple[str, ...], min_score: float | None, raw_fts: bool,
@@ -99,14 +103,12 @@ def search_command(ctx: click.Context, query: str, db: Location | None, session_
     """Run a query as the agent would, with per-leg scores; --explain says why."""
     if (session_id is None) == (namespace is None):
         raise click.UsageError("give --session or --namespace")
-    config = _load_config(ctx)
+    config = _load_config(ctx, model)
     location = memory_location(db, config)
     _require_db(location)
 
     async def run() -> Any:
-        from core import Engine
-
-        async with Engine.open(location, config=config) as engine:
+        async with open_engine(location, config, writes=False) as engine:
             echo_read_only(engine)
             return await engine.search(
                 query=query, session_id=session_id, namespace=namespace, top_k=top_k,
@@ -123,6 +125,7 @@ def search_command(ctx: click.Context, query: str, db: Location | None, session_
 
 @click.command("log")
 @db_option
+@model_option
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1),
               help="Entries to list, newest first.")
 @click.option("--caller", default=None, help="Only queries from this caller (agent, cli, app…).")
@@ -130,17 +133,16 @@ def search_command(ctx: click.Context, query: str, db: Location | None, session_
               help="Run this logged query again and show its results.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def log_command(ctx: click.Context, db: Location | None, limit: int, caller: str | None,
+def log_command(ctx: click.Context, db: Location | None, model: str | None, limit: int,
+                caller: str | None,
                 replay_id: int | None, as_json: bool) -> None:
     """List the retrieval log (every query, from any front end), or replay one entry."""
-    config = _load_config(ctx)
+    config = _load_config(ctx, model)
     location = memory_location(db, config)
     _require_db(location)
 
     async def run() -> Any:
-        from core import Engine
-
-        async with Engine.open(location, config=config) as engine:
+        async with open_engine(location, config, writes=False) as engine:
             echo_read_only(engine)
             if replay_id is not None:
                 return await engine.replay(replay_id)

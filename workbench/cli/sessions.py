@@ -20,7 +20,7 @@ import click
 from core.indexing import ROLES
 from core.storage.locations import Location
 from workbench.cli.notes import read_text_input
-from workbench.cli.support import db_option, echo_json, json_option, on_engine
+from workbench.cli.support import db_option, echo_json, json_option, model_option, on_engine
 from workbench.text import (
     call_signature,
     count,
@@ -94,7 +94,7 @@ def list_command(ctx: click.Context, db: Location | None, agent: str | None, lim
                  offset: int, as_json: bool) -> None:
     """List sessions: agent, kind (conversation or notes), events, last sequence, activity."""
     sessions = on_engine(ctx, db, lambda engine: engine.list_sessions(agent, limit, offset),
-                         warn=False, start_worker=False)
+                         writes=False, warn=False)
     if as_json:
         echo_json({"offset": offset, "limit": limit, "sessions": [
             {**s.to_dict(), "kind": _kind(s.session_id),
@@ -136,8 +136,7 @@ def show_command(ctx: click.Context, session_id: str, db: Location | None, limit
         records = await engine.recall(session_id, None if show_all else limit)
         return summary, scratchpad, records
 
-    summary, scratchpad, records = on_engine(ctx, db, work, warn=False,
-                                             start_worker=False)
+    summary, scratchpad, records = on_engine(ctx, db, work, writes=False, warn=False)
     last = records[-1].sequence if records else None
     if as_json:
         echo_json({"session_id": session_id, "kind": _kind(session_id),
@@ -186,7 +185,7 @@ def export_command(ctx: click.Context, session_id: str, db: Location | None, out
                    as_json: bool) -> None:
     """Write a session's messages, rolling summary and scratchpad to one JSON file."""
     result = on_engine(ctx, db, lambda engine: engine.export_session(session_id, out_path),
-                       warn=False, start_worker=False)
+                       writes=False, warn=False)
     if as_json:
         echo_json(result.to_dict())
         return
@@ -217,7 +216,7 @@ def rm_command(ctx: click.Context, session_id: str, db: Location | None, yes: bo
         return {"removed": session_id, "kind": _kind(session_id),
                 "notes_namespace": namespace, "last_sequence": state.get("last_sequence")}
 
-    removed = on_engine(ctx, db, work, warn=False, start_worker=False)
+    removed = on_engine(ctx, db, work, writes=True, warn=False, start_worker=False)
     if as_json:
         echo_json(removed)
     else:
@@ -238,6 +237,18 @@ def _metadata(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return metadata
 
 
+def _created_at(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--created-at`` as the engine stores times: one it would refuse is a usage error
+    (exit 2) before the memory is opened."""
+    from core import inputs
+    from core.errors import InvalidInput
+
+    try:
+        return inputs.message_time(value, "time")
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | None,
              importance: float | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
     """The Message dict the options describe; options not given are left out."""
@@ -252,6 +263,7 @@ def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | No
 @sessions_group.command("append")
 @_SESSION
 @db_option
+@model_option
 @click.option("--role", required=True, type=click.Choice(ROLES),
               help="Who speaks: user, assistant, tool or system.")
 @click.option("--content", default=None, help="The message's text.")
@@ -268,12 +280,17 @@ def _message(role: str, text: str, tool_name: str | None, tool_call_id: str | No
 @click.option("--agent", default=None,
               help="The agent identity a new session is made for (default: the configured "
                    "agent).")
+@click.option("--created-at", "created_at", default=None, metavar="TIME", callback=_created_at,
+              help="When the message was written, ISO-8601 with a UTC offset "
+                   "(2024-05-01T14:00:00+02:00, or Z); default: now.")
 @json_option
 @click.pass_context
-def append_command(ctx: click.Context, session_id: str, db: Location | None, role: str,
+def append_command(ctx: click.Context, session_id: str, db: Location | None, model: str | None,
+                   role: str,
                    content: str | None, file_path: Path | None, tool_name: str | None,
                    tool_call_id: str | None, importance: float | None,
-                   metadata: dict[str, Any] | None, agent: str | None, as_json: bool) -> None:
+                   metadata: dict[str, Any] | None, agent: str | None, created_at: str | None,
+                   as_json: bool) -> None:
     """Store a message at the session's next sequence (a new session is made and said so);
     returns once its chunks are embedded. A message the engine refuses: exit 1, nothing
     written."""
@@ -293,11 +310,11 @@ def append_command(ctx: click.Context, session_id: str, db: Location | None, rol
             made = False
         except NotFound:
             made = True
-        stored = await engine.append(session_id, message, agent=agent)
+        stored = await engine.append(session_id, message, created_at, agent=agent)
         await engine.drain()  # so search and context find it by both legs straight after
         return stored, made
 
-    stored, made = on_engine(ctx, db, work, adds=True)
+    stored, made = on_engine(ctx, db, work, writes=True, adds=True, model=model)
     if as_json:
         echo_json({**stored.to_dict(), "new_session": made})
     else:
@@ -353,6 +370,7 @@ def _echo_restore(restored: Any) -> None:
 @sessions_group.command("context")
 @_SESSION
 @db_option
+@model_option
 @click.option("--query", default=None,
               help="What the agent is about to answer: picks the relevant older messages "
                    "(not with --budget).")
@@ -361,7 +379,8 @@ def _echo_restore(restored: Any) -> None:
                    "(rolling summary and compact marker first).")
 @json_option
 @click.pass_context
-def context_command(ctx: click.Context, session_id: str, db: Location | None, query: str | None,
+def context_command(ctx: click.Context, session_id: str, db: Location | None, model: str | None,
+                    query: str | None,
                     budget: int | None, as_json: bool) -> None:
     """The context an agent gets: by default aidaemon's tri-hybrid one (recent, salient and
     relevant events, each with why it was chosen); with --budget, what restore replays
@@ -376,7 +395,7 @@ def context_command(ctx: click.Context, session_id: str, db: Location | None, qu
             return await engine.restore(session_id, budget)
         return await engine.get_context(session_id, query or "", caller="cli")
 
-    result = on_engine(ctx, db, work, start_worker=False)
+    result = on_engine(ctx, db, work, writes=False, model=model)
     if budget is not None:
         if as_json:
             echo_json(result.to_dict())

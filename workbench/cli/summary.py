@@ -7,20 +7,22 @@ from typing import Any
 import click
 
 from core.storage.locations import Location
-from workbench.cli.support import db_option, echo_json, json_option, on_engine
+from workbench.cli.support import db_option, echo_json, json_option, model_option, on_engine
 
 
 @click.command("summarize")
 @click.argument("session_id")
 @db_option
+@model_option
 @click.option("--budget", type=click.IntRange(min=1), default=None,
               help="Token budget (default: summary.token_budget).")
 @json_option
 @click.pass_context
-def summarize_command(ctx: click.Context, session_id: str, db: Location | None, budget: int | None,
-                      as_json: bool) -> None:
+def summarize_command(ctx: click.Context, session_id: str, db: Location | None, model: str | None,
+                      budget: int | None, as_json: bool) -> None:
     """Run the rolling-summary check on a session now, and say what it did."""
-    outcome = on_engine(ctx, db, lambda engine: engine.summarize(session_id, budget))
+    outcome = on_engine(ctx, db, lambda engine: engine.summarize(session_id, budget),
+                        writes=True, model=model)
     if as_json:
         echo_json(outcome.to_dict())
         return
@@ -37,12 +39,14 @@ def summarize_command(ctx: click.Context, session_id: str, db: Location | None, 
 @click.command("compact")
 @click.argument("session_id")
 @db_option
+@model_option
 @json_option
 @click.pass_context
-def compact_command(ctx: click.Context, session_id: str, db: Location | None,
+def compact_command(ctx: click.Context, session_id: str, db: Location | None, model: str | None,
                     as_json: bool) -> None:
     """Fold a session's history since its last marker into an archive note and a marker."""
-    result = on_engine(ctx, db, lambda engine: engine.compact(session_id))
+    result = on_engine(ctx, db, lambda engine: engine.compact(session_id), writes=True,
+                       model=model)
     if as_json:
         echo_json(result.to_dict())
         return
@@ -54,14 +58,16 @@ def compact_command(ctx: click.Context, session_id: str, db: Location | None,
 
 @click.command("consolidate")
 @db_option
+@model_option
 @click.option("--idle-hours", type=click.FloatRange(min=0), default=None,
               help="Compact conversations idle this long (default: consolidation.idle_hours).")
 @json_option
 @click.pass_context
-def consolidate_command(ctx: click.Context, db: Location | None, idle_hours: float | None,
-                        as_json: bool) -> None:
+def consolidate_command(ctx: click.Context, db: Location | None, model: str | None,
+                        idle_hours: float | None, as_json: bool) -> None:
     """Compact every idle conversation now (resumable: run it again after a crash)."""
-    report = on_engine(ctx, db, lambda engine: _consolidate(engine, idle_hours, as_json))
+    report = on_engine(ctx, db, lambda engine: _consolidate(engine, idle_hours, as_json),
+                       writes=True, model=model)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import sys
 from collections.abc import Callable, Coroutine
@@ -14,6 +15,8 @@ import click
 from workbench.text import to_json
 
 if TYPE_CHECKING:
+    from core.engine import Engine
+    from core.opening import Opening
     from core.storage.locations import Location
 
 DEFAULT_DB = Path("data") / "memory.db"
@@ -27,7 +30,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coro)
     except (WorkbenchError, FileNotFoundError) as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
         sys.exit(1)
     except Exception as exc:
         if (problem := _file_problem(exc)) is None:
@@ -66,7 +69,19 @@ class _LevelFirst(logging.Formatter):
 
 class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is when a record comes: the app swaps it for its
-    own while it runs, and a line on the real one would tear the screen."""
+    own while it runs, and a line on the real one would tear the screen.
+
+    The model's fallback is held back and said once, short, as the command ends
+    (:func:`say_model_fallback`): after the command's error when there is one, so the error
+    stays the line a person reads first, and once however many times the model loaded.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        model = getattr(record, "fallback_model", None)
+        if model is not None:
+            _fallen_back.setdefault(model, None)
+            return
+        super().emit(record)
 
     @property  # type: ignore[override]
     def stream(self) -> Any:
@@ -77,6 +92,26 @@ class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
         """The stream is always the current ``sys.stderr``; nothing to keep."""
 
 
+_fallen_back: dict[str | None, None] = {}
+"""The configured models that could not load during this command, in order, once each."""
+
+
+def say_model_fallback() -> None:
+    """Say, once and short, that the configured model did not load (on stderr); a command
+    calls it where the line belongs (``workbench mcp``: before it serves), else it comes as
+    the command ends."""
+    for model in _fallen_back:
+        click.echo(f"warning: embedding model {str(model)[:100]!r} could not be loaded; the "
+                   "deterministic fallback ran (it matches words, not meaning). "
+                   "`workbench doctor` says why", err=True)
+    _fallen_back.clear()
+
+
+def model_fallback_said() -> None:
+    """Drop the held fallback line: the command's own output said it (``doctor``)."""
+    _fallen_back.clear()
+
+
 def show_engine_log() -> None:
     """Send the engine's warnings (logger ``core``: a fallback model, a failed background
     task) to stderr in the commands' own words; a logging set up before is left alone."""
@@ -84,17 +119,21 @@ def show_engine_log() -> None:
         handler = _CurrentStderr()
         handler.setFormatter(_LevelFirst("%(message)s"))
         logging.basicConfig(level=logging.WARNING, handlers=[handler])
+        atexit.register(say_model_fallback)
 
 
-def _load_config(ctx: click.Context) -> Any:
+def _load_config(ctx: click.Context, model: str | None = None) -> Any:
+    """The config the command runs with: the file's (or the defaults), with ``model`` (the
+    command's ``--model``) applied when given."""
     from core.config import load_config
     from core.errors import ConfigError
 
     try:
-        return load_config(ctx.obj.get("config_path"))
+        config = load_config(ctx.obj.get("config_path"))
     except ConfigError as exc:
         click.echo(f"error: config: {exc}", err=True)
         sys.exit(1)
+    return _with_model(config, model)
 
 
 def _with_model(config: Any, model: str | None) -> Any:
@@ -112,6 +151,8 @@ model_option = click.option(
     "--model", default=None,
     help="model2vec hub id or folder ('deterministic' for the zero-download backend);"
          " default: the configured model.")
+"""``--model``, on every command that embeds (or opens a memory whose vectors a model
+made); :func:`_load_config` applies it."""
 
 
 class MemoryLocation(click.ParamType):
@@ -248,29 +289,42 @@ def echo_json(payload: Any) -> None:
     click.echo(to_json(payload))
 
 
-def quiet(config: Any) -> Any:
-    """The config without background consolidation: a command does its one job."""
-    return config.model_copy(update={
-        "consolidation": config.consolidation.model_copy(update={"enabled": False})})
+def open_engine(location: Location | None, config: Any, *, writes: bool, serves: bool = False,
+                **open_kwargs: Any) -> Opening[Engine]:
+    """The one way a command opens the engine (``Engine.open``), saying whether it ``writes``.
+
+    No command starts background work: a consolidation pass, the compactions it makes and
+    the index upkeep belong to what keeps a memory open (the app, an agent, ``workbench
+    mcp``, which ``serves``), so a command does its one job and a due pass waits for them. A
+    command that only reads also runs no embedding worker (unless it asks for one, as
+    ``eval`` does to embed a backlog before measuring) and stores nothing, so it starts no
+    rolling summary either: what it writes at most is its query in the retrieval log.
+    """
+    from core import Engine
+
+    if not writes:
+        open_kwargs.setdefault("start_worker", False)
+    return Engine.open(location, config=config, background=serves, **open_kwargs)
 
 
 def on_engine(ctx: click.Context, db: Location | None,
-              work: Callable[[Any], Coroutine[Any, Any, T]], *, warn: bool = True,
-              adds: bool = False, **open_kwargs: Any) -> T:
-    """Run ``work(engine)`` for one command, without background consolidation; its warnings
-    go to stderr, its refusals become one line and exit 1. A missing or empty memory file is
-    made a memory (and said so) when the command ``adds`` to memory, else refused
-    (:func:`missing_memory`); a file that is not a memory is refused either way."""
-    config = quiet(_load_config(ctx))
+              work: Callable[[Any], Coroutine[Any, Any, T]], *, writes: bool,
+              warn: bool = True, adds: bool = False, model: str | None = None,
+              **open_kwargs: Any) -> T:
+    """Run ``work(engine)`` for one command that reads or ``writes`` (:func:`open_engine`);
+    its warnings go to stderr, its refusals become one line and exit 1. A missing or empty
+    memory file is made a memory (and said so) when the command ``adds`` to memory, else
+    refused (:func:`missing_memory`); a file that is not a memory is refused either way.
+    ``model`` is the command's ``--model``."""
+    config = _load_config(ctx, model)
     location = memory_location(db, config)
     created = adds and is_missing(location)
     if not adds:
         _require_db(location)
 
     async def run() -> T:
-        from core import Engine
-
-        async with Engine.open(location, config=config, **open_kwargs) as engine:
+        async with open_engine(location, config, writes=writes or adds,
+                               **open_kwargs) as engine:
             if created:
                 echo_created(location)
             if warn:

@@ -23,7 +23,6 @@ from workbench.cli.support import (
     _echo_warnings,
     _load_config,
     _run,
-    _with_model,
     db_option,
     echo_created,
     echo_json,
@@ -31,7 +30,7 @@ from workbench.cli.support import (
     json_option,
     model_option,
     on_engine,
-    quiet,
+    open_engine,
 )
 from workbench.text import count
 
@@ -67,12 +66,11 @@ def _show_progress() -> Callable[[int, int], None] | None:
 
 async def _import(source_format: str, file: Path, db: Location, namespace: str | None,
                   config: Any) -> Any:
-    from core import Engine
     from core.importers import check_source, import_file
 
     check_source(source_format, file)  # before the memory file is opened (or created)
     created = is_missing(db)
-    async with Engine.open(db, config=config) as engine:
+    async with open_engine(db, config, writes=True) as engine:
         if created:
             echo_created(db)
         _echo_warnings(engine)
@@ -99,7 +97,7 @@ def _import_command(source_format: str) -> click.Command:
     @click.pass_context
     def command(ctx: click.Context, file: Path, db: Location, namespace: str | None,
                 model: str | None, as_json: bool) -> None:
-        config = quiet(_with_model(_load_config(ctx), model))
+        config = _load_config(ctx, model)
         report = _run(_import(source_format, file, db, namespace, config))
         if as_json:
             echo_json(report.to_dict())
@@ -127,22 +125,27 @@ def import_group() -> None:
               default=None,
               help="Where to write the evaluation dataset (JSONL); default: <db stem>.locomo.jsonl"
                    " next to the memory file (a URL's memory needs --dataset).")
+@click.option("--times", type=click.Choice(["created_at", "metadata"]), default="created_at",
+              show_default=True,
+              help="Where each LoCoMo session's date-time goes: its turns' own time "
+                   "(created_at, read as UTC) or their metadata (session_date).")
 @model_option
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
 def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
-                  dataset_path: Path | None, model: str | None, as_json: bool) -> None:
+                  dataset_path: Path | None, times: str, model: str | None,
+                  as_json: bool) -> None:
     """Import LoCoMo conversations (their turns only) and write their questions as a dataset.
 
     Each conversation becomes one session; importing a file again adds nothing.
     """
-    config = _with_model(_load_config(ctx), model)
+    config = _load_config(ctx, model)
     if dataset_path is None:
         if db.is_postgres:
             raise click.UsageError("give --dataset: a memory on a server has no folder to "
                                    "write the dataset beside")
         dataset_path = db.path.with_name(f"{db.path.stem}.locomo.jsonl")
-    summary = _run(_import_locomo(files, db, dataset_path, config))
+    summary = _run(_import_locomo(files, db, dataset_path, config, times))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -171,18 +174,17 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
 
 
 async def _import_locomo(files: tuple[Path, ...], db: Location, dataset_path: Path,
-                         config: Any) -> dict[str, Any]:
-    from core import Engine
+                         config: Any, times: Any = "created_at") -> dict[str, Any]:
     from core.evaluation import convert_locomo_file, store_dataset
     from core.evaluation.dataset import Dataset, write_dataset
 
     # Every file is converted (and refused if malformed) before the memory file is touched.
-    conversions = [c for path in files for c in convert_locomo_file(path)]
+    conversions = [c for path in files for c in convert_locomo_file(path, times=times)]
     dataset = Dataset()
     for conversion in conversions:
         dataset.extend(conversion.dataset)
     created = is_missing(db)
-    async with Engine.open(db, config=config) as engine:
+    async with open_engine(db, config, writes=True) as engine:
         if created:
             echo_created(db)
         _echo_warnings(engine)
@@ -241,7 +243,7 @@ def export_session_command(ctx: click.Context, session_id: str, db: Location | N
 
     result = on_engine(ctx, db,
                        lambda engine: export_session(engine, session_id, out_path, export_format),
-                       read_only=True, defer_model=True)
+                       writes=False, read_only=True, defer_model=True)
     _echo_export(result, as_json)
 
 
@@ -263,5 +265,5 @@ def export_namespace_command(ctx: click.Context, namespace: str, db: Location | 
     result = on_engine(ctx, db,
                        lambda engine: export_namespace(engine, namespace, out_path,
                                                        export_format),
-                       read_only=True, defer_model=True)
+                       writes=False, read_only=True, defer_model=True)
     _echo_export(result, as_json)

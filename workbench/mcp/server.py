@@ -24,10 +24,11 @@ from workbench.cli.support import (
     MEMORY_HELP,
     _load_config,
     _run,
-    _with_model,
     echo_created,
     is_missing,
     model_option,
+    open_engine,
+    say_model_fallback,
     unlogged_warnings,
 )
 
@@ -136,16 +137,16 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
     The model loads before the server answers, so what start-up has to say (a fallback
     model, or the refusal ``embedding.on_missing_model = "refuse"`` makes) is on stderr
     before the first tool call rather than in that call's error."""
-    from core import Engine
     from core.notes.fields import clean_namespace
     from workbench.mcp.tools import TOOLS, MemoryTools
     from workbench.mcp.transport import stdio_transport
 
     namespace = clean_namespace(namespace)
     created = db is not None and is_missing(db)
-    async with Engine.open(db, config=config) as engine:
+    async with open_engine(db, config, writes=True, serves=True) as engine:
         if created:
             echo_created(db)
+        say_model_fallback()
         for warning in unlogged_warnings(engine):
             click.echo(f"warning: {warning}", err=True)
         server = build_server(MemoryTools(engine, namespace))
@@ -173,5 +174,5 @@ def mcp_command(ctx: click.Context, db: Location | None, namespace: str,
     """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="workbench mcp: %(levelname)s %(message)s")
-    config = _with_model(_load_config(ctx), model)
+    config = _load_config(ctx, model)
     _run(serve(db, namespace, config))

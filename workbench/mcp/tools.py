@@ -129,6 +129,10 @@ class ConversationAppendArgs(Args):
                                 "0.1); 0.85 or more is always recalled.")] = None
     metadata: Annotated[dict[str, Any] | None, Field(
         description="Free metadata kept with the message and its search chunks.")] = None
+    created_at: Annotated[str | None, Field(
+        max_length=64, description="When the message was written, ISO-8601 with a UTC offset "
+                                   "(2024-05-01T14:00:00+02:00); default: now. Questions that "
+                                   "name a date find it by this time.")] = None
 
 
 class GetContextArgs(Args):
@@ -260,9 +264,10 @@ class MemoryTools:
     # conversation
 
     async def conversation_append(self, a: ConversationAppendArgs) -> dict[str, Any]:
-        message = a.model_dump(exclude={"session_id"}, exclude_none=True)
+        message = a.model_dump(exclude={"session_id", "created_at"}, exclude_none=True)
         message.setdefault("content", None)
-        stored = await self.engine.append(a.session_id, message, namespace=self.namespace)
+        stored = await self.engine.append(a.session_id, message, a.created_at,
+                                          namespace=self.namespace)
         return stored.to_dict()
 
     async def conversation_get_context(self, a: GetContextArgs) -> dict[str, Any]:

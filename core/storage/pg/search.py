@@ -330,14 +330,16 @@ async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRo
 
 
 async def fetch_chunks(conn: Conn, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Chunk rows by id: text, session, sequence range, metadata, context."""
+    """Chunk rows by id: text, session, sequence range, metadata, context, time (its first
+    message's, as SQLite's ``core.storage.chunk_rows`` reads it)."""
     if not chunk_ids:
         return {}
     cursor = await conn.execute(
         "SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_start, sequence_end,"
-        " metadata_json, context_text FROM chunks WHERE chunk_id = ANY(%s)",
+        " metadata_json, context_text, created_at FROM chunks WHERE chunk_id = ANY(%s)",
         (list(chunk_ids),))
     return {str(row[1]): {"chunk_id": row[1], "session_id": row[2], "text": row[3],
                           "sequence_start": int(row[4]), "sequence_end": int(row[5]),
-                          "metadata_json": row[6], "context_text": row[7]}
+                          "metadata_json": row[6], "context_text": row[7],
+                          "created_at": row[8]}
             for row in await cursor.fetchall()}
