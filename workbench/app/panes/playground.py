@@ -3,7 +3,7 @@
 A query runs its legs once, in a worker (``engine.search``); the result keeps them, so
 every control below the query box — the leg weights, the fusion, ``top_k``, ``min_score``
 — re-ranks at once with ``SearchResult.rerank``, no database involved, and each row says
-how it moved. Judgments (space, 0-3) score the ranking with recall@k and nDCG@k as the
+how it moved. Judgments (space, + and -) score the ranking with recall@k and nDCG@k as the
 sliders move, over the query and over every query judged in the scope (with 95% intervals,
 and a warning when they are too few to tell); a sweep draws the judged set's scores over
 every vector weight with recall's band. ``p`` pins the
@@ -69,8 +69,6 @@ class PlaygroundPane(SweepActions, Pane):
         Binding("slash", "focus_query", "Query", id="playground.query", key_display="/"),
         Binding("e", "explain", "Explain", id="playground.explain"),
         Binding("space", "toggle_relevant", "Relevant", id="playground.relevant"),
-        Binding("g", "next_grade", "Next grade (0-3 set one)", id="playground.grade",
-                show=False),
         Binding("w", "sweep", "Sweep", id="playground.sweep"),
         Binding("p", "pin", "Pin A | B", id="playground.pin"),
         Binding("l", "focus_log", "Log", id="playground.log"),
@@ -185,11 +183,20 @@ class PlaygroundPane(SweepActions, Pane):
         log.border_subtitle = f"{len(entries)} queries" if entries else "no queries yet"
 
     def _follow_session(self, session_id: str | None) -> None:
-        """Sessions selected another session: it becomes the scope (and the query reruns).
-        A session not listed yet becomes the default at the next load."""
+        """Sessions selected another session: it becomes the scope of the next query. The
+        shown answer stays (and says whose it is): browsing sessions runs nothing here."""
         if session_id is not None and self.ask_bar.follow_session(session_id) \
-                and self.asked is not None and self.engine_open:
-            self.action_run_query()
+                and self.found is not None:
+            self._draw()
+
+    def _scope_warning(self) -> str | None:
+        """Says so when the scope chosen is no longer the one the shown answer answers."""
+        asked, scope = self.asked, self.ask_bar.scope
+        if asked is None or not isinstance(scope, tuple) \
+                or scope == (asked.scope_kind, asked.scope_value):
+            return None
+        return (f"results for {asked.scope_kind} {asked.scope_value}; r runs the query in "
+                f"{scope[0]} {scope[1]}")
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -239,18 +246,20 @@ class PlaygroundPane(SweepActions, Pane):
             self.judgments, self.previous, self.sweep = {}, None, None
         else:
             self._show_found(asked, found, judgments)
-            self._load_judged(asked)
         self._draw(focus=True)
         self._show_log(await engine.retrieval_log(limit=LOG_LIMIT))
 
     def _show_found(self, asked: Asked, found: SearchResult, judgments: dict[str, int]) -> None:
-        """A new answer: nothing moved yet, and a sweep of other legs no longer applies."""
+        """A new answer, run or replayed: nothing moved yet, a sweep of other legs no longer
+        applies, and the scope's judged queries load (the sweep and the intervals need
+        them)."""
         if self.asked is None or self.asked.scope != asked.scope:
             self.judged_set = None
         if asked.mode == self.engine.config.retrieval.default_recall_mode:
             self.judged_searches.keep(asked.scope, asked.text, found)
         self.asked, self.found, self.context = asked, found, None
         self.judgments, self.previous, self.sweep = judgments, None, None
+        self._load_judged(asked)
 
     @work(exclusive=True, group="playground-judged", exit_on_error=False)
     async def _load_judged(self, asked: Asked) -> None:
@@ -311,7 +320,8 @@ class PlaygroundPane(SweepActions, Pane):
             assert self.asked is not None
             view.show_context(self.context, query_terms(self.asked.text))
         elif self.found is not None:
-            view.show_found(self.found, pinned, self.previous, self.judgments)
+            view.show_found(self.found, pinned, self.previous, self.judgments,
+                            self._scope_warning())
         judged, found = self.judged_set, self.found
         scored = None if not judged or found is None else set_score(judged, found.ranking)
         difference = None if not judged or found is None or pinned is None \
@@ -320,7 +330,7 @@ class PlaygroundPane(SweepActions, Pane):
                                        tri_hybrid=self.context is not None,
                                        judged_set=scored, difference=difference)
         self._draw_sweep()
-        if focus:
+        if focus and self.is_shown:  # focus in a hidden tab would switch to it
             view.focus_results()
 
     # -- actions -----------------------------------------------------------------------------
@@ -377,11 +387,13 @@ class PlaygroundPane(SweepActions, Pane):
     def action_toggle_relevant(self) -> None:
         self._grade(lambda grade: 0 if (grade or 0) >= 1 else 2)
 
-    def action_next_grade(self) -> None:
-        self._grade(lambda grade: 1 if grade is None else (grade + 1) % 4)
-
     def on_results_list_graded(self, event: ResultsList.Graded) -> None:
-        self._grade(lambda _grade: event.grade)
+        """``+`` / ``-``: one grade up or down, from 0 to 3 (``-`` on an ungraded result
+        judges it not relevant)."""
+        if event.step > 0:
+            self._grade(lambda grade: min(3, (grade or 0) + 1))
+        else:
+            self._grade(lambda grade: max(0, (grade or 0) - 1))
 
     def _grade(self, choose: Callable[[int | None], int]) -> None:
         """Judge the result under the cursor: ``choose`` turns its grade into the new one."""
