@@ -14,6 +14,7 @@ recent, salient and relevant events and why each was chosen.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +107,9 @@ class PlaygroundPane(SweepActions, Pane):
         self.judged_set: JudgedSet | None = None
         """Every judged query of the shown query's scope, searched once, kept."""
         self._controls_ready = False
+        self._judge_lock = asyncio.Lock()
+        self._judging = 0
+        """Grades shown but not yet written (a reload then keeps the shown ones)."""
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -164,7 +168,7 @@ class PlaygroundPane(SweepActions, Pane):
         if not sessions and self.found is None and self.context is None:
             self.view.show_empty(NO_SESSIONS)
         self._show_log(entries)
-        if judgments is not None and self.asked == asked:
+        if judgments is not None and self.asked == asked and not self._judging:
             self.judgments = judgments
             self._draw()
 
@@ -403,19 +407,29 @@ class PlaygroundPane(SweepActions, Pane):
         pointed = self.view.pointed(self.found, self._pinned_found())
         if pointed is None:
             return
+        # Shown at once, so the next key steps from this grade (+ + + is 3), then written.
         chunk_id = pointed[1].chunk_id
-        self._judge(self.asked, chunk_id, choose(self.judgments.get(chunk_id)))
+        grade = choose(self.judgments.get(chunk_id))
+        self.judgments[chunk_id] = grade
+        self._draw()
+        self._judging += 1
+        self._judge(self.asked, chunk_id, grade)
 
     @work(group="playground-judge", exit_on_error=False)
     async def _judge(self, asked: Asked, chunk_id: str, grade: int) -> None:
+        """Write one grade; the lock keeps the writes in the order the keys were pressed."""
         try:
-            await self.engine.judge(asked.text, chunk_id, grade, **asked.scope)
+            async with self._judge_lock:
+                await self.engine.judge(asked.text, chunk_id, grade, **asked.scope)
         except WorkbenchError as exc:
             self.notify(str(exc), severity="error")
+            if self.asked == asked:  # show what is stored, not what was refused
+                self.judgments = await self.engine.judgments(asked.text, **asked.scope)
+                self._draw()
             return
+        finally:
+            self._judging -= 1
         if self.asked == asked:
-            self.judgments[chunk_id] = grade
-            self._draw()
             self._load_judged(asked)
         self.workbench.memory_written()
 
