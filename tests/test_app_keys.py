@@ -86,8 +86,7 @@ async def test_browsing_sessions_after_a_search_stays_in_sessions(fixture_db: Pa
         await settle(pilot)
         assert playground.query_one("#pg-scope").value == ("session", "billing-4471")  # type: ignore[attr-defined]
         status = str(playground.query_one("#pg-status", Static).render())
-        assert "results for session trip-dolomites; r runs the query in session billing-4471" \
-            in status
+        assert "results for trip-dolomites; r runs it in billing-4471" in status
         playground.query_one(ResultsList).focus()
         await pilot.press("r")
         await settle(pilot)

@@ -43,7 +43,7 @@ from workbench.app.screens.explain import ExplainScreen
 from workbench.app.widgets.playground_ask import TRI_HYBRID, AskBar, Asked
 from workbench.app.widgets.playground_controls import RankingControls
 from workbench.app.widgets.playground_judged import JudgedBox
-from workbench.app.widgets.playground_log import LogList
+from workbench.app.widgets.playground_log import LogList, scope_label
 from workbench.app.widgets.playground_plot import SweepPlot
 from workbench.app.widgets.playground_ranking import RankingView, ranking_ids
 from workbench.app.widgets.playground_results import ResultsList
@@ -199,8 +199,9 @@ class PlaygroundPane(SweepActions, Pane):
         if asked is None or not isinstance(scope, tuple) \
                 or scope == (asked.scope_kind, asked.scope_value):
             return None
-        return (f"results for {asked.scope_kind} {asked.scope_value}; r runs the query in "
-                f"{scope[0]} {scope[1]}")
+        # Short: the status line is one line, and both names must show.
+        return (f"results for {scope_label(asked.scope_kind, asked.scope_value)}; r runs it "
+                f"in {scope_label(*scope)}")
 
     # -- asking ------------------------------------------------------------------------------
 
