@@ -9,8 +9,8 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from core.types import Note, NotePage
-from workbench.app.widgets.note_editor import stamp
 from workbench.app.widgets.lists import RowTable
+from workbench.app.widgets.note_editor import stamp
 
 COLUMNS = (("Name", 26), ("Category", 12), ("Tags", 18), ("Imp.", 4), ("Updated", 16))
 
