@@ -36,8 +36,7 @@ async def test_number_keys_switch_panes_and_help_lists_keys(fixture_db: Path) ->
         await pilot.press("5")  # the query box has focus: a digit is text, not a pane
         await settle(pilot)
         assert app.active_pane.id == "playground"
-        await pilot.press("escape", "5")  # from the results a digit... grades; F5 moves
-        await pilot.press("f5")
+        await pilot.press("escape", "5")  # out of the box, a digit switches panes
         await settle(pilot)
         assert app.active_pane.id == "schedules"
         await pilot.press("2")  # the schedules table has focus: digits switch panes

@@ -189,7 +189,7 @@ async def test_judging_updates_recall_and_ndcg_live(fixture_db: Path) -> None:
         first, second = (r.chunk_id for r in pane.found.results[:2])
         await pilot.press("space")  # relevant (grade 2)
         await settle(pilot)
-        await pilot.press("down", "3")
+        await pilot.press("down", "plus", "plus", "plus")
         await settle(pilot)
         assert pane.judgments == {first: 2, second: 3}
         assert app.engine is not None
@@ -356,9 +356,13 @@ async def test_the_scope_follows_the_session_selected_in_sessions(fixture_db: Pa
     async with running_app(fixture_db, build=False) as (app, pilot):
         pane = await open_playground(pilot)
         await ask(pilot, pane, "charged twice")
+        found = pane.found
         app.current_session = "billing-4471"
         await settle(pilot)
         assert pane.query_one("#pg-scope", Select).value == ("session", "billing-4471")
+        assert pane.found is found  # the next query's scope; nothing runs until asked
+        await pilot.press("r")
+        await settle(pilot)
         assert pane.found is not None
         assert {r.session_id for r in pane.found.results} == {"billing-4471"}
         pane.query_one("#pg-scope", Select).value = ("namespace", "support")
@@ -393,7 +397,8 @@ def test_snapshot_playground(snap_compare: Any, fixture_db: Path,
         fixed_timings(pilot.app.engine)
         pane.query_one("#pg-topk", Input).value = "5"
         await ask(pilot, pane, "rain in june")
-        for grade_keys in (("3",), ("down", "2"), ("down", "down", "space")):
+        for grade_keys in (("plus", "plus", "plus"), ("down", "plus", "plus"),
+                           ("down", "down", "space")):
             await pilot.press(*grade_keys)
             await settle(pilot)
         await pilot.press("home")

@@ -143,11 +143,12 @@ async def test_reorder_remove_and_clear(fixture_db: Path) -> None:
         await press(pilot, "shift+down")  # already last: nothing moves
         await press(pilot, "shift+up")
         assert await stored(app) == STORED
-        await press(pilot, "d")
+        await press(pilot, "d")  # asks first (tests/test_app_keys.py): yes
+        await press(pilot, "y")
         assert await stored(app) == STORED[1:]
         await press(pilot, "x")
         assert isinstance(app.screen, ConfirmScreen)
-        assert "1 items" in app.screen.question
+        assert "It goes whole, with its 1 item;" in app.screen.question
         await press(pilot, "escape")
         assert await stored(app) == STORED[1:]
         await press(pilot, "x")

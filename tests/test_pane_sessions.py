@@ -167,7 +167,9 @@ async def test_summarize_and_compact_now_say_what_they_did(
         await pilot.press("s")
         await settle(pilot)
         assert any(m.startswith("No summary written: ") for m in messages), messages
-        await pilot.press("c")
+        await pilot.press("a")  # compact asks first (tests/test_app_keys.py): yes
+        await settle(pilot)
+        await pilot.press("y")
         await settle(pilot)
         assert any("Compacted 8 messages (#1–#8) into “archive trip-dolomites #1”" in m
                    for m in messages), messages
@@ -176,9 +178,9 @@ async def test_summarize_and_compact_now_say_what_they_did(
         shown = prompt_of(pane.timeline, 9)
         assert "◆ compact marker" in shown and "archive trip-dolomites #1" in shown
         assert "archived" in prompt_of(pane.timeline, 2)
-        await pilot.press("c")
+        await pilot.press("a")
         await settle(pilot)
-        assert any("nothing to compact" in m for m in messages), messages
+        assert any("Nothing to compact" in m for m in messages), messages
 
 
 async def test_export_writes_the_events_to_the_file_named(fixture_db: Path,
@@ -209,7 +211,7 @@ async def test_copy_event_copies_the_highlighted_record(
         monkeypatch.setattr(app, "copy_json", lambda value, what: copied.append(
             (value, what)))
         await highlight(pilot, 4)
-        await pilot.press("y")
+        await pilot.press("c")
         assert copied[0][1] == "event #4"
         assert copied[0][0]["payload"]["tool_calls"][0]["function"]["name"] == (
             "weather_forecast")

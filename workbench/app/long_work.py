@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workbench.app.host import Report, WorkbenchHost
+from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.screens.prompt import PromptScreen
 
 
@@ -29,10 +30,11 @@ def reindex(app: WorkbenchHost) -> None:
 
 
 def consolidate(app: WorkbenchHost) -> None:
-    """Compact every conversation idle for the configured hours, now."""
+    """Compact every conversation idle for the configured hours, now (after asking)."""
     engine = app.engine
     if engine is None:
         return
+    hours = engine.config.consolidation.idle_hours
 
     async def job(report: Report) -> str:
         found = await engine.consolidate(
@@ -40,7 +42,15 @@ def consolidate(app: WorkbenchHost) -> None:
         return (f"compacted {len(found.compacted)} conversations, skipped {len(found.skipped)}"
                 + (f", {len(found.failed)} failed" if found.failed else ""))
 
-    app.run_long("Consolidating", job)
+    def answered(confirmed: bool | None) -> None:
+        if confirmed:
+            app.run_long("Consolidating", job)
+
+    app.push_screen(ConfirmScreen(
+        f"Compact every conversation idle for more than {hours:g} hours, now?\n\nIn each, "
+        "the messages since its last compact marker are folded into a new Archive note and "
+        "a marker; a restore then starts at the marker. The events stay in the file, marked "
+        "archived. This cannot be undone.", "Compact"), answered)
 
 
 def import_notes(app: WorkbenchHost) -> None:
@@ -111,7 +121,7 @@ def import_locomo(app: WorkbenchHost) -> None:
 COMMANDS: tuple[tuple[str, str, Callable[[WorkbenchHost], None]], ...] = (
     ("Reindex embeddings", "Re-embed every chunk with the current model (progress, ctrl+x)",
      reindex),
-    ("Consolidate now", "Compact idle conversations into archives (progress, ctrl+x)",
+    ("Consolidate now…", "Compact idle conversations into archives (asks first; ctrl+x)",
      consolidate),
     ("Import notes…", "Import a notes JSON file, all or nothing", import_notes),
     ("Export notes…", "Write the agent's notes to a JSON file", export_notes),

@@ -3,7 +3,7 @@
 A query runs its legs once, in a worker (``engine.search``); the result keeps them, so
 every control below the query box — the leg weights, the fusion, ``top_k``, ``min_score``
 — re-ranks at once with ``SearchResult.rerank``, no database involved, and each row says
-how it moved. Judgments (space, 0-3) score the ranking with recall@k and nDCG@k as the
+how it moved. Judgments (space, + and -) score the ranking with recall@k and nDCG@k as the
 sliders move, over the query and over every query judged in the scope (with 95% intervals,
 and a warning when they are too few to tell); a sweep draws the judged set's scores over
 every vector weight with recall's band. ``p`` pins the
@@ -14,6 +14,7 @@ recent, salient and relevant events and why each was chosen.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,7 @@ from workbench.app.screens.explain import ExplainScreen
 from workbench.app.widgets.playground_ask import TRI_HYBRID, AskBar, Asked
 from workbench.app.widgets.playground_controls import RankingControls
 from workbench.app.widgets.playground_judged import JudgedBox
-from workbench.app.widgets.playground_log import LogList
+from workbench.app.widgets.playground_log import LogList, scope_label
 from workbench.app.widgets.playground_plot import SweepPlot
 from workbench.app.widgets.playground_ranking import RankingView, ranking_ids
 from workbench.app.widgets.playground_results import ResultsList
@@ -69,8 +70,6 @@ class PlaygroundPane(SweepActions, Pane):
         Binding("slash", "focus_query", "Query", id="playground.query", key_display="/"),
         Binding("e", "explain", "Explain", id="playground.explain"),
         Binding("space", "toggle_relevant", "Relevant", id="playground.relevant"),
-        Binding("g", "next_grade", "Next grade (0-3 set one)", id="playground.grade",
-                show=False),
         Binding("w", "sweep", "Sweep", id="playground.sweep"),
         Binding("p", "pin", "Pin A | B", id="playground.pin"),
         Binding("l", "focus_log", "Log", id="playground.log"),
@@ -108,6 +107,9 @@ class PlaygroundPane(SweepActions, Pane):
         self.judged_set: JudgedSet | None = None
         """Every judged query of the shown query's scope, searched once, kept."""
         self._controls_ready = False
+        self._judge_lock = asyncio.Lock()
+        self._judging = 0
+        """Grades shown but not yet written (a reload then keeps the shown ones)."""
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -166,7 +168,7 @@ class PlaygroundPane(SweepActions, Pane):
         if not sessions and self.found is None and self.context is None:
             self.view.show_empty(NO_SESSIONS)
         self._show_log(entries)
-        if judgments is not None and self.asked == asked:
+        if judgments is not None and self.asked == asked and not self._judging:
             self.judgments = judgments
             self._draw()
 
@@ -185,11 +187,21 @@ class PlaygroundPane(SweepActions, Pane):
         log.border_subtitle = f"{len(entries)} queries" if entries else "no queries yet"
 
     def _follow_session(self, session_id: str | None) -> None:
-        """Sessions selected another session: it becomes the scope (and the query reruns).
-        A session not listed yet becomes the default at the next load."""
+        """Sessions selected another session: it becomes the scope of the next query. The
+        shown answer stays (and says whose it is): browsing sessions runs nothing here."""
         if session_id is not None and self.ask_bar.follow_session(session_id) \
-                and self.asked is not None and self.engine_open:
-            self.action_run_query()
+                and self.found is not None:
+            self._draw()
+
+    def _scope_warning(self) -> str | None:
+        """Says so when the scope chosen is no longer the one the shown answer answers."""
+        asked, scope = self.asked, self.ask_bar.scope
+        if asked is None or not isinstance(scope, tuple) \
+                or scope == (asked.scope_kind, asked.scope_value):
+            return None
+        # Short: the status line is one line, and both names must show.
+        return (f"results for {scope_label(asked.scope_kind, asked.scope_value)}; r runs it "
+                f"in {scope_label(*scope)}")
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -239,18 +251,20 @@ class PlaygroundPane(SweepActions, Pane):
             self.judgments, self.previous, self.sweep = {}, None, None
         else:
             self._show_found(asked, found, judgments)
-            self._load_judged(asked)
         self._draw(focus=True)
         self._show_log(await engine.retrieval_log(limit=LOG_LIMIT))
 
     def _show_found(self, asked: Asked, found: SearchResult, judgments: dict[str, int]) -> None:
-        """A new answer: nothing moved yet, and a sweep of other legs no longer applies."""
+        """A new answer, run or replayed: nothing moved yet, a sweep of other legs no longer
+        applies, and the scope's judged queries load (the sweep and the intervals need
+        them)."""
         if self.asked is None or self.asked.scope != asked.scope:
             self.judged_set = None
         if asked.mode == self.engine.config.retrieval.default_recall_mode:
             self.judged_searches.keep(asked.scope, asked.text, found)
         self.asked, self.found, self.context = asked, found, None
         self.judgments, self.previous, self.sweep = judgments, None, None
+        self._load_judged(asked)
 
     @work(exclusive=True, group="playground-judged", exit_on_error=False)
     async def _load_judged(self, asked: Asked) -> None:
@@ -311,7 +325,8 @@ class PlaygroundPane(SweepActions, Pane):
             assert self.asked is not None
             view.show_context(self.context, query_terms(self.asked.text))
         elif self.found is not None:
-            view.show_found(self.found, pinned, self.previous, self.judgments)
+            view.show_found(self.found, pinned, self.previous, self.judgments,
+                            self._scope_warning())
         judged, found = self.judged_set, self.found
         scored = None if not judged or found is None else set_score(judged, found.ranking)
         difference = None if not judged or found is None or pinned is None \
@@ -320,7 +335,7 @@ class PlaygroundPane(SweepActions, Pane):
                                        tri_hybrid=self.context is not None,
                                        judged_set=scored, difference=difference)
         self._draw_sweep()
-        if focus:
+        if focus and self.is_shown:  # focus in a hidden tab would switch to it
             view.focus_results()
 
     # -- actions -----------------------------------------------------------------------------
@@ -377,11 +392,13 @@ class PlaygroundPane(SweepActions, Pane):
     def action_toggle_relevant(self) -> None:
         self._grade(lambda grade: 0 if (grade or 0) >= 1 else 2)
 
-    def action_next_grade(self) -> None:
-        self._grade(lambda grade: 1 if grade is None else (grade + 1) % 4)
-
     def on_results_list_graded(self, event: ResultsList.Graded) -> None:
-        self._grade(lambda _grade: event.grade)
+        """``+`` / ``-``: one grade up or down, from 0 to 3 (``-`` on an ungraded result
+        judges it not relevant)."""
+        if event.step > 0:
+            self._grade(lambda grade: min(3, (grade or 0) + 1))
+        else:
+            self._grade(lambda grade: max(0, (grade or 0) - 1))
 
     def _grade(self, choose: Callable[[int | None], int]) -> None:
         """Judge the result under the cursor: ``choose`` turns its grade into the new one."""
@@ -391,19 +408,29 @@ class PlaygroundPane(SweepActions, Pane):
         pointed = self.view.pointed(self.found, self._pinned_found())
         if pointed is None:
             return
+        # Shown at once, so the next key steps from this grade (+ + + is 3), then written.
         chunk_id = pointed[1].chunk_id
-        self._judge(self.asked, chunk_id, choose(self.judgments.get(chunk_id)))
+        grade = choose(self.judgments.get(chunk_id))
+        self.judgments[chunk_id] = grade
+        self._draw()
+        self._judging += 1
+        self._judge(self.asked, chunk_id, grade)
 
     @work(group="playground-judge", exit_on_error=False)
     async def _judge(self, asked: Asked, chunk_id: str, grade: int) -> None:
+        """Write one grade; the lock keeps the writes in the order the keys were pressed."""
         try:
-            await self.engine.judge(asked.text, chunk_id, grade, **asked.scope)
+            async with self._judge_lock:
+                await self.engine.judge(asked.text, chunk_id, grade, **asked.scope)
         except WorkbenchError as exc:
             self.notify(str(exc), severity="error")
+            if self.asked == asked:  # show what is stored, not what was refused
+                self.judgments = await self.engine.judgments(asked.text, **asked.scope)
+                self._draw()
             return
+        finally:
+            self._judging -= 1
         if self.asked == asked:
-            self.judgments[chunk_id] = grade
-            self._draw()
             self._load_judged(asked)
         self.workbench.memory_written()
 

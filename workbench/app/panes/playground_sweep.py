@@ -69,7 +69,7 @@ class SweepActions:
             return
         judged = self.judged_set
         if not judged:
-            self.notify("Mark relevant results first (space or 0-3): the sweep scores "
+            self.notify("Mark relevant results first (space, or + and -): the sweep scores "
                         "each weight against every judged query here.", severity="warning")
             return
 

@@ -29,6 +29,7 @@ from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.screens.prompt import PromptScreen
 from workbench.app.screens.schedule_editor import ScheduleEditor
+from workbench.app.widgets.lists import RowTable
 from workbench.app.widgets.schedule_text import (
     Palette,
     cadence_of,
@@ -93,13 +94,13 @@ class SchedulesPane(Pane):
     def compose(self) -> ComposeResult:
         yield Static(id="schedules-summary")
         # Shown even when empty (just its header), so it holds the focus the keys need.
-        yield DataTable(id="schedule-table", cursor_type="row", zebra_stripes=True)
+        yield RowTable(id="schedule-table", cursor_type="row", zebra_stripes=True)
         yield Static(EMPTY, id="schedules-empty", classes="empty-state", markup=False)
         with Horizontal(id="schedule-lower"):
             with Vertical(id="schedule-side"):
                 yield Static(id="schedule-detail")
                 yield Static(id="runs-title")
-                yield DataTable(id="run-table", cursor_type="row")
+                yield RowTable(id="run-table", cursor_type="row")
             with VerticalScroll(id="run-output"):
                 yield Static(id="run-output-text")
 

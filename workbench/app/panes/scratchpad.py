@@ -29,6 +29,7 @@ from core.storage.notes import MEMORY_PREFIX
 from core.types import ScratchpadState
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
+from workbench.app.widgets.lists import ItemList
 from workbench.text import count, short_time
 
 SESSION_CHOICES = 200
@@ -160,7 +161,7 @@ class ScratchpadPane(Pane):
             yield Static(id="scratch-count")
             yield Static(id="scratch-updated")
         yield Static(id="scratch-empty", classes="empty-state")
-        yield ListView(id="scratch-items")
+        yield ItemList(id="scratch-items")
         yield Static(id="scratch-message")
 
     def on_mount(self) -> None:
@@ -406,15 +407,27 @@ class ScratchpadPane(Pane):
     def action_remove(self) -> None:
         if (index := self._row_or_say()) is None:
             return
-        items = self.items
-        del items[index]
-        self._write(items, min(index, len(items) - 1))
+        item, session_id = self.items[index], self.session_id
+        shown = item if len(item) <= 100 else item[:99] + "…"
+        question = (f"Remove item {index + 1} of the scratchpad of {self.session_id!r}?\n\n"
+                    f"“{shown}” goes; the other {count(len(self.items) - 1, 'item')} stay. "
+                    "This cannot be undone.")
+
+        def answered(confirmed: bool | None) -> None:
+            items = self.items
+            # The list may have moved meanwhile (a live reload): remove the item asked about.
+            if confirmed and session_id == self.session_id and item in items:
+                at = index if index < len(items) and items[index] == item else items.index(item)
+                del items[at]
+                self._write(items, min(at, len(items) - 1))
+
+        self.app.push_screen(ConfirmScreen(question, "Remove"), answered)
 
     def action_clear(self) -> None:
         if (session_id := self._session_or_say()) is None or self.state is None:
             return
-        question = (f"Clear the scratchpad of {session_id!r}? Its {len(self.items)} items go "
-                    "with it; this cannot be undone.")
+        question = (f"Clear the scratchpad of {session_id!r}? It goes whole, with its "
+                    f"{count(len(self.items), 'item')}; this cannot be undone.")
         self.app.push_screen(ConfirmScreen(question, "Clear"),
                              lambda yes: self._clear(session_id) if yes else None)
 

@@ -23,12 +23,20 @@ from textual.widgets import DataTable, Input, Static
 
 from core.errors import NotFound, WorkbenchError
 from core.storage.notes import MEMORY_PREFIX
-from core.types import RestoreResult, ScratchpadState, SessionInfo, SummaryState
+from core.summary.compaction import archive_name
+from core.types import (
+    MemoryRecord,
+    RestoreResult,
+    ScratchpadState,
+    SessionInfo,
+    SummaryState,
+)
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.screens.prompt import PromptScreen
+from workbench.app.widgets.lists import RowTable
 from workbench.app.widgets.session_detail import SessionDetail
-from workbench.app.widgets.timeline import Timeline, short_time
+from workbench.app.widgets.timeline import Timeline, compact_marker, short_time
 from workbench.text import count
 
 PAGE = 200
@@ -64,6 +72,27 @@ def delete_question(session_id: str, info: SessionInfo | None,
             "Archive notes made by compaction stay in the Notes pane.")
 
 
+def compact_question(session_id: str, info: SessionInfo | None, records: list[MemoryRecord],
+                     summary: SummaryState, archive: str) -> str | None:
+    """What compacting a session does, in words, for the confirmation; None when there is
+    nothing since its last compact marker. ``records`` are its latest events, back to that
+    marker at least (or all of them)."""
+    marker = max((r.sequence for r in records if compact_marker(r)), default=None)
+    folded = [r for r in records if marker is None or r.sequence > marker]
+    if not folded:
+        return None
+    first, last = folded[0].sequence, folded[-1].sequence
+    since = "since its last compact marker" if marker is not None else "in it"
+    namespace = f" in namespace {info.agent_identity!r}" if info and info.agent_identity else ""
+    summary_goes = (f" The rolling summary (epoch {summary.epoch}) starts over."
+                    if summary.text else "")
+    return (f"Compact session “{session_id}” now?\n\nIts {count(len(folded), 'message')} "
+            f"{since} (#{first}–#{last}) are folded into a new Archive note “{archive}”"
+            f"{namespace}, and a compact marker naming it is appended: a restore then starts "
+            f"at the marker instead of handing them back.{summary_goes} The events stay in "
+            "the file, marked archived (search still finds them). This cannot be undone.")
+
+
 class SessionsPane(Pane):
     """Sessions, a filter, and the selected session's summary, restore preview and events."""
 
@@ -81,9 +110,9 @@ class SessionsPane(Pane):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "delete", "Delete session", id="sessions.delete"),
         Binding("s", "summarize", "Summarize now", id="sessions.summarize"),
-        Binding("c", "compact", "Compact now", id="sessions.compact"),
+        Binding("a", "compact", "Compact (archive)", id="sessions.compact"),
         Binding("e", "export", "Export JSON", id="sessions.export"),
-        Binding("y", "copy_event", "Copy event", id="sessions.copy_event"),
+        Binding("c", "copy_event", "Copy event", id="sessions.copy_event"),
         Binding("space", "toggle_fold", "Fold/unfold event", id="sessions.fold", show=False),
         Binding("l", "load_earlier", "Load earlier events", id="sessions.earlier", show=False),
         Binding("slash", "focus_filter", "Filter sessions", id="sessions.filter",
@@ -108,7 +137,7 @@ class SessionsPane(Pane):
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-side"):
             yield Input(placeholder="Filter by session or agent  (/)", id="sessions-filter")
-            yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+            yield RowTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="sessions-count")
         yield SessionDetail(id="session-detail")
         yield Static(EMPTY, id="sessions-empty", classes="empty-state")
@@ -401,9 +430,37 @@ class SessionsPane(Pane):
         self.workbench.run_long(f"Summarize {session_id}", job)
 
     def action_compact(self) -> None:
-        if (session_id := self._need_session()) is None:
+        if (session_id := self._need_session()) is not None:
+            self._ask_compact(session_id)
+
+    @work(exclusive=True, group="sessions-action", exit_on_error=False)
+    async def _ask_compact(self, session_id: str) -> None:
+        """Read what a compaction would fold, then ask (the answer starts :meth:`_compact`)."""
+        engine = self.engine
+        timeline = self.timeline
+        records = timeline.records if session_id == self.selected else []
+        if not records or (timeline.earlier and not any(map(compact_marker, records))):
+            records = await engine.recall(session_id)  # the marker may be further back
+        try:
+            summary = await engine.summary_state(session_id)
+        except NotFound:
+            self.notify(f"Session {session_id!r} is already gone.")
+            return
+        archives = len(await engine.list_archives(session_id))
+        question = compact_question(session_id, self._info(session_id), records, summary,
+                                    archive_name(session_id, archives + 1))
+        if question is None:
+            self.notify(f"Nothing to compact in {session_id!r}: no messages since its last "
+                        "compact marker.")
             return
 
+        def answered(confirmed: bool | None) -> None:
+            if confirmed:
+                self._compact(session_id)
+
+        self.app.push_screen(ConfirmScreen(question, "Compact"), answered)
+
+    def _compact(self, session_id: str) -> None:
         async def job(report: object) -> str:
             result = await self.engine.compact(session_id)
             self._written()

@@ -9,6 +9,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from core.types import Note, NotePage
+from workbench.app.widgets.lists import RowTable
 from workbench.app.widgets.note_editor import stamp
 
 COLUMNS = (("Name", 26), ("Category", 12), ("Tags", 18), ("Imp.", 4), ("Updated", 16))
@@ -30,7 +31,7 @@ class NoteList(Vertical):
         self.by_id: dict[str, Note] = {}
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id="notes-table", cursor_type="row", zebra_stripes=True)
+        yield RowTable(id="notes-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="notes-status")
 
     def on_mount(self) -> None:

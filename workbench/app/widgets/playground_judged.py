@@ -17,8 +17,8 @@ from core.retrieval.search import SearchResult
 from workbench.app.widgets.playground_bars import metric_bar
 from workbench.app.widgets.playground_plot import NDCG, RECALL
 
-HOW_TO_JUDGE = ("space marks the highlighted result relevant, 0-3 grade it; recall@k and "
-                "nDCG@k follow the sliders.")
+HOW_TO_JUDGE = ("space marks the highlighted result relevant, + and - grade it (0-3); "
+                "recall@k and nDCG@k follow the sliders.")
 
 
 class JudgedBox(Static):

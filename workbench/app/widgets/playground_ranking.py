@@ -87,9 +87,10 @@ class RankingView(Vertical):
         self.status("")
 
     def show_found(self, found: SearchResult, pinned: SearchResult | None,
-                   previous: list[str] | None, judgments: dict[str, int]) -> None:
+                   previous: list[str] | None, judgments: dict[str, int],
+                   warning: str | None = None) -> None:
         """A ranking, with how each row moved since ``previous`` (or, with A pinned, B's
-        list beside A's and how B differs)."""
+        list beside A's and how B differs); ``warning`` leads the status line."""
         self.remove_class("-empty")
         self.query_one("#pg-lists").set_class(pinned is not None, "-compare")
         terms, ids = found.legs.terms, ranking_ids(found)
@@ -114,7 +115,9 @@ class RankingView(Vertical):
         # No results is still a list, so e (explain the query) works from it.
         results.show(rows or [Option(Content.styled(NO_RESULTS, "$text-muted"), id="none")],
                      results.highlighted_id)
-        self.status(_found_status(found, diff if compared else None, pinned is not None))
+        status = _found_status(found, diff if compared else None, pinned is not None)
+        self.status(status if warning is None
+                    else Content.assemble((warning, "bold $warning"), " · ", status))
 
     def show_context(self, context: ContextResult, terms: list[str]) -> None:
         """Tri-hybrid's events in sequence order, each with the strategies that chose it."""

@@ -101,7 +101,8 @@ def context_prompt(item: ContextItem, terms: list[str]) -> Content:
 
 
 class ResultsList(OptionList):
-    """Ranked chunks; 0-3 grade the highlighted one, enter explains it."""
+    """Ranked chunks; ``+`` and ``-`` grade the highlighted one up and down (0-3), enter
+    explains it. Digits are left to the app, where they switch panes."""
 
     DEFAULT_CSS = """
     ResultsList {
@@ -128,26 +129,25 @@ class ResultsList(OptionList):
     }
     """
     BINDINGS = [
-        Binding("0", "grade(0)", "Not relevant", show=False),
-        Binding("1", "grade(1)", "Grade 1", show=False),
-        Binding("2", "grade(2)", "Grade 2", show=False),
-        Binding("3", "grade(3)", "Grade 3", show=False),
+        Binding("plus,equals_sign", "grade(1)", "Grade up/down", key_display="+/-",
+                id="results.grade_up"),
+        Binding("minus", "grade(-1)", "Grade down", show=False, id="results.grade_down"),
     ]
 
     @dataclass
     class Graded(Message):
-        """A grade key was pressed on the highlighted result."""
+        """A grade key was pressed on the highlighted result: ``step`` up or down."""
 
         results: ResultsList
-        grade: int
+        step: int
 
         @property
         def control(self) -> ResultsList:
             return self.results
 
-    def action_grade(self, grade: int) -> None:
+    def action_grade(self, step: int) -> None:
         if self.highlighted_option is not None:
-            self.post_message(self.Graded(self, grade))
+            self.post_message(self.Graded(self, step))
 
     @property
     def highlighted_id(self) -> str | None:

@@ -6,10 +6,12 @@ It only shows what the pane hands it; the pane reads the engine.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Label, OptionList, Static
 
 from core.types import MemoryRecord, RestoreResult, SessionInfo, SummaryState
 from workbench.app.widgets.timeline import MUTED, Timeline, short_time
@@ -82,6 +84,14 @@ class SessionDetail(Vertical):
     SessionDetail #timeline { height: 1fr; }
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._seen_last: int | None = None
+        """The newest event the cursor has been on (or was shown at) since the session
+        opened; later ones are "new below"."""
+        self._shown_count = (0, 0)
+        """Events loaded, and in the session."""
+
     def compose(self) -> ComposeResult:
         yield Static(id="session-title")
         yield Static(id="session-summary")
@@ -122,7 +132,9 @@ class SessionDetail(Vertical):
                     keep_place: bool, highlight_before: int | None = None) -> None:
         """Show the loaded events (the latest of ``total``): a new session at its end; a
         reload keeping the highlighted event and the scroll (or following the tail); after
-        "load earlier", the event just before ``highlight_before``, the old first."""
+        "load earlier", the event just before ``highlight_before``, the old first. Events
+        that arrive below a cursor left elsewhere are counted in the legend ("new below")
+        until the cursor reaches the newest."""
         timeline = self.timeline
         earlier = max(0, total - len(records))
         if highlight_before is not None:
@@ -136,11 +148,34 @@ class SessionDetail(Vertical):
                           keep_scroll=not follow,
                           highlight=None if previous is None or follow else previous.sequence)
         else:
+            self._seen_last = None
             timeline.show(records, earlier, summary_upper)
-        shown = f"latest {len(records):,} of {total:,}" if earlier else f"{len(records):,}"
-        self._static("timeline-legend").update(Content.assemble(
-            ("Timeline", "bold"), f"  {shown} events",
-            ("  ·  ● in restored context  ○ left out  ·  enter unfolds", MUTED)))
+        if timeline.following_tail or self._seen_last is None:
+            self._seen_last = records[-1].sequence if records else 0
+        self._shown_count = (len(records), total)
+        self._show_legend()
+
+    @property
+    def new_below(self) -> int:
+        """Events loaded since the cursor left the newest one (0 while it is on it)."""
+        seen = self._seen_last
+        return 0 if seen is None else sum(r.sequence > seen for r in self.timeline.records)
+
+    def _show_legend(self) -> None:
+        loaded, total = self._shown_count
+        shown = f"latest {loaded:,} of {total:,}" if total > loaded else f"{loaded:,}"
+        parts: list[str | tuple[str, str]] = [("Timeline", "bold"), f"  {shown} events"]
+        if new := self.new_below:
+            parts.append((f"  ▼ {new:,} new below (end goes there)", "bold $warning"))
+        parts.append(("  ·  ● in restored context  ○ left out  ·  enter unfolds", MUTED))
+        self._static("timeline-legend").update(Content.assemble(*parts))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """The cursor reached the newest event: the new ones below are seen."""
+        timeline = self.timeline
+        if event.option_list is timeline and timeline.following_tail and self.new_below:
+            self._seen_last = timeline.records[-1].sequence
+            self._show_legend()
 
     def show_restore(self, result: RestoreResult, has_summary: bool) -> None:
         self.timeline.mark_context({s for s in result.sequences if s is not None})
@@ -159,4 +194,5 @@ class SessionDetail(Vertical):
             f"No session matches “{query}”. Clear the filter to see them all.", MUTED))
         for name in ("session-summary", "restore-status", "timeline-legend"):
             self._static(name).update("")
+        self._seen_last = None
         self.timeline.show([], 0, 0)

@@ -226,6 +226,7 @@ class Timeline(OptionList):
         if keep_scroll and index is not None:
             self.scroll_to(y=scroll_y, animate=False, immediate=True)
             self.scroll_to_highlight()
+        self.call_after_refresh(self._keep_tail)
 
     @property
     def following_tail(self) -> bool:
@@ -278,6 +279,14 @@ class Timeline(OptionList):
         # Texts are wrapped under their indent for the width they had: wrap them again.
         if self._rendered_width != self._width:
             self._rerender()
+        self.call_after_refresh(self._keep_tail)
+
+    def _keep_tail(self) -> None:
+        """Keep the newest event in view while it is the highlighted one: the timeline
+        shrinks when a longer summary loads above it, and the scroll that showed the newest
+        event before then leaves it below the view."""
+        if self.records and self.following_tail:
+            self.scroll_end(animate=False, immediate=True)
 
     def _rerender(self) -> None:
         self._rendered_width = self._width
