@@ -7,8 +7,9 @@ so no token spans one: a text's tokens are the tokens of its runs between ASCII 
 bit-exact with FTS5), in order. Each distinct run is handed to FTS5 itself once (a
 throwaway in-memory FTS5 table with the same tokenizer, read back through ``fts5vocab``)
 and its tokens are cached, so case folding, diacritics, Unicode categories and porter
-stemming are FTS5's own, never a re-implementation. Texts repeat few distinct runs (words), so almost every run is a cache
-hit and a text costs one regular-expression split and a dictionary look-up per word.
+stemming are FTS5's own, never a re-implementation. Texts repeat few distinct runs
+(words), so almost every run is a cache hit and a text costs one regular-expression split
+and a dictionary look-up per word.
 """
 
 from __future__ import annotations
