@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from core import Engine
 from core.errors import InvalidInput
-from core.retrieval import LegHit, fts_match_expression, fuse, query_terms
+from core.retrieval import LegHit, fuse, query_terms
+from core.storage.fts_maxscore import plain_expression
 from tests.conftest import DETERMINISTIC
 
 # --- fusion against hand-computed numbers ------------------------------------------------------
@@ -58,8 +59,10 @@ def test_only_words_reach_match_and_stop_words_go() -> None:
     assert query_terms('When is my "flight" to Lisbon? NOT (AND) NEAR*') == [
         "flight", "lisbon", "near"]
     assert query_terms("to be or not to be") == ["to", "be", "or", "not"]
-    assert fts_match_expression("") is None and fts_match_expression("?!* ()") is None
-    assert fts_match_expression('say "hi"') == '{chunk_text context} : ("say" OR "hi")'
+    assert query_terms("") == [] and query_terms("?!* ()") == []
+    # The backend quotes each term: an operator word or a quote is a word to look for.
+    assert plain_expression(query_terms('say "hi" NEAR'), 'scope_token : "a"') == (
+        '{chunk_text context} : ("say" OR "hi" OR "near") AND scope_token : "a"')
 
 
 @pytest.fixture
@@ -207,5 +210,8 @@ async def test_raw_fts_mode_passes_syntax_and_reports_errors(memory: str) -> Non
                       if e["query"] == "NEAR(quick jumps, 3)")
         assert logged["params"]["raw_fts"] is True
         replayed = await engine.replay(logged["log_id"])
-        assert replayed.legs.fts_expression == "NEAR(quick jumps, 3)"  # still raw syntax
+        # Still raw syntax, as it ran: on the chunk's text and context, the scope in SQL.
+        (ran,) = replayed.legs.fts_ran
+        assert ran.expression == "{chunk_text context} : (NEAR(quick jumps, 3))"
+        assert ran.filter == "c.session_id = 'mine'"
         assert [r.chunk_id for r in replayed.results] == [r.chunk_id for r in near]

@@ -1,19 +1,16 @@
-"""Turning what a person typed into a safe FTS5 expression.
+"""What a person typed, as the terms the full-text leg looks for.
 
 Anything typed is a valid query: quotes, AND/OR/NOT/NEAR, ``*``, ``-``, ``:``, brackets,
-emoji or nothing at all. Only words reach MATCH, each quoted as a string (so an operator
-word is just a word), ORed together and restricted to a chunk's text and its conversational
-context (the storage layer prefixes them for a session, see ``core.storage.fts_rows``). Common
-English function words are dropped when the query has other words (a question's "when is
-my" matches everything and ranks by noise); a query made only of them keeps them all.
+emoji or nothing at all. Only its terms (:func:`core.storage.fts_words.terms`: words, or
+words joined by underscores) go to the backend, which matches each as words, never as
+syntax, and says what it ran (:class:`core.storage.executed.Executed`). Common English
+function words are dropped when the query has other words (a question's "when is my"
+matches everything and ranks by noise); a query made only of them keeps them all.
 """
 
 from __future__ import annotations
 
-import re
-
-# Words as FTS5's unicode61 tokenizer sees them (letters, digits, underscore stay together).
-_WORD = re.compile(r"\w+", re.UNICODE)
+from core.storage.fts_words import terms as written_terms
 
 STOP_WORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being
@@ -29,7 +26,7 @@ while who whom why will with would you your yours yourself yourselves s t d ll m
 def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
     """The distinct words of a query, lower-cased, in order; stop words dropped if others remain."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
+    for word in written_terms(query.lower()):
         seen.setdefault(word, None)
     words = list(seen)
     if drop_stop_words:
@@ -38,15 +35,3 @@ def query_terms(query: str, *, drop_stop_words: bool = True) -> list[str]:
             return content
     return words
 
-
-def fts_match_expression(query: str, *, drop_stop_words: bool = True) -> str | None:
-    """A safe FTS5 expression for the query's words, ORed (None when it has no words)."""
-    return terms_expression(query_terms(query, drop_stop_words=drop_stop_words))
-
-
-def terms_expression(terms: list[str]) -> str | None:
-    """Words (as :func:`query_terms` gives them) quoted, ORed, on a chunk's text and context."""
-    if not terms:
-        return None
-    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return f"{{chunk_text context}} : ({quoted})"

@@ -9,7 +9,6 @@ database: that is what lets the playground move a slider and re-rank at once.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +16,11 @@ from core.retrieval.boosts import apply_boosts, named_speakers
 from core.retrieval.dates import Period, candidate_dates, names_a_time, query_period
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.chunk_rows import chunk_context, chunk_metadata
+from core.storage.executed import LIKE, Executed
+from core.storage.fts_words import TERM
 from core.types import HybridQueryResult
 
 MODES = ("keyword", "vector", "hybrid")
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class KeptLegs:
     scope: str
     mode: str
     terms: list[str]
-    fts_expression: str | None
+    fts_expression: str | None  # the statement that answered the full-text leg, as it ran
     tags: list[str]
     vector: list[LegHit] = field(default_factory=list)
     fts: list[LegHit] = field(default_factory=list)
@@ -64,6 +64,8 @@ class KeptLegs:
     vector_approximate: str | None = None
     # What answered the vector leg (the database's search or a derived index); None: no leg.
     vector_path: str | None = None
+    # Every full-text statement the backend ran, in order (MaxScore rounds, the fallback).
+    fts_ran: list[Executed] = field(default_factory=list)
     chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
@@ -74,9 +76,17 @@ class KeptLegs:
     period_hits: tuple[Period | None, frozenset[str]] | None = None
 
 
+def answering_statement(ran: list[Executed]) -> Executed | None:
+    """The full-text statement whose rows the leg kept: the last one run before any LIKE
+    fallback (a MaxScore search's last round); None when none ran (no words to match)."""
+    full_text = [executed for executed in ran if executed.engine != LIKE]
+    return full_text[-1] if full_text else None
+
+
 def matched_terms(terms: list[str], text: str) -> list[str]:
-    """The query terms a chunk contains (a term also matches words it is a prefix of)."""
-    words = set(_WORD.findall(text.lower()))
+    """The query terms a chunk contains (a term also matches words it is a prefix of); the
+    text is split into terms by the query's own rule (:data:`core.storage.fts_words.TERM`)."""
+    words = set(TERM.findall(text.lower()))
     # A term found as a whole word needs no scan; a short one can match nothing else.
     return [t for t in terms if t in words
             or (len(t) >= 4 and any(_term_matches(t, w) for w in words))]
@@ -85,7 +95,7 @@ def matched_terms(terms: list[str], text: str) -> list[str]:
 def matched_spans(terms: list[str], text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds a word some query term matches, as ``(start, end)`` offsets
     in order, by the same rule as :func:`matched_terms` (for highlighting)."""
-    return [match.span() for match in _WORD.finditer(text)
+    return [match.span() for match in TERM.finditer(text)
             if any(_term_matches(term, match.group().lower()) for term in terms)]
 
 
@@ -148,6 +158,7 @@ class SearchResult:
         explained: dict[str, Any] = {
             "query": legs.query, "scope": legs.scope, "mode": legs.mode,
             "parsed_terms": legs.terms, "fts_expression": legs.fts_expression,
+            "fts_executed": [executed.as_dict() for executed in legs.fts_ran],
             "raw_fts": legs.raw_fts,
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,

@@ -25,9 +25,9 @@ from core.notes.fields import MAX_IDENTIFIER_CHARS, clean_namespace
 from core.retrieval.boosts import boost_settings
 from core.retrieval.depth import leg_depth
 from core.retrieval.log_writer import LogWriter
-from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, rank
+from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, answering_statement, rank
 from core.storage.log_rows import log_row
-from core.storage.search import LegRequest, Scope
+from core.storage.search import LegRequest, LegRows, Scope
 from core.types import ContextItem, ContextResult, MemoryRecord
 
 if TYPE_CHECKING:
@@ -41,9 +41,6 @@ log = logging.getLogger(__name__)
 # sqlite-vec answers a KNN query for at most 4096 neighbours: no leg is asked for more, and no
 # query for more results than that.
 MAX_TOP_K = 4096
-# What SQLite says about FTS5 syntax (raw mode passes the person's text to MATCH as written).
-_FTS_SYNTAX = ("fts5", "syntax", "no such column", "unterminated string", "unrecognized token",
-               "malformed MATCH")
 
 
 class Retrieval:
@@ -77,9 +74,10 @@ class Retrieval:
         "dbsf"; ``None`` takes the configured value. Any text is a valid query: only its words
         reach FTS5 (see :mod:`core.retrieval.fts_query`). When full-text search matches
         nothing, pynchy's LIKE substring fallback answers. A failing embedder leaves the
-        full-text leg to answer alone, and the explanation says so. With ``raw_fts`` the query
-        is FTS5 syntax passed through as written (``"exact phrase" NEAR(a b) -c``); a syntax
-        error is refused as ``InvalidInput`` carrying SQLite's message. ``speaker_boost``,
+        full-text leg to answer alone, and the explanation says so, with every full-text
+        statement as the backend ran it. With ``raw_fts`` the query is FTS5 syntax passed
+        through as written (``"exact phrase" NEAR(a b) -c``); the backend refuses a syntax
+        error as ``InvalidInput``. ``speaker_boost``,
         ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
         :mod:`core.retrieval.boosts` (None: the configured ones); ``candidate_depth`` how
         many candidates each leg returns (:mod:`core.retrieval.depth`). A session that does
@@ -97,8 +95,7 @@ class Retrieval:
                           top_k=top_k)
         terms = retrieval.query_terms(query)
         legs = KeptLegs(query=query, scope=scope.describe(), mode=mode_used, terms=terms,
-                        fts_expression=query if raw_fts else retrieval.terms_expression(terms),
-                        tags=wanted_tags, depth=depth, raw_fts=raw_fts)
+                        fts_expression=None, tags=wanted_tags, depth=depth, raw_fts=raw_fts)
 
         request = LegRequest(
             scope=scope, depth=depth, tags=tuple(wanted_tags), terms=tuple(terms),
@@ -109,19 +106,11 @@ class Retrieval:
         if raw_fts and not query.strip():
             raise InvalidInput("raw FTS mode needs an expression; an empty one matches nothing")
         full_text, vectors = mode_used != "vector", mode_used != "keyword"
-        try:
-            with self._log.query():
-                if scope.session_id is not None:
-                    await self._session_legs(legs, request, full_text, vectors,
-                                             query_embedding)
-                else:
-                    await self._namespace_legs(legs, request, full_text, vectors,
-                                               query_embedding)
-        except Exception as exc:  # the driver's OperationalError: the person's raw syntax
-            if raw_fts and any(marker in str(exc) for marker in _FTS_SYNTAX):
-                raise InvalidInput("FTS syntax error in raw mode: "
-                                   + inputs.one_line(str(exc))) from None
-            raise
+        with self._log.query():
+            if scope.session_id is not None:
+                await self._session_legs(legs, request, full_text, vectors, query_embedding)
+            else:
+                await self._namespace_legs(legs, request, full_text, vectors, query_embedding)
         found = rank(legs, ranking)
         if not found.results and scope.session_id is not None and not missing_is_empty:
             await self._require_session(scope.session_id)
@@ -143,7 +132,7 @@ class Retrieval:
         embedded = (time.perf_counter() - started) * 1000
         rows = await self._backend.run_legs(dataclasses.replace(request, query_vector=qvec),
                                             full_text=full_text)
-        self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
+        self._keep(legs, rows)
         if qvec is not None:
             legs.vector_path = rows.vector_path or self._backend.vector_leg_name
         legs.chunks = rows.chunks
@@ -159,7 +148,7 @@ class Retrieval:
             request, full_text=full_text,
             query_vector=self._query_vector(legs.query, query_embedding, legs)
             if vectors else None)
-        self._keep(legs, rows.fts, rows.fts_fallback, rows.vector)
+        self._keep(legs, rows)
         legs.vector_path = rows.vector_path
         if (not self._backend.features.exact_vector_search and not request.tags
                 and rows.vector_path == self._backend.vector_leg_name):
@@ -173,14 +162,17 @@ class Retrieval:
         legs.timings_ms.update(rows.timings_ms)
 
     @staticmethod
-    def _keep(legs: KeptLegs, fts_rows: list[tuple[str, float]], fallback: str | None,
-              vector_rows: list[tuple[str, float]]) -> None:
-        """The legs' rows as ranked hits (a vector distance becomes a similarity)."""
-        legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(fts_rows, 1)]
-        legs.fts_fallback = "like" if fallback == "like" else None
-        legs.fts_derived = fallback == "derived"
+    def _keep(legs: KeptLegs, rows: LegRows) -> None:
+        """The legs' rows as ranked hits (a vector distance becomes a similarity), and the
+        full-text statements as the backend ran them."""
+        legs.fts = [retrieval.LegHit(cid, score, n) for n, (cid, score) in enumerate(rows.fts, 1)]
+        legs.fts_fallback = "like" if rows.fts_fallback == "like" else None
+        legs.fts_derived = rows.fts_fallback == "derived"
+        legs.fts_ran = list(rows.fts_ran)
+        answered = answering_statement(legs.fts_ran)
+        legs.fts_expression = answered.describe() if answered is not None else None
         legs.vector = [retrieval.LegHit(cid, 1.0 - dist, n) for n, (cid, dist) in enumerate(
-            [row for row in vector_rows if row[1] is not None], 1)]
+            [row for row in rows.vector if row[1] is not None], 1)]
 
     def _log_query(self, found: SearchResult, scope: Scope, caller: str) -> None:
         """Record the query in the retrieval log without making the caller wait for it."""

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.note_listing import NoteQuery
     from core.storage.notes import NoteChanges, NoteDraft, NoteRef
-    from core.storage.search import LegRequest, LegRows, Scope
+    from core.storage.search import FullTextRows, LegRequest, LegRows, Scope
     from core.storage.summaries import CompactionPlan
 
 
@@ -196,13 +196,13 @@ class Backend(Protocol):
         """The top ``k`` chunks of the scope holding any of ``terms`` (and every tag), as
         (chunk_id, score), higher better; the terms are words, never query syntax."""
 
-    async def full_text_leg(self, request: LegRequest,
-                            ) -> tuple[list[tuple[str, float]], str | None]:
+    async def full_text_leg(self, request: LegRequest) -> FullTextRows:
         """The full-text leg: ranked rows for the terms (or for the raw expression, whose
-        syntax error raises the driver's own error, for the engine to word), else, when the
-        terms find nothing and ``like_text`` is set, substring matches (pynchy's
-        fallback); and which answered (None: full text, "like": the fallback, "derived":
-        full text ranked by a derived in-memory index, equal to the database's ranking)."""
+        syntax error is refused as ``InvalidInput``), else, when the terms find nothing and
+        ``like_text`` is set, substring matches (pynchy's fallback); which answered (None:
+        full text, "like": the fallback, "derived": full text ranked by a derived in-memory
+        index, equal to the database's ranking); and every statement it ran, as it ran it
+        (:class:`core.storage.executed.Executed`), which ``explain`` shows."""
 
     async def vector_search(self, scope: Scope, query: np.ndarray, k: int, model: str,
                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:

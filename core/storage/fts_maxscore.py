@@ -34,35 +34,52 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.storage.events import next_fts_rowid
+from core.storage.executed import FTS5, Executed
 
 K1 = 1.2  # FTS5's bm25 constants (fts5_aux.c)
 _TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's, so words stem the same
 
 
 def ranked_rowids(conn: Any, terms: Sequence[str], scope_filter: str, weights: str,
-                  k: int) -> list[tuple[int, float]]:
+                  k: int, ran: list[Executed] | None = None) -> list[tuple[int, float]]:
     """The top ``k`` (rowid, -bm25) for ``terms`` ORed inside ``scope_filter``.
 
     ``scope_filter`` is an FTS5 expression every row of the scope matches (the agent's
-    token); ``weights`` gives it weight 0. Equal to running
-    ``{chunk_text context} : (terms…) AND scope_filter`` ranked by bm25.
+    token); ``weights`` gives it weight 0. Equal to running :func:`plain_expression`
+    ranked by bm25. Each round's statement is appended to ``ran``: the last one's rows are
+    the answer.
     """
+    def run(essential: Sequence[str], rest: Sequence[str],
+            ) -> list[tuple[int, float]]:
+        expression = _expression(essential, rest, scope_filter)
+        found = bm25_rowids(conn, expression, weights, k)
+        if ran is not None:
+            ran.append(Executed(FTS5, expression, f"bm25(chunks_fts, {weights})",
+                                rows=len(found),
+                                parameters={"essential": list(essential)} if rest else {}))
+        return found
+
     if len(terms) < 2:
-        return bm25_rowids(conn, _expression(terms, [], scope_filter), weights, k)
+        return run(terms, [])
     order = _rarest_first(conn, terms)
     rows_bound = _row_count_bound(conn)
     rows: list[tuple[int, float]] = []
     for cut in range(1, len(order) + 1):
         essential = [term for term, _ in order[:cut]]
         rest = order[cut:]
-        rows = bm25_rowids(conn, _expression(essential, [term for term, _ in rest],
-                                             scope_filter), weights, k)
+        rows = run(essential, [term for term, _ in rest])
         if not rest:
             return rows
         ceiling = (K1 + 1) * sum(_idf_ceiling(rows_bound, docs) for _, docs in rest)
         if len(rows) == k and rows[-1][1] > ceiling:
             return rows
     return rows
+
+
+def plain_expression(terms: Sequence[str], scope_filter: str) -> str:
+    """The plain query: ``terms`` ORed (each quoted: words, never syntax) on a chunk's text
+    and context, inside ``scope_filter``."""
+    return _expression(terms, [], scope_filter)
 
 
 def _expression(essential: Sequence[str], rest: Sequence[str], scope_filter: str) -> str:

@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from collections.abc import Iterable
 
 from core.indexing import CONTEXT_SEPARATOR
+from core.storage.fts_words import WORD
+from core.storage.fts_words import words as words  # the note index imports it from here
 
-# Letters and digits, as FTS5's unicode61 tokenizer keeps them together; underscore and
-# everything else separate words (unicode61 treats "_" as a separator too).
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _CONSONANTS = "bcdfghjklmnpqrstvwxz"
 PREFIX_LENGTH = 12
 
@@ -51,14 +49,9 @@ def session_prefix(session_id: str) -> str:
     return "".join(letters)
 
 
-def words(text: str) -> list[str]:
-    """The words of ``text`` as the FTS tokenizer splits them."""
-    return _TOKEN.findall(text)
-
-
 def prefixed(prefix: str, text: str) -> str:
     """``text``'s words, each glued to ``prefix``, space-separated."""
-    found = _TOKEN.findall(text)
+    found = WORD.findall(text)
     return prefix + (" " + prefix).join(found) if found else ""
 
 

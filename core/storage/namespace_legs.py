@@ -11,14 +11,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from core.storage.search import LegRequest, LegRows, Scope
+from core.storage.executed import Executed
+from core.storage.search import FullTextRows, LegRequest, LegRows, Scope
 
 
 class Legs(Protocol):
     """The three operations the legs-then-fetch way needs of a backend."""
 
-    async def full_text_leg(self, request: LegRequest,
-                            ) -> tuple[list[tuple[str, float]], str | None]: ...
+    async def full_text_leg(self, request: LegRequest) -> FullTextRows: ...
 
     async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
                          tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]: ...
@@ -36,11 +36,12 @@ async def legs_then_fetch(backend: Legs, request: LegRequest, *, full_text: bool
     vector_rows: list[tuple[str, float]] = []
     fallback: str | None = None
     path: str | None = None
+    ran: list[Executed] = []
 
     async def fts_leg() -> None:
-        nonlocal fts_rows, fallback
+        nonlocal fts_rows, fallback, ran
         started = time.perf_counter()
-        fts_rows, fallback = await backend.full_text_leg(request)
+        fts_rows, fallback, ran = await backend.full_text_leg(request)
         timings["fts"] = (time.perf_counter() - started) * 1000
 
     async def vector_leg() -> None:
@@ -59,4 +60,4 @@ async def legs_then_fetch(backend: Legs, request: LegRequest, *, full_text: bool
     chunks = await backend.fetch_chunks(sorted({row[0] for row in fts_rows}
                                                | {row[0] for row in vector_rows}))
     timings["fetch"] = (time.perf_counter() - started) * 1000
-    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)

@@ -5,29 +5,36 @@ full-text query matches its own prefixed terms, a namespace's ANDs the agent's t
 MATCH (see :mod:`core.storage.fts_rows`), so FTS5 only scores what the scope holds; vector
 queries constrain the vec0 partition keys. Tags are
 filtered here, in SQL, on every leg: a chunk qualifies when its ``metadata_json.tags``
-holds every requested tag.
+holds every requested tag. Every full-text statement is recorded as it ran
+(:class:`core.storage.executed.Executed`), for explanations.
 """
+
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from core.inputs import shown
+from core.errors import InvalidInput
+from core.inputs import one_line, shown
 from core.storage import fts_maxscore
 from core.storage.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
-from core.storage.connection import select_in
+from core.storage.connection import select_in, sqlite_module
 from core.storage.events import agent_token_for, scope_token_for
+from core.storage.executed import DERIVED, FTS5, LIKE, Executed, inlined
 from core.storage.fts_maxscore import bm25_rowids, quoted
-from core.storage.fts_rows import prefixed, session_prefix, words
+from core.storage.fts_rows import prefixed, session_prefix
+from core.storage.fts_words import words
 
 if TYPE_CHECKING:
     from core.storage.derived.fulltext_leg import DerivedFullText
+
+SQLITE_ERROR = 1  # the generic error code, which FTS5 gives a MATCH it cannot parse
 
 
 @dataclass(frozen=True)
@@ -82,13 +89,13 @@ def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
 
 def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
                tags: Sequence[str] = (), context_weight: float = 0.5,
-               ) -> list[tuple[str, float]]:
+               ran: list[Executed] | None = None) -> list[tuple[str, float]]:
     """Top ``k`` chunks holding any of ``terms``: (chunk_id, -bm25, higher is better).
 
     A chunk's own words weigh 1 in bm25 and its conversational context ``context_weight``.
     A session matches its prefixed copy of the words (see :mod:`core.storage.fts_rows`), so
     only its own doclists are walked; a namespace matches the plain words ANDed with its
-    agent token.
+    agent token. Each statement run is appended to ``ran``.
     """
     if not terms:
         return []
@@ -100,22 +107,45 @@ def fts_search(conn: Any, scope: Scope, terms: Sequence[str], k: int,
         match, weights = session_match
         where, params = "c.session_id = ?", [scope.session_id]
     else:
-        scope_filter = f'scope_token : "{scope.token}"'
-        weights = f"1.0, 0, {float(context_weight)!r}, 0, 0"
+        scope_filter = namespace_filter(scope)
+        weights = namespace_weights(context_weight)
         if not tags:
             return _owned_top(conn, scope, fts_maxscore.ranked_rowids(
-                conn, list(terms), scope_filter, weights, k))
-        ors = " OR ".join(quoted(term) for term in terms)
-        match = f'{{chunk_text context}} : ({ors}) AND {scope_filter}'
+                conn, list(terms), scope_filter, weights, k, ran))
+        match = fts_maxscore.plain_expression(terms, scope_filter)
         where, params = _scope_clause(scope)
     if not tags:
-        return _owned_top(conn, scope, bm25_rowids(conn, match, weights, k))
-    return conn.execute(
+        top = bm25_rowids(conn, match, weights, k)
+        _record(ran, Executed(FTS5, match, _bm25(weights), rows=len(top)))
+        return _owned_top(conn, scope, top)
+    rows = conn.execute(
         f"SELECT c.chunk_id, -bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
         " JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
         f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
         [match, *params, *tag_params, k],
     ).fetchall()
+    _record(ran, Executed(FTS5, match, _bm25(weights),
+                          inlined(where + tag_sql, [*params, *tag_params]), len(rows)))
+    return rows
+
+
+def namespace_filter(scope: Scope) -> str:
+    """The FTS5 expression every row of a namespace matches: its agent token."""
+    return f'scope_token : "{scope.token}"'
+
+
+def namespace_weights(context_weight: float) -> str:
+    """bm25's column weights for a namespace query: text 1, context ``context_weight``."""
+    return f"1.0, 0, {float(context_weight)!r}, 0, 0"
+
+
+def _bm25(weights: str) -> str:
+    return f"bm25(chunks_fts, {weights})"
+
+
+def _record(ran: list[Executed] | None, executed: Executed) -> None:
+    if ran is not None:
+        ran.append(executed)
 
 
 def _owned_top(conn: Any, scope: Scope, top: list[tuple[int, float]]) -> list[tuple[str, float]]:
@@ -148,11 +178,21 @@ def _owned(top: list[tuple[int, float]], owners: dict[int, tuple[str, str]],
             if rowid in owners and owners[rowid][1] == wanted]
 
 
-def session_bm25(conn: Any, request: LegRequest) -> list[tuple[int, float]]:
-    """FTS5's top ``depth`` (rowid, -bm25) of a session's prefixed columns for the terms."""
-    match = _session_match(request.scope.session_id or "", request.terms,
-                           request.context_weight)
-    return [] if match is None else bm25_rowids(conn, *match, request.depth)
+def session_bm25(conn: Any, request: LegRequest,
+                 ran: list[Executed] | None = None) -> list[tuple[int, float]]:
+    """FTS5's top ``depth`` (rowid, -bm25) of a session's prefixed columns for the terms
+    (the statement appended to ``ran``)."""
+    match = session_match(request)
+    if match is None:
+        return []
+    top = bm25_rowids(conn, *match, request.depth)
+    _record(ran, Executed(FTS5, match[0], _bm25(match[1]), rows=len(top)))
+    return top
+
+
+def session_match(request: LegRequest) -> tuple[str, str] | None:
+    """A session request's MATCH and bm25 weights, or None (no words)."""
+    return _session_match(request.scope.session_id or "", request.terms, request.context_weight)
 
 
 def _session_match(session_id: str, terms: Sequence[str],
@@ -168,35 +208,50 @@ def _session_match(session_id: str, terms: Sequence[str],
 
 def fts_search_raw(conn: Any, scope: Scope, expression: str, k: int,
                    tags: Sequence[str] = (), context_weight: float = 0.5,
-                   ) -> list[tuple[str, float]]:
+                   ran: list[Executed] | None = None) -> list[tuple[str, float]]:
     """Top ``k`` chunks for FTS5 syntax a person wrote: (chunk_id, -bm25).
 
     The expression searches a chunk's text and its context, as a typed query does; it may
     name one of them (``chunk_text : x``, ``context : x``) to narrow it. The scope is
     enforced on the chunks table, never inside the expression: a person's syntax (an
-    unbalanced bracket, an OR) could otherwise escape an ANDed scope token. Raises the
-    driver's OperationalError for a syntax error; the engine turns it into a message.
+    unbalanced bracket, an OR) could otherwise escape an ANDed scope token. A syntax error
+    (SQLite's generic error code, which this statement gives for nothing else) is refused as
+    ``InvalidInput`` carrying SQLite's words.
     """
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
-    return conn.execute(
-        f"SELECT c.chunk_id, -bm25(chunks_fts, 1.0, 0, {float(context_weight)!r}, 0, 0)"
-        " AS score FROM chunks_fts JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
-        f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
-        [f"{{chunk_text context}} : ({expression})", *params, *tag_params, k],
-    ).fetchall()
+    weights = namespace_weights(context_weight)
+    match = f"{{chunk_text context}} : ({expression})"
+    try:
+        rows = conn.execute(
+            f"SELECT c.chunk_id, -bm25(chunks_fts, {weights})"
+            " AS score FROM chunks_fts JOIN chunks c ON c.fts_rowid = chunks_fts.rowid"
+            f" WHERE chunks_fts MATCH ? AND {where}{tag_sql} ORDER BY score DESC LIMIT ?",
+            [match, *params, *tag_params, k],
+        ).fetchall()
+    except sqlite_module().OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", SQLITE_ERROR) != SQLITE_ERROR:
+            raise  # busy, locked, I/O: not the person's syntax
+        raise InvalidInput(f"FTS syntax error in raw mode: {one_line(str(exc))}; fix the "
+                           "expression, or search without raw mode") from None
+    _record(ran, Executed(FTS5, match, _bm25(weights),
+                          inlined(where + tag_sql, [*params, *tag_params]), len(rows)))
+    return rows
 
 
-def like_search(conn: Any, scope: Scope, text: str, k: int,
-                tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+def like_search(conn: Any, scope: Scope, text: str, k: int, tags: Sequence[str] = (),
+                ran: list[Executed] | None = None) -> list[tuple[str, float]]:
     """pynchy's fallback: chunks containing ``text`` as a substring, most recent first."""
     where, params = _scope_clause(scope)
     tag_sql, tag_params = _tags_clause(tags)
+    pattern = like_pattern(text)
     rows = conn.execute(
         f"SELECT c.chunk_id FROM chunks c WHERE {where} AND c.chunk_text LIKE ? ESCAPE '\\'"
         f"{tag_sql} ORDER BY c.sequence_end DESC, c.chunk_id LIMIT ?",
-        [*params, like_pattern(text), *tag_params, k],
+        [*params, pattern, *tag_params, k],
     ).fetchall()
+    _record(ran, Executed(LIKE, pattern, "most recent first",
+                          inlined(where + tag_sql, [*params, *tag_params]), len(rows)))
     return [(row[0], 1.0) for row in rows]
 
 
@@ -263,6 +318,17 @@ class LegRows:
     chunks: dict[str, dict[str, Any]]
     timings_ms: dict[str, float]
     vector_path: str | None = None  # what answered the vector leg (None: the backend's own)
+    fts_ran: list[Executed] = field(default_factory=list)  # the full-text leg, as it ran
+
+
+class FullTextRows(NamedTuple):
+    """The full-text leg's rows, which answered (None: the database's full text, "like":
+    the fallback, "derived": a derived index, equal to the database's ranking), and every
+    statement it ran, in order."""
+
+    rows: list[tuple[str, float]]
+    answered: str | None
+    ran: list[Executed]
 
 
 def derived_answers(request: LegRequest) -> bool:
@@ -273,26 +339,33 @@ def derived_answers(request: LegRequest) -> bool:
 
 
 def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | None = None,
-                  chunks: dict[str, dict[str, Any]] | None = None,
-                  ) -> tuple[list[tuple[str, float]], str | None]:
-    """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback; and
-    which answered: "like", "derived" (``derived``'s index, when it could) or None (FTS5).
-    The derived index adds the rows it found to ``chunks`` when given (one read for both)."""
+                  chunks: dict[str, dict[str, Any]] | None = None) -> FullTextRows:
+    """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback; which
+    answered: "like", "derived" (``derived``'s index, when it could) or None (FTS5); and
+    what ran. The derived index adds the rows it found to ``chunks`` when given (one read
+    for both)."""
     scope, depth, tags = request.scope, request.depth, request.tags
+    ran: list[Executed] = []
     if request.raw_expression is not None:
-        return fts_search_raw(conn, scope, request.raw_expression, depth, tags,
-                              request.context_weight), None
+        return FullTextRows(fts_search_raw(conn, scope, request.raw_expression, depth, tags,
+                                           request.context_weight, ran), None, ran)
     rows = None
     if derived is not None and derived_answers(request):
-        rows = derived.rows(conn, scope.namespace or "", request.terms, depth,
-                            request.context_weight, chunks)
+        found = derived.rows(conn, scope.namespace or "", request.terms, depth,
+                             request.context_weight, chunks)
+        if found is not None:
+            rows, parameters = found
+            ran.append(Executed(
+                DERIVED, fts_maxscore.plain_expression(request.terms, namespace_filter(scope)),
+                _bm25(namespace_weights(request.context_weight)), rows=len(rows),
+                parameters=parameters))
     answered = None if rows is None else "derived"
     if rows is None:
-        rows = fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
+        rows = fts_search(conn, scope, request.terms, depth, tags, request.context_weight, ran)
     if not rows and request.like_text:
-        rows = like_search(conn, scope, request.like_text, depth, tags)
-        return rows, "like" if rows else None
-    return rows, answered
+        rows = like_search(conn, scope, request.like_text, depth, tags, ran)
+        return FullTextRows(rows, "like" if rows else None, ran)
+    return FullTextRows(rows, answered, ran)
 
 
 def run_legs(conn: Any, request: LegRequest, *, full_text: bool,
@@ -313,15 +386,16 @@ def run_legs(conn: Any, request: LegRequest, *, full_text: bool,
     started = time.perf_counter()
     fts_rows: list[tuple[str, float]] = []
     fallback = None
+    ran: list[Executed] = []
     if full_text:
-        fts_rows, fallback = full_text_leg(conn, request)
+        fts_rows, fallback, ran = full_text_leg(conn, request)
         timings["fts"] = (time.perf_counter() - started) * 1000
     vector_rows = _timed_vector_leg(conn, request, timings)
     began = time.perf_counter()
     ids = sorted({row[0] for row in fts_rows} | {row[0] for row in vector_rows})
     chunks = fetch_chunks(conn, ids)
     timings["fetch"] = (time.perf_counter() - began) * 1000
-    return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, fts_ran=ran)
 
 
 def session_typed(request: LegRequest, full_text: bool) -> bool:
@@ -347,6 +421,7 @@ class SessionAnswer(NamedTuple):
     vector_path: str
     top: list[tuple[int, float]]  # the full-text leg's (rowid, -bm25), best first
     fts_derived: bool = False  # the derived full-text index ranked ``top`` (else FTS5)
+    fts_ran: tuple[Executed, ...] = ()  # what ranked ``top``, when it was ranked here
 
 
 # Given the connection, the request, the full-text leg's (rowid, score) rows (None: rank
@@ -366,22 +441,25 @@ def _session_legs(conn: Any, request: LegRequest,
     """
     timings: dict[str, float] = {}
     session_id = request.scope.session_id or ""
+    ran: list[Executed] = []
     # Both legs from the derived indexes when they can, else bm25 from FTS5 first.
     answered = None if session_vectors is None else session_vectors(
         conn, request, None, timings)
     if answered is None:
         started = time.perf_counter()
-        top = session_bm25(conn, request)
+        top = session_bm25(conn, request, ran)
         timings["fts"] = (time.perf_counter() - started) * 1000
         if session_vectors is not None:
             answered = session_vectors(conn, request, top, timings)
     else:
         top = answered.top
+        ran.extend(answered.fts_ran)
     path = None
     ranked_by = None  # what answered the full-text leg: "derived", or None (FTS5)
     if answered is not None:
-        vector_rows, by_rowid, chunks, path, _, fts_derived = answered
-        ranked_by = "derived" if fts_derived else None
+        vector_rows, by_rowid, chunks = answered.vector, answered.by_rowid, answered.chunks
+        path = answered.vector_path
+        ranked_by = "derived" if answered.fts_derived else None
     else:
         vector_rows = _timed_vector_leg(conn, request, timings)
         began = time.perf_counter()
@@ -394,13 +472,13 @@ def _session_legs(conn: Any, request: LegRequest,
     fallback = ranked_by
     if not fts_rows and request.like_text:
         began = time.perf_counter()
-        fts_rows = like_search(conn, request.scope, request.like_text, request.depth)
+        fts_rows = like_search(conn, request.scope, request.like_text, request.depth, (), ran)
         if fts_rows:
             fallback = "like"
             chunks.update(fetch_chunks(conn, sorted({cid for cid, _ in fts_rows}
                                                     - chunks.keys())))
         timings["fts"] += (time.perf_counter() - began) * 1000
-    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
 
 
 # A session with at most this many rows per wanted row is read whole, in one range of

@@ -28,11 +28,13 @@ from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
+from core.storage.executed import DERIVED, Executed
 from core.storage.search import (
     READ_WHOLE_RATIO,
     LegRequest,
     SessionAnswer,
     session_bm25,
+    session_match,
     whole_session,
 )
 
@@ -103,6 +105,7 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
     fetched = time.perf_counter()
     timings["fetch"] = (fetched - began) * 1000
     fts_derived = top is None
+    ran: list[Executed] = []
     if top is None:
         assert full_text is not None
         # A word of several tokens is a phrase, counted in the rows' text and context.
@@ -110,9 +113,15 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
                  if not all(term.isalnum() for term in request.terms) else None)
         top = session_text.session_search(full_text, list(rows), request.terms,
                                           request.depth, request.context_weight, texts)
+        match = session_match(request)
+        if top is not None and match is not None:
+            ran.append(Executed(DERIVED, match[0], f"bm25(chunks_fts, {match[1]})",
+                                rows=len(top), parameters=full_text.bm25_parameters(
+                                    request.terms, request.context_weight,
+                                    ("session_text", "session_context"))))
         if top is None:
             fts_derived = False
-            top = session_bm25(conn, request)
+            top = session_bm25(conn, request, ran)
         ranked = time.perf_counter()
         timings["fts"] = (ranked - fetched) * 1000
         fetched = ranked
@@ -126,4 +135,5 @@ def session_answer(vectors: NamespaceVectors, conn: Any, request: LegRequest,
         vector_rows.append((row[1], distance))
         if row[1] not in chunks:
             chunks[row[1]] = chunk_row(row)
-    return SessionAnswer(vector_rows, by_rowid, chunks, SESSION_VECTOR_LEG, top, fts_derived)
+    return SessionAnswer(vector_rows, by_rowid, chunks, SESSION_VECTOR_LEG, top, fts_derived,
+                         tuple(ran))

@@ -273,9 +273,9 @@ class SharedOperations:
         return await self._db.read(self._ops.search.fts_search, scope, terms, k, tags,
                                    context_weight)
 
-    async def full_text_leg(self, request: search.LegRequest,
-                            ) -> tuple[list[tuple[str, float]], str | None]:
-        """bm25 (or raw syntax) rows, else the LIKE fallback's, and which answered."""
+    async def full_text_leg(self, request: search.LegRequest) -> search.FullTextRows:
+        """bm25 (or raw syntax) rows, else the LIKE fallback's, which answered, and what
+        ran."""
         return await self._db.read(self._ops.search.full_text_leg, request)
 
     async def run_legs(self, request: search.LegRequest, *, full_text: bool) -> search.LegRows:

@@ -46,6 +46,7 @@ from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
+from core.storage.executed import Executed
 from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
@@ -229,12 +230,12 @@ class SqliteBackend(SharedOperations):
         fallback: str | None = None
         path: str | None = None
         chunks: dict[str, dict[str, Any]] = {}
+        ran: list[Executed] = []
 
-        def fts_hop(conn: Any) -> tuple[list[tuple[str, float]], str | None,
-                                        dict[str, dict[str, Any]]]:
+        def fts_hop(conn: Any) -> tuple[search.FullTextRows, dict[str, dict[str, Any]]]:
             found: dict[str, dict[str, Any]] = {}
-            rows, answered = search.full_text_leg(conn, request, self.derived_full_text, found)
-            return rows, answered, _rest_of_chunks(conn, rows, found)
+            answer = search.full_text_leg(conn, request, self.derived_full_text, found)
+            return answer, _rest_of_chunks(conn, answer.rows, found)
 
         def vector_hop(conn: Any, vector: np.ndarray, all_cores: bool = False) -> tuple[
                 list[tuple[str, float]], str, dict[str, dict[str, Any]]]:
@@ -250,9 +251,9 @@ class SqliteBackend(SharedOperations):
             return rows, answered, _rest_of_chunks(conn, rows, found)
 
         async def fts_leg() -> None:
-            nonlocal fts_rows, fallback
+            nonlocal fts_rows, fallback, ran
             started = time.perf_counter()
-            fts_rows, fallback, found = await self._db.read(fts_hop)
+            (fts_rows, fallback, ran), found = await self._db.read(fts_hop)
             chunks.update(found)
             timings["fts"] = (time.perf_counter() - started) * 1000
 
@@ -281,7 +282,7 @@ class SqliteBackend(SharedOperations):
 
             if vector is None:
                 await fts_leg()
-                return search.LegRows(fts_rows, fallback, [], chunks, timings, None)
+                return search.LegRows(fts_rows, fallback, [], chunks, timings, None, ran)
             query = vector
 
             def both_hops(conn: Any) -> tuple[Any, Any, float]:
@@ -289,24 +290,24 @@ class SqliteBackend(SharedOperations):
                 middle = time.perf_counter()
                 return fts_found, vector_hop(conn, query, True), middle
 
-            (fts_rows, fallback, fts_chunks), (vector_rows, path, vector_chunks), middle = (
+            ((fts_rows, fallback, ran), fts_chunks), (vector_rows, path, vector_chunks), middle = (
                 await self._db.read(both_hops))
             chunks.update(fts_chunks)
             chunks.update(vector_chunks)
             timings["fts"] = (middle - embedded) * 1000
             timings["vector"] = (time.perf_counter() - middle + embedded - started) * 1000
-            return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
+            return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
         # The vector leg first: the matrix scan is the longer leg, and a query embedded on
         # the event loop is dispatched before the full-text leg's thread starts competing
         # for the GIL (p50 -8 to -12 %, p95 -6 to -14 % in interleaved runs).
         await asyncio.gather(*([vector_leg()] if query_vector is not None else []),
                              *([fts_leg()] if full_text else []))
-        return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path)
+        return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
 
-    async def full_text_leg(self, request: search.LegRequest,
-                            ) -> tuple[list[tuple[str, float]], str | None]:
-        """bm25 (or raw syntax) rows, and which answered: "like" (the fallback), "derived"
-        (a namespace's typed words, from the in-memory index once it is built) or None."""
+    async def full_text_leg(self, request: search.LegRequest) -> search.FullTextRows:
+        """bm25 (or raw syntax) rows, which answered: "like" (the fallback), "derived" (a
+        namespace's typed words, from the in-memory index once it is built) or None, and
+        what ran."""
         return await self._db.read(self._ops.search.full_text_leg, request,
                                    self.derived_full_text)
 

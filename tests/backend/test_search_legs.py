@@ -51,16 +51,20 @@ async def test_like_fallback_answers_when_full_text_finds_nothing(backend: Backe
     await store(backend, "mine", 1, "the zebra-crossing")
     await store(backend, "mine", 2, "order ab4521 shipped")
     found = LegRequest(scope=MINE, depth=10, terms=("zebra",), like_text="zebra")
-    rows, answered = await backend.full_text_leg(found)
+    rows, answered, _ = await backend.full_text_leg(found)
     assert answered is None and await _texts(backend, rows) == ["the zebra-crossing"]
     # Inside a word: no full-text match, so the substring search answers.
     fallback = LegRequest(scope=MINE, depth=10, terms=("452",), like_text="452")
-    rows, answered = await backend.full_text_leg(fallback)
+    rows, answered, ran = await backend.full_text_leg(fallback)
     assert answered == "like" and await _texts(backend, rows) == ["order ab4521 shipped"]
+    # What ran says so: the full-text statement (no rows), then the substring search.
+    assert [(step.engine, step.rows) for step in ran] == [(ran[0].engine, 0), ("like", 1)]
+    assert ran[1].expression == "%452%"
     nothing = LegRequest(scope=MINE, depth=10, terms=("absent",), like_text="absent")
-    assert await backend.full_text_leg(nothing) == ([], None)
+    assert (await backend.full_text_leg(nothing))[:2] == ([], None)
     wildcard = LegRequest(scope=MINE, depth=10, terms=("%",), like_text="%")
-    assert await backend.full_text_leg(wildcard) == ([], None)  # its wildcards are literal
+    # Its wildcards are literal.
+    assert (await backend.full_text_leg(wildcard))[:2] == ([], None)
 
 
 async def test_vector_search_is_nearest_first_inside_the_scope(backend: Backend) -> None:

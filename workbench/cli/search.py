@@ -43,6 +43,10 @@ def _print_results(found: Any, explain: bool) -> None:
         explained = found.explain()
         click.echo(f"terms: {', '.join(explained['parsed_terms']) or '(none)'}"
                    f"    fts: {explained['fts_expression'] or '(none)'}")
+        for step in explained["fts_executed"]:  # every full-text statement, as it ran
+            click.echo(f"  ran: {step['engine']}: {step['expression']}"
+                       + (f" WHERE {step['filter']}" if step["filter"] else "")
+                       + f" -> {step['rows']} rows")
         click.echo(f"filters: tags {explained['filters']['tags'] or 'none'}    legs: "
                    f"{explained['legs']['vector']} vector, {explained['legs']['fts']} fts "
                    f"(depth {explained['legs']['depth']})")

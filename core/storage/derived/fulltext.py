@@ -378,6 +378,16 @@ class FullTextIndex:
         order = np.lexsort((rowids, -scores))[:k]
         return list(zip(rowids[order].tolist(), scores[order].tolist(), strict=True))
 
+    def bm25_parameters(self, terms: Sequence[str], context_weight: float,
+                        columns: tuple[str, str] = ("chunk_text", "context"),
+                        ) -> dict[str, Any]:
+        """What a search for ``terms`` is scored with, as of now: the words, bm25's k1 and b,
+        the table's row count N and mean row length avgdl (FTS5's own records), and the
+        weights of the ``columns`` standing for a chunk's text and context."""
+        return {"words": list(terms), "k1": K1, "b": B, "N": self._rows,
+                "avgdl": self._tokens / self._rows if self._rows else 1.0,
+                "weights": {columns[0]: 1.0, columns[1]: float(context_weight)}}
+
     def idf(self, hits: int) -> float:
         """FTS5's idf for a word in ``hits`` rows: ``log((N - n + 0.5) / (n + 0.5))``, 1e-6
         when that is not above 0."""

@@ -27,15 +27,17 @@ class DerivedFullText:
 
     def rows(self, conn: Any, namespace: str, terms: Sequence[str], k: int,
              context_weight: float, chunks: dict[str, dict[str, Any]] | None = None,
-             ) -> list[tuple[str, float]] | None:
-        """The namespace's top ``k`` (chunk_id, -bm25), or None when the index cannot answer
-        (not built yet, or a word that is no token). With ``chunks``, the rows found are
-        read whole into it (by chunk id), in the read that names them."""
+             ) -> tuple[list[tuple[str, float]], dict[str, Any]] | None:
+        """The namespace's top ``k`` (chunk_id, -bm25) and the bm25 parameters they were
+        ranked with (:meth:`FullTextIndex.bm25_parameters`), or None when the index cannot
+        answer (not built yet, or a word that is no token). With ``chunks``, the rows found
+        are read whole into it (by chunk id), in the read that names them."""
         with self.holder.reading(conn, self.index.name) as ready:
             if not ready:
                 return None
             top = self.index.search(namespace, terms, k, context_weight, conn)
             if top is None:
                 return None
+            parameters = self.index.bm25_parameters(terms, context_weight)
             ids = chunk_ids_of(conn, [rowid for rowid, _ in top], chunks)
-        return [(ids[rowid], score) for rowid, score in top if rowid in ids]
+        return [(ids[rowid], score) for rowid, score in top if rowid in ids], parameters

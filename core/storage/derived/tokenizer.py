@@ -2,17 +2,18 @@
 
 The table's tokenizer is ``porter unicode61 remove_diacritics 2``. unicode61 (with its
 default options) treats every ASCII character other than ``0-9 A-Z a-z`` as a separator,
-so no token spans one: a text's tokens are the tokens of its runs between ASCII separators,
-in order. Each distinct run is handed to FTS5 itself once (a throwaway in-memory FTS5 table
-with the same tokenizer, read back through ``fts5vocab``) and its tokens are cached, so
-case folding, diacritics, Unicode categories and porter stemming are FTS5's own, never a
-re-implementation. Texts repeat few distinct runs (words), so almost every run is a cache
-hit and a text costs one regular-expression split and a dictionary look-up per word.
+so no token spans one: a text's tokens are the tokens of its runs between ASCII separators
+(:data:`core.storage.fts_words.RUN`, the one rule's split for an index that must stay
+bit-exact with FTS5), in order. Each distinct run is handed to FTS5 itself once (a
+throwaway in-memory FTS5 table with the same tokenizer, read back through ``fts5vocab``)
+and its tokens are cached, so case folding, diacritics, Unicode categories and porter
+stemming are FTS5's own, never a re-implementation. Texts repeat few distinct runs
+(words), so almost every run is a cache hit and a text costs one regular-expression split
+and a dictionary look-up per word.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Sequence
 from itertools import chain
@@ -20,12 +21,10 @@ from itertools import chain
 import numpy as np
 
 from core.storage.connection import sqlite_module
-from core.storage.fts_rows import prefixed, words
+from core.storage.fts_rows import prefixed
+from core.storage.fts_words import RUN, words
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's (migration 0003)
-# Runs of anything but an ASCII separator: ASCII letters and digits, and every non-ASCII
-# character (FTS5 decides whether those are token characters).
-_RUN = re.compile(r"[0-9A-Za-z\u0080-\U0010ffff]+")
 _BATCH = 50_000  # runs tokenized per FTS5 round trip
 # Any twelve consonants other than "y" stem alike in front of a word (fts_rows.session_prefix).
 PROBE_PREFIX = "b" * 12
@@ -63,7 +62,7 @@ class Tokenizer:
 
     def token_ids(self, text: str) -> list[int]:
         """``text``'s tokens as term ids, in order."""
-        runs = _RUN.findall(text)
+        runs = RUN.findall(text)
         try:
             return list(chain.from_iterable(map(self._runs.__getitem__, runs)))
         except KeyError:  # a run not seen before: tokenize the new ones, then look up again
@@ -72,9 +71,10 @@ class Tokenizer:
 
     def splits_alike(self, text: str) -> bool:
         """Whether a session's prefixed copy of ``text`` (:func:`core.storage.fts_rows.prefixed`,
-        which splits words by Python's ``\\w``) holds its FTS5 tokens one for one: always
-        for ASCII; not where unicode61 and ``\\w`` part ways (a combining mark inside a
-        word, an emoji FTS5 keeps inside a token, a letter newer than SQLite's tables)."""
+        which splits by :data:`core.storage.fts_words.WORD`) holds its FTS5 tokens one for
+        one: always for ASCII; not where unicode61 and Python's tables part ways (a combining
+        mark inside a word, an emoji FTS5 keeps inside a token, a letter newer than SQLite's
+        tables)."""
         if text.isascii():
             return True
         per_word = [self.token_ids(word) for word in words(text)]
@@ -87,7 +87,7 @@ class Tokenizer:
         The texts' runs are looked up and flattened by C-level iterators, and counted by
         one sort: a Python loop per token cost several times more at 100k chunks.
         """
-        runs_per_text = [_RUN.findall(text) for text in texts]
+        runs_per_text = [RUN.findall(text) for text in texts]
         self._learn(set(chain.from_iterable(runs_per_text)).difference(self._runs))
         runs = list(chain.from_iterable(runs_per_text))
         tokens = list(map(self._runs.__getitem__, runs))

@@ -27,6 +27,7 @@ from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.storage.backend import BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
+from core.storage.executed import Executed
 from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
 from core.storage.pg import (
@@ -47,7 +48,7 @@ from core.storage.pg import (
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived_legs import DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
-from core.storage.search import LegRequest, Scope, derived_answers
+from core.storage.search import FullTextRows, LegRequest, Scope, derived_answers
 from core.storage.shared_operations import SharedOperations
 
 if TYPE_CHECKING:
@@ -171,17 +172,19 @@ class PostgresBackend(SharedOperations):
                 return rows, DERIVED_VECTOR_LEG
         return await self.vector_search(scope, query, k, model, tags), self.vector_leg_name
 
-    async def full_text_leg(self, request: LegRequest,
-                            ) -> tuple[list[tuple[str, float]], str | None]:
-        """bm25 (or raw syntax) rows, and which answered: "derived" (a namespace's typed
-        words, from its postings in memory once built), "like" (the fallback) or None."""
+    async def full_text_leg(self, request: LegRequest) -> FullTextRows:
+        """bm25 (or raw syntax) rows, which answered: "derived" (a namespace's typed words,
+        from its postings in memory once built), "like" (the fallback) or None; and what
+        ran."""
+        ran: list[Executed] = []
         if derived_answers(request):
             rows = await self.derived.full_text_rows(
                 request.scope.namespace or "", request.terms, request.depth,
-                request.context_weight)
+                request.context_weight, ran)
             if rows:  # none found: the SQL path finds none either, and tries LIKE
-                return rows, "derived"
-        return await self._db.read(self._ops.search.full_text_leg, request)
+                return FullTextRows(rows, "derived", ran)
+            ran.clear()
+        return await self._db.read(self._ops.search.full_text_leg, request, ran)
 
     # -- vectors ---------------------------------------------------------------------------
 

@@ -13,11 +13,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.storage.fts_rows import words
+from core.storage.executed import DERIVED, Executed
+from core.storage.fts_words import words
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived import PgDerivedIndexes
-from core.storage.pg.fts_bm25 import CONFIG
+from core.storage.pg.fts_bm25 import BM25_B, BM25_K1, CONFIG
 from core.storage.pg.postings_index import Scored
+from core.storage.pg.search import scope_filter, tsquery_sql
+from core.storage.search import Scope
 
 _CACHED_TERMS = 50_000
 
@@ -42,9 +45,11 @@ class DerivedLegs:
                 if rowid in held.chunk_ids]
 
     async def full_text_rows(self, namespace: str, terms: Sequence[str], k: int,
-                             context_weight: float) -> list[tuple[str, float]] | None:
+                             context_weight: float, ran: list[Executed] | None = None,
+                             ) -> list[tuple[str, float]] | None:
         """The namespace's bm25 top ``k`` from its postings in memory, equal to the SQL
         path's (:func:`core.storage.pg.search.fts_search`); None when they are not built.
+        What it ranked with is appended to ``ran``.
 
         A term of several positions ("read_file", "2026-09-12") is a phrase, which postings
         cannot match: a chunk holding its every lexeme is a candidate, and the candidates
@@ -80,8 +85,16 @@ class DerivedLegs:
             cut += 1
             while cut < len(plan.words) and plan.rest_bound(cut) >= reached >= 0:
                 cut += 1
-        return [(held.chunk_ids[rowid], score) for rowid, score in top
-                if rowid in held.chunk_ids]
+        found = [(held.chunk_ids[rowid], score) for rowid, score in top
+                 if rowid in held.chunk_ids]
+        if ran is not None:
+            ran.append(Executed(
+                DERIVED, tsquery_sql(kept), "bm25 in memory, as the SQL path ranks it",
+                scope_filter(Scope(namespace=namespace)), len(found),
+                {"words": kept, "lexemes": lexemes, "k1": BM25_K1, "b": BM25_B,
+                 "N": held.postings.chunk_count(), "avgdl": held.postings.mean_length(),
+                 "weights": {"text": 1.0, "context": float(context_weight)}}))
+        return found
 
     async def _checked_top(self, scored: Scored, k: int, phrases: list[str],
                            checked: dict[int, bool]) -> list[tuple[int, float]]:

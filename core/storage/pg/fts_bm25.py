@@ -132,9 +132,11 @@ async def _ranked(conn: Conn, scope_sql: str, params: dict[str, Any], words: lis
 
 
 async def top_k(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
-                context_weight: float) -> list[tuple[str, float]] | None:
+                context_weight: float, rounds: list[list[str]] | None = None,
+                ) -> list[tuple[str, float]] | None:
     """The ``k`` chunks of ``scope`` with the highest bm25 for ``terms`` ORed:
     (chunk_id, score), best first, ties by write order; None when a term is a phrase.
+    Each ranking's essential lexemes are appended to ``rounds``.
 
     A session's chunks are few: all its matched chunks are ranked at once. A namespace's
     start from the rarest word alone.
@@ -148,6 +150,8 @@ async def top_k(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
     cut = len(words) if scope.session_id is not None else min(1, len(words))
     while True:
         rows = await _ranked(conn, scope_sql, params, words, cut, mean, k, context_weight)
+        if rounds is not None:
+            rounds.append([word.lexeme for word in words[:cut]])
         if cut >= len(words):
             return rows
         if len(rows) < k:  # too few candidates yet: the next rarest word joins

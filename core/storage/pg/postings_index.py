@@ -211,6 +211,10 @@ class NamespacePostings:
     def chunk_count(self) -> int:
         return len(self._slot_of)
 
+    def mean_length(self) -> float:
+        """The namespace's mean chunk length, as bm25 reads it here."""
+        return max(self._total_length / len(self._slot_of), 1.0) if self._slot_of else 1.0
+
     def postings_count(self) -> int:
         return self._base_count + self._added_count
 

@@ -33,11 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from core.storage.fts_rows import words
+from core.storage.executed import LIKE, POSTGRESQL, Executed, inlined, sql_literal
+from core.storage.fts_words import words
 from core.storage.pg import fts_bm25
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
-from core.storage.search import LegRequest, LegRows, Scope, like_pattern
+from core.storage.search import FullTextRows, LegRequest, LegRows, Scope, like_pattern
 
 # Raw syntax's rank, ts_rank_cd, normalised by 1 + log(document length) (flag 1), the
 # flag closest to bm25 that fts_compare measured (and still far from it).
@@ -73,6 +74,25 @@ def _scope_clause(scope: Scope) -> tuple[str, list[Any]]:
         return "c.session_id = %s", [scope.session_id]
     return ("c.session_id IN (SELECT session_id FROM sessions WHERE"
             " coalesce(agent_identity, '') = %s)", [scope.namespace or ""])
+
+
+def scope_filter(scope: Scope, tags: Sequence[str] = ()) -> str:
+    """The scope's (and the tags') SQL condition on ``chunks c``, its values written in."""
+    where, params = _scope_clause(scope)
+    tag_sql, tag_params = _tags_clause(tags)
+    return inlined(where + tag_sql, [*params, *tag_params], "%s")
+
+
+def tsquery_sql(terms: Sequence[str]) -> str:
+    """The tsquery the typed terms run as, in SQL with the terms written in: each term's
+    words as a phrase (``phraseto_tsquery``), ORed."""
+    return " || ".join(f"phraseto_tsquery('{CONFIG}', {sql_literal(term)})"
+                       for term in terms if words(term))
+
+
+def _record(ran: list[Executed] | None, executed: Executed) -> None:
+    if ran is not None:
+        ran.append(executed)
 
 
 def _weights(context_weight: float) -> str:
@@ -133,9 +153,11 @@ async def fts_search(
     k: int,
     tags: Sequence[str] = (),
     context_weight: float = 0.5,
+    ran: list[Executed] | None = None,
 ) -> list[tuple[str, float]]:
     """Top ``k`` chunks holding any of ``terms``: (chunk_id, bm25, higher is better).
-    Words, never syntax: each term is looked for as the words it holds.
+    Words, never syntax: each term is looked for as the words it holds. What ran is
+    appended to ``ran``.
 
     The score is FTS5's bm25, computed from the tsvectors (see the module's docstring):
     per query lexeme, idf × f·(k1+1) / (f + k1·(1 − b + b·len/avglen)), with f the
@@ -151,10 +173,21 @@ async def fts_search(
     if query is None:
         return []
     if not tags:
-        ranked = await fts_bm25.top_k(conn, scope, query[1], k, context_weight)
+        rounds: list[list[str]] = []
+        ranked = await fts_bm25.top_k(conn, scope, query[1], k, context_weight, rounds)
         if ranked is not None:
+            _record(ran, Executed(
+                POSTGRESQL, tsquery_sql(query[1]),
+                f"bm25 (k1 {BM25_K1}, b {BM25_B}, text 1.0, context {float(context_weight)!r})"
+                " from chunk_terms' postings, MaxScore", scope_filter(scope), len(ranked),
+                {"essential lexemes by round": rounds}))
             return ranked
-    return await fts_search_exhaustive(conn, scope, query[1], k, tags, context_weight)
+    rows = await fts_search_exhaustive(conn, scope, query[1], k, tags, context_weight)
+    _record(ran, Executed(
+        POSTGRESQL, tsquery_sql(query[1]),
+        f"bm25 (k1 {BM25_K1}, b {BM25_B}, text 1.0, context {float(context_weight)!r})"
+        " over the matched tsvectors", scope_filter(scope, tags), len(rows)))
+    return rows
 
 
 async def fts_search_exhaustive(conn: Conn, scope: Scope, terms: Sequence[str], k: int,
@@ -209,16 +242,21 @@ async def fts_search_exhaustive(conn: Conn, scope: Scope, terms: Sequence[str], 
 
 async def fts_search_raw(conn: Conn, scope: Scope, expression: str, k: int,
                          tags: Sequence[str] = (), context_weight: float = 0.5,
-                         ) -> list[tuple[str, float]]:
+                         ran: list[Executed] | None = None) -> list[tuple[str, float]]:
     """Top ``k`` chunks for web-search syntax a person wrote ("quoted phrase", or, -not),
-    which ``websearch_to_tsquery`` reads without ever refusing. The scope is enforced on
-    the chunks, never inside the expression."""
-    return await _ranked(conn, scope, f"websearch_to_tsquery('{CONFIG}', %s)", [expression],
+    which ``websearch_to_tsquery`` reads without ever refusing (so no syntax error can
+    reach the person). The scope is enforced on the chunks, never inside the expression."""
+    rows = await _ranked(conn, scope, f"websearch_to_tsquery('{CONFIG}', %s)", [expression],
                          k, tags, context_weight)
+    _record(ran, Executed(
+        POSTGRESQL, f"websearch_to_tsquery('{CONFIG}', {sql_literal(expression)})",
+        f"ts_rank_cd('{_weights(context_weight)}', c.fts, query, {FTS_NORMALIZATION})",
+        scope_filter(scope, tags), len(rows)))
+    return rows
 
 
-async def like_search(conn: Conn, scope: Scope, text: str, k: int,
-                      tags: Sequence[str] = ()) -> list[tuple[str, float]]:
+async def like_search(conn: Conn, scope: Scope, text: str, k: int, tags: Sequence[str] = (),
+                      ran: list[Executed] | None = None) -> list[tuple[str, float]]:
     """Pynchy's fallback: chunks containing ``text`` as a substring, most recent first.
     ILIKE under the "C" collation folds ASCII case only, as SQLite's LIKE does."""
     if "\x00" in text:
@@ -232,7 +270,10 @@ async def like_search(conn: Conn, scope: Scope, text: str, k: int,
         f" AND c.chunk_text ILIKE %s ESCAPE '\\'{tag_sql}"
         " ORDER BY c.sequence_end DESC, c.chunk_id LIMIT %s",
         [*params, like_pattern(text), *tag_params, k])
-    return [(str(row[0]), 1.0) for row in await cursor.fetchall()]
+    rows = [(str(row[0]), 1.0) for row in await cursor.fetchall()]
+    _record(ran, Executed(LIKE, like_pattern(text), "most recent first (ILIKE, ASCII case)",
+                          scope_filter(scope, tags), len(rows)))
+    return rows
 
 
 async def vector_search(
@@ -290,20 +331,21 @@ async def _rows(conn: Conn, sql: str, params: list[Any]) -> list[tuple[str, floa
     return [(str(row[0]), float(row[1])) for row in await cursor.fetchall()]
 
 
-async def full_text_leg(
-    conn: Conn, request: LegRequest
-) -> tuple[list[tuple[str, float]], str | None]:
-    """The full-text leg: ts_rank_cd over the terms (or raw syntax), else the LIKE
-    fallback."""
+async def full_text_leg(conn: Conn, request: LegRequest,
+                        ran: list[Executed] | None = None) -> FullTextRows:
+    """The full-text leg: bm25 over the terms (ts_rank_cd over raw syntax), else the LIKE
+    fallback; and what ran, after what ``ran`` already holds."""
     scope, depth, tags = request.scope, request.depth, request.tags
+    ran = [] if ran is None else ran
     if request.raw_expression is not None:
-        return await fts_search_raw(conn, scope, request.raw_expression, depth, tags,
-                                    request.context_weight), None
-    rows = await fts_search(conn, scope, request.terms, depth, tags, request.context_weight)
+        return FullTextRows(await fts_search_raw(conn, scope, request.raw_expression, depth,
+                                                 tags, request.context_weight, ran), None, ran)
+    rows = await fts_search(conn, scope, request.terms, depth, tags, request.context_weight,
+                            ran)
     if not rows and request.like_text:
-        rows = await like_search(conn, scope, request.like_text, depth, tags)
-        return rows, "like" if rows else None
-    return rows, None
+        rows = await like_search(conn, scope, request.like_text, depth, tags, ran)
+        return FullTextRows(rows, "like" if rows else None, ran)
+    return FullTextRows(rows, None, ran)
 
 
 async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRows:
@@ -313,8 +355,9 @@ async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRo
     started = time.perf_counter()
     fts_rows: list[tuple[str, float]] = []
     fallback = None
+    ran: list[Executed] = []
     if full_text:
-        fts_rows, fallback = await full_text_leg(conn, request)
+        fts_rows, fallback, ran = await full_text_leg(conn, request)
         timings["fts"] = (time.perf_counter() - started) * 1000
     vector_rows: list[tuple[str, float]] = []
     if request.query_vector is not None:
@@ -326,7 +369,7 @@ async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRo
     ids = sorted({row[0] for row in fts_rows} | {row[0] for row in vector_rows})
     chunks = await fetch_chunks(conn, ids)
     timings["fetch"] = (time.perf_counter() - began) * 1000
-    return LegRows(fts_rows, fallback, vector_rows, chunks, timings)
+    return LegRows(fts_rows, fallback, vector_rows, chunks, timings, fts_ran=ran)
 
 
 async def fetch_chunks(conn: Conn, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

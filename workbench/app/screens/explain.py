@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from core.retrieval.search import SearchResult
+from core.retrieval.search import SearchResult, answering_statement
 from core.types import HybridQueryResult
 from workbench.app.widgets.playground_bars import FTS, VECTOR, bar, highlighted
 
@@ -151,6 +151,7 @@ class ExplainScreen(ModalScreen[None]):
             ("scope", f"{legs.scope} · {legs.mode} mode"),
             ("terms", ", ".join(legs.terms) or "(no words)"),
             ("full text", query["fts_expression"] or "(no expression: no words to match)"),
+            *self._earlier_statements(),
             ("ranking", f"{ranking.fusion} fusion · vector {ranking.vector_weight:.2f} · "
                         f"full text {ranking.fts_weight:.2f} · top_k {ranking.top_k} · "
                         f"min_score {min_score}"
@@ -163,6 +164,14 @@ class ExplainScreen(ModalScreen[None]):
         ]
         return Content("\n").join(Content.assemble((f"{name:<12}", "$text-muted"), value)
                                   for name, value in rows)
+
+    def _earlier_statements(self) -> list[tuple[str, str]]:
+        """The other full-text statements the backend ran, in order, each with the rows it
+        found: a namespace's MaxScore rounds before the last, the LIKE fallback after."""
+        ran = self.found.legs.fts_ran
+        answered = answering_statement(ran)
+        return [("also ran", f"{step.describe()} → {step.rows} rows")
+                for step in ran if step is not answered]
 
     def _paths(self) -> Content:
         """What answered each leg (the database, or an index derived from it), and whether
