@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -214,10 +215,10 @@ class SessionsPane(Pane):
         table.clear()
         columns = COLUMNS[self._columns or "wide"]
         for session_id, agent, events, updated in rows:
-            cells = {"session": session_id, "agent": agent, "events": f"{events:,}",
-                     "updated": updated}
-            table.add_row(*(fit(cells[key], size, justify="right" if key == "events"
-                                else "left") for key, _, size in columns),
+            cells: dict[str, str | Text] = {
+                "session": str(session_id), "agent": str(agent),
+                "events": Text(f"{events:,}", justify="right"), "updated": str(updated)}
+            table.add_row(*(fit(cells[key], size) for key, _, size in columns),
                           key=str(session_id))
         self._shown_rows = rows
         ids = [row[0] for row in rows]

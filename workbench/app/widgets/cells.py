@@ -10,14 +10,15 @@ from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 
 
-def fit(value: object, width: int, *, justify: str = "left") -> Text:
-    """``value`` as one line of at most ``width`` cells, its end replaced by ``…`` when
-    it is longer (a Rich ``Text`` keeps its styles)."""
-    text = value.copy() if isinstance(value, Text) else Text(str(value))
+def fit(value: str | Text, width: int) -> str | Text:
+    """``value`` as it is when it fits ``width`` cells; else cut to ``width`` with ``…``
+    at its end (a Rich ``Text`` keeps its styles; a string stays plain, never markup)."""
+    plain = value.plain if isinstance(value, Text) else value
+    if width < 1 or cell_len(plain) <= width:
+        return value
+    text = value.copy() if isinstance(value, Text) else Text(value)
     text.no_wrap = True
-    text.justify = justify  # type: ignore[assignment]
-    if width >= 1 and cell_len(text.plain) > width:
-        text.truncate(width, overflow="ellipsis")
+    text.truncate(width, overflow="ellipsis")
     return text
 
 

@@ -205,7 +205,7 @@ class RankingControls(Horizontal):
 
     def enable(self, enabled: bool) -> None:
         """Tri-hybrid has no weights to move: the knobs go grey."""
-        for control in self.children:
+        for control in self.query("#pg-weights > *, #pg-knobs > *"):
             control.disabled = not enabled
 
     def show_pinned(self, pinned: bool) -> None:
