@@ -57,6 +57,11 @@ async def show_pane(pilot: Any, pane_id: str) -> None:
         pilot.app.show_session("trip-dolomites")
     pilot.app.action_show_pane(pane_id)
     await settle(pilot)
+    if pane_id == "sessions":
+        # Where a session opens scrolled is the keys' part of issue 31 (and races the
+        # layout today): the snapshot shows the newest events, as that part promises.
+        pilot.app.query_one(SessionsPane).timeline.scroll_end(animate=False, immediate=True)
+        await settle(pilot)
 
 
 SCENES = {
