@@ -30,6 +30,7 @@ from core.storage.locations import Location, parse_location
 from core.types import Pulse
 from workbench.app.clipboard import copy_text
 from workbench.app.host import Report
+from workbench.app.layout import HORIZONTAL_BREAKPOINTS, VERTICAL_BREAKPOINTS
 from workbench.app.panes.base import Pane
 from workbench.app.panes.notes import NotesPane
 from workbench.app.panes.playground import PlaygroundPane
@@ -79,6 +80,9 @@ class WorkbenchApp(App[None]):
     """
 
     TITLE = "Memory Workbench"
+    # Every screen gets one class per axis from its size; the panes reflow on them.
+    HORIZONTAL_BREAKPOINTS = HORIZONTAL_BREAKPOINTS
+    VERTICAL_BREAKPOINTS = VERTICAL_BREAKPOINTS
     CSS = """
     TabbedContent { height: 1fr; }
     TabPane { padding: 0; }

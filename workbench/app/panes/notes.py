@@ -28,6 +28,7 @@ from textual.widgets import DataTable, Input, Select
 from core.errors import InvalidInput, NotFound, WorkbenchError
 from core.notes.fields import CATEGORIES, KINDS
 from core.types import Note, NotePage
+from workbench.app.layout import borderless_when_short
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.screens.prompt import PromptScreen
@@ -49,10 +50,15 @@ class NotesPane(Pane):
     """A namespace's notes with filters, and an editor for the one under the cursor."""
 
     pane_title = "Notes"
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     NotesPane #notes-filters { height: auto; padding: 0 1; }
     NotesPane #notes-filters Select { width: 24; margin-right: 1; }
     NotesPane #notes-filters Input { width: 1fr; margin-right: 1; }
+    .-narrow NotesPane #notes-filters Select { width: 15; }
+    .-medium NotesPane #notes-filters Select { width: 19; }
+    .-narrow NotesPane #notes-body { layout: vertical; }
+    .-short NotesPane #notes-filters { margin-bottom: 1; }
     """
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="notes.save"),
@@ -83,9 +89,14 @@ class NotesPane(Pane):
             yield Select([(k, k) for k in KINDS], prompt="any kind", id="notes-kind")
             yield Input(placeholder="tags (a note holds all of them)", id="notes-tags")
             yield Input(placeholder="text in name or content", id="notes-text")
-        with Horizontal():
+        # Side by side; on a narrow screen the list over the editor.
+        with Horizontal(id="notes-body"):
             yield NoteList(id="notes-list")
             yield NoteEditor(id="note-editor")
+
+    def on_resize(self) -> None:
+        borderless_when_short(self, *self.query_one("#notes-filters").query(Select),
+                              *self.query_one("#notes-filters").query(Input))
 
     @property
     def editor(self) -> NoteEditor:

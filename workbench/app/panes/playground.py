@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -61,10 +61,33 @@ class PlaygroundPane(SweepActions, Pane):
     """The Search pane: query, re-rank, explain, judge, sweep, compare, replay."""
 
     pane_title = "Search"
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     PlaygroundPane { padding: 0 1; }
     PlaygroundPane #pg-body { height: 1fr; }
     PlaygroundPane #pg-side { width: 50; margin-left: 1; }
+    /* Below 140 columns the results take the whole width, so both legs and the text
+       fit; the side panels (judged, sweep, log) take their place while the focus is in
+       them (l), and give it back when it leaves (escape). */
+    .-narrow PlaygroundPane #pg-side, .-medium PlaygroundPane #pg-side {
+        display: none; width: 1fr; margin-left: 0;
+    }
+    .-narrow PlaygroundPane.-side-open #pg-side, .-medium PlaygroundPane.-side-open #pg-side {
+        display: block;
+    }
+    .-narrow PlaygroundPane.-side-open #pg-main, .-medium PlaygroundPane.-side-open #pg-main {
+        display: none;
+    }
+    /* On a short screen the open side panels sit in two columns: judged over the log on
+       the left, the sweep beside them. */
+    .-short.-narrow PlaygroundPane #pg-side, .-short.-medium PlaygroundPane #pg-side {
+        layout: grid; grid-size: 2 2; grid-columns: 1fr 1fr; grid-rows: auto 1fr;
+        grid-gutter: 0 1;
+    }
+    .-short.-narrow PlaygroundPane #pg-sweep, .-short.-medium PlaygroundPane #pg-sweep {
+        row-span: 2; height: 1fr;
+    }
+    .-short PlaygroundPane RankingControls { margin-bottom: 0; }
     """
     BINDINGS = [
         Binding("slash", "focus_query", "Query", id="playground.query", key_display="/"),
@@ -141,6 +164,11 @@ class PlaygroundPane(SweepActions, Pane):
         self.query_one(LogList).border_title = "Retrieval log (l · enter replays)"
         self.watch(self.app, "current_session", self._follow_session)
         self._draw()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Below 140 columns the side panels show while the focus is in them."""
+        self.set_class(self.query_one("#pg-side") in event.widget.ancestors_with_self,
+                       "-side-open")
 
     # -- loading (live reloads keep the query, the controls and the selection) -------------
 

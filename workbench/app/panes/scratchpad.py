@@ -27,6 +27,7 @@ from textual.widgets import Input, Label, ListItem, ListView, Select, Static
 from core.errors import WorkbenchError
 from core.storage.notes import MEMORY_PREFIX
 from core.types import ScratchpadState
+from workbench.app.layout import borderless_when_short
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.widgets.lists import ItemList
@@ -122,6 +123,7 @@ class ScratchpadPane(Pane):
     """The items of the selected session's scratchpad."""
 
     pane_title = "Scratchpad"
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     ScratchpadPane #scratch-top { height: auto; padding: 0 1; }
     ScratchpadPane #scratch-session { width: 60; }
@@ -129,7 +131,13 @@ class ScratchpadPane(Pane):
     ScratchpadPane #scratch-count.-near { color: $warning; text-style: bold; }
     ScratchpadPane #scratch-count.-full, ScratchpadPane #scratch-count.-over {
         color: $error; text-style: bold; }
-    ScratchpadPane #scratch-updated { width: 1fr; padding: 1 0; color: $text-muted; }
+    ScratchpadPane #scratch-updated {
+        width: 1fr; padding: 1 0; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    .-narrow ScratchpadPane #scratch-session { width: 36; }
+    .-short ScratchpadPane #scratch-top { margin-bottom: 1; }
+    .-short ScratchpadPane #scratch-count { padding: 0 2; }
+    .-short ScratchpadPane #scratch-updated { padding: 0; }
     ScratchpadPane #scratch-items { height: 1fr; margin: 0 1; }
     ScratchpadPane #scratch-message { height: auto; padding: 0 2; color: $error; }
     """
@@ -167,6 +175,9 @@ class ScratchpadPane(Pane):
     def on_mount(self) -> None:
         self.watch(self.app, "current_session", self._follow_session)
         self._show_empty()
+
+    def on_resize(self) -> None:
+        borderless_when_short(self, self.query_one("#scratch-session", Select))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (self.edit is not None and action in self.ROW_ACTIONS)

@@ -31,14 +31,24 @@ from core.types import (
     SessionInfo,
     SummaryState,
 )
+from workbench.app.layout import WidthClass, width_class
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.screens.prompt import PromptScreen
+from workbench.app.widgets.cells import fit
 from workbench.app.widgets.lists import RowTable
 from workbench.app.widgets.session_detail import SessionDetail
 from workbench.app.widgets.timeline import Timeline, compact_marker, short_time
 from workbench.text import count
 
+COLUMNS: dict[WidthClass, tuple[tuple[str, str, int], ...]] = {
+    "wide": (("session", "Session", 24), ("agent", "Agent", 10), ("events", "Events", 6),
+             ("updated", "Last activity", 16)),
+    "medium": (("session", "Session", 20), ("agent", "Agent", 10), ("events", "Events", 6)),
+    "narrow": (("session", "Session", 18), ("events", "Events", 6)),
+}
+"""The list's columns (key, label, width) at each screen width: narrower screens drop the
+last activity, then the agent (the detail beside the list shows both)."""
 PAGE = 200
 """Events loaded at a time: the latest ``PAGE``, then ``PAGE`` more per "load earlier"."""
 EMPTY = ("No sessions yet. An agent writes them with engine.store() (or engine.append()); "
@@ -98,10 +108,14 @@ class SessionsPane(Pane):
 
     pane_title = "Sessions"
 
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     SessionsPane { layout: horizontal; }
     SessionsPane #sessions-side { width: 66; height: 1fr; }
+    .-medium SessionsPane #sessions-side { width: 44; }
+    .-narrow SessionsPane #sessions-side { width: 30; }
     SessionsPane #sessions-filter { margin: 0 0 1 0; }
+    .-short SessionsPane #sessions-filter { border: none; height: 1; padding: 0 1; margin: 0; }
     SessionsPane #sessions-table { height: 1fr; }
     SessionsPane #sessions-count { color: $text-muted; padding: 0 1; }
     SessionsPane #sessions-empty { width: 1fr; }
@@ -130,6 +144,7 @@ class SessionsPane(Pane):
         self.summary: SummaryState | None = None
         self.restore_result: RestoreResult | None = None
         self._shown_rows: tuple[tuple[object, ...], ...] = ()
+        self._columns: WidthClass | None = None
         self._limit = PAGE
 
     # -- layout ----------------------------------------------------------------------------
@@ -146,14 +161,26 @@ class SessionsPane(Pane):
         # Pane.on_mount runs as well (Textual calls each class's handler): it subscribes to
         # "memory changed". Here the table gets its columns and the pane follows a session
         # that another pane selects.
-        table = self.table
-        table.add_column("Session", key="session", width=24)
-        table.add_column("Agent", key="agent", width=10)
-        table.add_column("Events", key="events", width=6)
-        table.add_column("Last activity", key="updated", width=16)
+        self._set_columns(width_class(self.app.size.width))
         self.query_one("#sessions-empty").display = False
         self.detail.display = False
         self.watch(self.app, "current_session", self._follow_session, init=False)
+
+    def on_resize(self) -> None:
+        self._set_columns(width_class(self.app.size.width))
+
+    def _set_columns(self, width: WidthClass) -> None:
+        """Give the list the columns that fit ``width``, its rows drawn again to match."""
+        if width == self._columns:
+            return
+        self._columns = width
+        table = self.table
+        table.clear(columns=True)
+        for key, label, size in COLUMNS[width]:
+            table.add_column(label, key=key, width=size)
+        rows, self._shown_rows = self._shown_rows, ()
+        if rows:
+            self._fill_table(rows)
 
     @property
     def table(self) -> DataTable[object]:
@@ -215,8 +242,12 @@ class SessionsPane(Pane):
         table = self.table
         scroll_y, cursor = table.scroll_y, table.cursor_row
         table.clear()
+        columns = COLUMNS[self._columns or "wide"]
         for session_id, agent, events, updated in rows:
-            table.add_row(session_id, agent, Text(f"{events:,}", justify="right"), updated,
+            cells: dict[str, str | Text] = {
+                "session": str(session_id), "agent": str(agent),
+                "events": Text(f"{events:,}", justify="right"), "updated": str(updated)}
+            table.add_row(*(fit(cells[key], size) for key, _, size in columns),
                           key=str(session_id))
         self._shown_rows = rows
         ids = [row[0] for row in rows]

@@ -40,6 +40,10 @@ class ExplainScreen(ModalScreen[None]):
     }
     ExplainScreen .section { margin-top: 1; }
     ExplainScreen .heading { color: $primary; text-style: bold; margin-top: 1; }
+    /* A narrow or short screen gives the explanation all of itself: the legs' table
+       (70 cells) fits inside 80 columns without wrapping. */
+    ExplainScreen.-narrow > VerticalScroll { max-width: 100%; padding: 0 1; }
+    ExplainScreen.-short > VerticalScroll { max-height: 100%; }
     """
     BINDINGS = [Binding("escape,q,e", "close", "Close", id="explain.close"),
                 Binding("c", "copy", "Copy JSON", id="explain.copy")]

@@ -16,6 +16,7 @@ from textual.widgets import Input, Label, Select, Static, TextArea
 
 from core.notes.fields import CATEGORIES, KINDS
 from core.types import Note
+from workbench.app.layout import borderless_when_short
 from workbench.app.widgets.note_form import FIELD_NAMES, NoteForm
 from workbench.text import short_time as stamp
 
@@ -51,6 +52,7 @@ class NoteField(Vertical):
 class NoteEditor(Vertical):
     """One note's fields; the pane saves them."""
 
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     NoteEditor { width: 1fr; height: 1fr; padding: 0 1; }
     NoteEditor #note-heading { height: 1; padding: 0 1; }
@@ -61,6 +63,14 @@ class NoteEditor(Vertical):
     NoteEditor #field-importance { width: 18; }
     NoteEditor #field-content { height: 1fr; }
     NoteEditor #note-content { height: 1fr; }
+    /* A short screen: the meta line without the blank under it, the content at least
+       three lines. */
+    .-narrow NoteEditor #field-category, .-narrow NoteEditor #field-kind,
+    .-narrow NoteEditor #field-importance, .-medium NoteEditor #field-category,
+    .-medium NoteEditor #field-kind, .-medium NoteEditor #field-importance { width: 1fr; }
+    .-short NoteEditor #note-meta { margin-bottom: 0; }
+    .-short NoteEditor #field-content { min-height: 4; }
+    .-short NoteEditor #note-content { min-height: 3; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -93,6 +103,9 @@ class NoteEditor(Vertical):
 
     def on_mount(self) -> None:
         self.set_fields(self.loaded)
+
+    def on_resize(self) -> None:
+        borderless_when_short(self, *self.query(Input), *self.query(Select))
 
     # -- what the fields hold ----------------------------------------------------------------
 

@@ -3,12 +3,14 @@ says how many match, or what to do when none does."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from core.types import Note, NotePage
+from workbench.app.widgets.cells import fit
 from workbench.app.widgets.lists import RowTable
 from workbench.app.widgets.note_editor import stamp
 
@@ -18,8 +20,10 @@ COLUMNS = (("Name", 26), ("Category", 12), ("Tags", 18), ("Imp.", 4), ("Updated"
 class NoteList(Vertical):
     """A page of notes, one row each, keyed by note id."""
 
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     NoteList { width: 55%; height: 1fr; }
+    .-narrow NoteList { width: 1fr; height: 7; }
     NoteList #notes-table { height: 1fr; }
     NoteList #notes-status { height: auto; padding: 0 1; color: $text-muted; }
     NoteList.-empty #notes-table { display: none; }
@@ -40,7 +44,7 @@ class NoteList(Vertical):
             table.add_column(label, width=width, key=label)
 
     @property
-    def table(self) -> DataTable[str]:
+    def table(self) -> DataTable[str | Text]:
         return self.query_one(DataTable)
 
     @property
@@ -59,8 +63,11 @@ class NoteList(Vertical):
         table.clear()
         for note in page.notes:
             name = note.name if note.kind == "Note" else f"{note.name} [archive]"
-            table.add_row(name, note.category, ", ".join(note.tags), f"{note.importance:.2g}",
-                          stamp(note.updated_at), key=note.note_id)
+            cells = (name, note.category, ", ".join(note.tags), f"{note.importance:.2g}",
+                     stamp(note.updated_at))
+            table.add_row(*(fit(cell, width) for cell, (_, width) in zip(cells, COLUMNS,
+                                                                         strict=True)),
+                          key=note.note_id)
         if keep in self.by_id:
             table.move_cursor(row=table.get_row_index(keep))
         elif page.notes:

@@ -17,6 +17,7 @@ from textual.widgets import Input, Select
 
 from core.storage.notes import MEMORY_PREFIX
 from core.types import SessionInfo
+from workbench.app.layout import borderless_when_short
 
 MODES = ("keyword", "vector", "hybrid", "tri-hybrid")
 TRI_HYBRID = "tri-hybrid"
@@ -41,6 +42,7 @@ class Asked:
 class AskBar(Horizontal):
     """Query box, scope and mode."""
 
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     AskBar { height: 3; }
     AskBar #pg-query { width: 1fr; }
@@ -48,6 +50,11 @@ class AskBar(Horizontal):
     /* A long session name is cut with an ellipsis, not wrapped onto a second line. */
     AskBar #pg-scope SelectCurrent Static#label { text-wrap: nowrap; text-overflow: ellipsis; }
     AskBar #pg-mode { width: 18; }
+    /* A short screen keeps its rows for the results: the fields lose their borders. */
+    .-short AskBar { height: 1; }
+    .-short AskBar #pg-scope, .-short AskBar #pg-mode { margin-left: 1; }
+    .-narrow AskBar #pg-scope { width: 26; }
+    .-narrow AskBar #pg-mode { width: 14; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -60,6 +67,11 @@ class AskBar(Horizontal):
         yield Select[tuple[str, str]]([], prompt="scope", id="pg-scope")
         yield Select([(mode, mode) for mode in MODES], value="hybrid", allow_blank=False,
                      id="pg-mode")
+
+    def on_resize(self) -> None:
+        borderless_when_short(self, self.query_one("#pg-query", Input),
+                              self.query_one("#pg-scope", Select),
+                              self.query_one("#pg-mode", Select))
 
     @property
     def mode(self) -> str:

@@ -110,6 +110,7 @@ class RankingControls(Horizontal):
     sets them all without posting (a replayed query's settings).
     """
 
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     RankingControls { height: 1; margin-bottom: 1; }
     RankingControls WeightSlider { width: 30; margin-right: 1; }
@@ -118,6 +119,15 @@ class RankingControls(Horizontal):
     RankingControls #pg-topk { width: 7; }
     RankingControls #pg-min { width: 8; }
     RankingControls #pg-pin { width: 1fr; text-align: right; color: $accent; }
+    RankingControls > Horizontal { width: auto; height: 1; }
+    RankingControls #pg-knobs { width: 1fr; }
+    /* Narrow screens: the weights on one row, the other knobs on the next. */
+    .-narrow RankingControls { layout: vertical; height: 2; }
+    .-narrow RankingControls > Horizontal { width: 1fr; }
+    .-narrow RankingControls WeightSlider { width: 1fr; }
+    .-medium RankingControls WeightSlider { width: 22; margin-right: 0; }
+    .-medium RankingControls .pg-label { padding: 0 1; }
+    .-medium RankingControls #pg-fusion { width: 12; }
     """
 
     @dataclass
@@ -131,18 +141,21 @@ class RankingControls(Horizontal):
             return self.controls
 
     def compose(self) -> ComposeResult:
-        yield WeightSlider("vector", VECTOR, 0.3, id="pg-vector")
-        yield WeightSlider("fts", FTS, 0.7, id="pg-fts")
-        yield Label("fusion", classes="pg-label")
-        yield Select([(f, f) for f in FUSIONS], value="minmax", allow_blank=False,
-                     compact=True, id="pg-fusion")
-        yield Label("top_k", classes="pg-label")
-        yield Input("10", type="integer", compact=True, id="pg-topk",
-                    validators=[Integer(minimum=1, maximum=1000)])
-        yield Label("min_score", classes="pg-label")
-        yield Input("", type="number", compact=True, placeholder="none", id="pg-min",
-                    valid_empty=True)
-        yield Static("", id="pg-pin")
+        # Two groups, side by side, or one over the other on a narrow screen.
+        with Horizontal(id="pg-weights"):
+            yield WeightSlider("vector", VECTOR, 0.3, id="pg-vector")
+            yield WeightSlider("fts", FTS, 0.7, id="pg-fts")
+        with Horizontal(id="pg-knobs"):
+            yield Label("fusion", classes="pg-label")
+            yield Select([(f, f) for f in FUSIONS], value="minmax", allow_blank=False,
+                         compact=True, id="pg-fusion")
+            yield Label("top_k", classes="pg-label")
+            yield Input("10", type="integer", compact=True, id="pg-topk",
+                        validators=[Integer(minimum=1, maximum=1000)])
+            yield Label("min_score", classes="pg-label")
+            yield Input("", type="number", compact=True, placeholder="none", id="pg-min",
+                        valid_empty=True)
+            yield Static("", id="pg-pin")
 
     @on(WeightSlider.Changed)
     @on(Select.Changed)
@@ -192,7 +205,7 @@ class RankingControls(Horizontal):
 
     def enable(self, enabled: bool) -> None:
         """Tri-hybrid has no weights to move: the knobs go grey."""
-        for control in self.children:
+        for control in self.query("#pg-weights > *, #pg-knobs > *"):
             control.disabled = not enabled
 
     def show_pinned(self, pinned: bool) -> None:

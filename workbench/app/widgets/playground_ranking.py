@@ -16,6 +16,7 @@ from core.retrieval.compare import RankingDiff, diff_rankings
 from core.retrieval.search import Ranking, SearchResult
 from core.types import ContextResult, HybridQueryResult
 from workbench.app.widgets.playground_results import (
+    FULL_ROW_FROM,
     ResultsList,
     RowMarks,
     context_prompt,
@@ -55,6 +56,20 @@ class RankingView(Vertical):
     def __init__(self, empty_message: str, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-empty")
         self.empty_message = empty_message
+        self._shown: tuple[SearchResult, SearchResult | None, list[str] | None,
+                           dict[str, int]] | None = None
+        """The last ranking shown, to draw again when the list's width changes its rows."""
+        self._bar_width = 0
+
+    def _row_bar_width(self) -> int:
+        """Each leg's bar in a full row: 12 cells when the list is wide enough, else 6."""
+        return 12 if self.results.content_size.width >= FULL_ROW_FROM else 6
+
+    def on_resize(self) -> None:
+        hint = "" if self.screen.has_class("-wide") else "l: judged · sweep · log"
+        self.results.border_subtitle = hint
+        if self._shown is not None and self._row_bar_width() != self._bar_width:
+            self.show_found(*self._shown)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="pg-status")
@@ -83,6 +98,7 @@ class RankingView(Vertical):
     def show_empty(self, message: str) -> None:
         """No answer to show: say what to do instead."""
         self.add_class("-empty")
+        self._shown = None
         self.query_one("#pg-empty", Static).update(message)
         self.status("")
 
@@ -92,6 +108,8 @@ class RankingView(Vertical):
         """A ranking, with how each row moved since ``previous`` (or, with A pinned, B's
         list beside A's and how B differs); ``warning`` leads the status line."""
         self.remove_class("-empty")
+        self._shown = (found, pinned, previous, judgments)
+        self._bar_width = bar_width = self._row_bar_width()
         self.query_one("#pg-lists").set_class(pinned is not None, "-compare")
         terms, ids = found.legs.terms, ranking_ids(found)
         results = self.results
@@ -111,7 +129,8 @@ class RankingView(Vertical):
             results.border_title = "Results"
         rows = [Option(result_prompt(n, r, terms, RowMarks(
             diff.moves.get(r.chunk_id), compared, judgments.get(r.chunk_id)),
-            compact=pinned is not None), id=r.chunk_id) for n, r in enumerate(found.results, 1)]
+            compact=pinned is not None, bar_width=bar_width), id=r.chunk_id)
+            for n, r in enumerate(found.results, 1)]
         # No results is still a list, so e (explain the query) works from it.
         results.show(rows or [Option(Content.styled(NO_RESULTS, "$text-muted"), id="none")],
                      results.highlighted_id)
@@ -122,6 +141,7 @@ class RankingView(Vertical):
     def show_context(self, context: ContextResult, terms: list[str]) -> None:
         """Tri-hybrid's events in sequence order, each with the strategies that chose it."""
         self.remove_class("-empty")
+        self._shown = None
         self.query_one("#pg-lists").remove_class("-compare")
         results = self.results
         results.border_title = "Tri-hybrid context (get_context)"

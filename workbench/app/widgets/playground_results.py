@@ -50,9 +50,15 @@ def location(result: HybridQueryResult, with_session: bool = True) -> str:
     return f"{result.session_id} {span}" if with_session else span
 
 
+FULL_ROW_FROM = 88
+"""A list this wide (cells inside its border) shows the full rows; a narrower one shows
+both legs' numbers with shorter bars."""
+
+
 def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks: RowMarks,
-                  *, compact: bool = False) -> Content:
-    """The two lines of one ranked chunk."""
+                  *, compact: bool = False, bar_width: int = 12) -> Content:
+    """The two lines of one ranked chunk; ``bar_width`` is each leg's bar (12 in a wide
+    list, 6 in a narrow one)."""
     move = (Content.styled("out ", "bold $error") if marks.left
             else movement(marks.move, marks.compared))
     head: list[Content | tuple[str, str] | str] = [
@@ -63,8 +69,8 @@ def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks:
                  (f" {location(result, False):<7}", "$text-muted"), grade_mark(marks.grade)]
         limit = 96
     else:
-        head += [leg_cell(result.vector_score, result.vector_rank, 12, VECTOR, "vec"), "  ",
-                 leg_cell(result.fts_score, result.fts_rank, 12, FTS, "fts"), "  ",
+        head += [leg_cell(result.vector_score, result.vector_rank, bar_width, VECTOR, "vec"),
+                 "  ", leg_cell(result.fts_score, result.fts_rank, bar_width, FTS, "fts"), "  ",
                  grade_mark(marks.grade), (f"  {location(result)}", "$text-muted")]
         limit = 200
     text = highlighted(result.text, terms, limit) or Content.styled("(no text)", "$text-muted")

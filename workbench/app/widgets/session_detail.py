@@ -70,6 +70,7 @@ def restore_content(result: RestoreResult, has_summary: bool) -> Content:
 class SessionDetail(Vertical):
     """One session: title, summary, restore preview and timeline."""
 
+    SCOPED_CSS = False  # its rules also start at the screen's size class
     DEFAULT_CSS = """
     SessionDetail { width: 1fr; height: 1fr; padding: 0 0 0 1; }
     SessionDetail #session-title { padding: 0 1; }
@@ -82,6 +83,13 @@ class SessionDetail(Vertical):
     SessionDetail #restore-status { width: 1fr; }
     SessionDetail #timeline-legend { color: $text-muted; padding: 0 1; margin: 1 0 0 0; }
     SessionDetail #timeline { height: 1fr; }
+    /* A short screen keeps its rows for the timeline: no blank lines between the parts,
+       the summary to two lines, the legend to one. */
+    .-short SessionDetail #session-summary { max-height: 2; margin: 0; }
+    .-short SessionDetail #restore-bar { margin: 0; }
+    .-short SessionDetail #timeline-legend {
+        margin: 0; height: 1; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     """
 
     def __init__(self, **kwargs: Any) -> None:
