@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidInput
+from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.copying import copy_table, decode_key, encode_key, row_key
 from core.storage.locations import Location, parse_location
 from core.storage.opening import open_backend
@@ -42,7 +43,7 @@ SOURCE_KEY = "migrate.source"
 DONE = "done"
 # memory_meta keys that are not copied: the vector index's own (set when the destination's
 # vector table is made) and a migration's progress (this one's, or the source's own).
-_VECTOR_KEYS = frozenset({"embedding_dimension", "embedding_model"})
+_VECTOR_KEYS = frozenset({"embedding_dimension", "embedding_model", VECTOR_IDENTITY_KEY})
 # Columns a destination re-embedding the chunks itself holds its own values in.
 _EMBEDDING_COLUMNS = ("embedding_status", "embedding_error", "embedding_attempts")
 
@@ -181,7 +182,8 @@ async def _vector_plan(src: Backend, dst: Backend) -> tuple[bool, str]:
     if src_dimension is None:
         return False, "the source holds no vector index; chunks keep their embedding status"
     if dst_dimension is None:
-        await dst.ensure_vector_table(src_dimension, src_model or "")
+        await dst.ensure_vector_table(src_dimension, src_model or "",
+                                      await src.vector_identity())
         return True, f"copied ({src_dimension} dimensions, {src_model})"
     if dst_dimension == src_dimension and dst_model == src_model:
         return True, f"copied ({src_dimension} dimensions, {src_model})"

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from core.embed_worker import EmbeddingWorker
+    from core.model_identity import ModelIdentity, VectorsOff
 
 # A query this short embeds on the event loop with a quick embedder (a static model takes
 # ~0.1 ms for it, less than handing it to a thread); a longer text goes to a thread.
@@ -32,6 +33,10 @@ class CurrentModel:
         """Everything start-up warns about (the engine's list: the file's warnings first)."""
         self.vectors_usable = False
         """Whether the file's vectors come from this model (else the vector leg is off)."""
+        self.vectors_off: VectorsOff | None = None
+        """Why the file's vectors are not this model's, while they are not."""
+        self.identity: ModelIdentity | None = None
+        """The running model's name, size and fingerprint, once it has loaded."""
         self.worker: EmbeddingWorker | None = None
         """The background embedding worker, when one runs."""
         self.use(loaded)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import load_embedder
 from core.errors import EmbeddingError
+from core.model_identity import identify, parse_identity, vectors_off
 from core.tasks import cancel_and_wait
 from core.types import EmbeddingStatus, Pulse
 
@@ -64,26 +66,42 @@ class ModelLoader:
         (the worker, then ``also_start``) unless ``start_worker`` is False."""
         backend, model = self._backend, self._model
         file_dimension, file_model = await backend.vector_meta()
+        recorded = parse_identity(await backend.vector_identity())
         loaded = await asyncio.to_thread(
             load_embedder, self._config, file_dimension=None if reindex else file_dimension)
         model.use(loaded)
+        model.identity = await asyncio.to_thread(identify, model.embedder, self._source())
         name, dimension = model.embedder.name, model.embedder.dimension
         if not reindex:  # a reindexing engine has no usable vectors until reindex() runs
-            await backend.ensure_vector_table(dimension, name)
-            file_model = file_model or name
-            model.vectors_usable = file_model == name or file_dimension is None
-            if not model.vectors_usable:
-                model.warning = (
-                    f"this file's vectors come from {file_model}, but the engine runs "
-                    f"{name}: the vector leg is off and new chunks wait unembedded; run "
-                    f"`workbench reindex` to move the file to {name}")
-                model.warnings.append(model.warning)
+            await backend.ensure_vector_table(dimension, name, self._identity_text())
+            off = None if file_dimension is None else vectors_off(
+                file_model or name, recorded, model.identity, running_name=name,
+                running_source=self._source(),
+                failed_model=self._config.model if model.fell_back else None)
+            model.vectors_usable, model.vectors_off = off is None, off
+            if off is not None:
+                model.warning = off.message
+                model.warnings.append(off.message)
         if self._closed:
             return
         if start_worker and model.vectors_usable and not backend.read_only and not reindex:
             self.start_worker()
         if start_worker and not reindex and also_start is not None:
             also_start()
+
+    def _source(self) -> str:
+        """What ``--model`` names the running model by: a folder as an absolute path (so it
+        reopens from any folder), a hub id or an endpoint's model as configured."""
+        config = self._config
+        if config.backend == "deterministic" or self._model.fell_back:
+            return "deterministic"
+        folder = Path(config.model).expanduser()
+        return str(folder.resolve()) if config.backend == "model2vec" and folder.is_dir() \
+            else config.model
+
+    def _identity_text(self) -> str | None:
+        identity = self._model.identity
+        return None if identity is None else identity.to_text()
 
     @property
     def error(self) -> str | None:
@@ -136,8 +154,8 @@ class ModelLoader:
             raise EmbeddingError(f"reindex refused, nothing was changed: "
                                  f"{model.fallback_warning}")
         total = await self._backend.reset_vectors(model.embedder.dimension,
-                                                  model.embedder.name)
-        model.vectors_usable = True
+                                                  model.embedder.name, self._identity_text())
+        model.vectors_usable, model.vectors_off = True, None
         if model.warning != model.fallback_warning and model.warning is not None:
             model.warnings.remove(model.warning)
             model.warning = model.fallback_warning
@@ -175,4 +193,5 @@ class ModelLoader:
                      model=model.embedder.name, model_loaded=self.loaded,
                      fell_back=model.fell_back, warning=model.warning,
                      storage_error=None if refused is None else str(refused),
-                     model_error=self.error)
+                     model_error=self.error,
+                     vectors_off=None if model.vectors_off is None else model.vectors_off.short)

@@ -135,6 +135,7 @@ class Pulse(_AsDict):
     warning: str | None
     storage_error: str | None = None  # why the embedding worker's last save was refused
     model_error: str | None = None  # why a model loading in the background did not load
+    vectors_off: str | None = None  # why the file's vectors are not the running model's, short
 
 
 @dataclass(frozen=True)

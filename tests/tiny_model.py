@@ -28,8 +28,10 @@ happy sad big small old young long short hot cold fast slow red blue green black
 DEFAULT_WORDS = _WORDS_TEXT.split()
 
 
-def build_tiny_model(path: Path, dim: int = 16, words: list[str] | None = None) -> Path:
-    """Write a WordLevel-tokenizer model2vec model with seeded random vectors into ``path``."""
+def build_tiny_model(path: Path, dim: int = 16, words: list[str] | None = None,
+                     seed: int = 0) -> Path:
+    """Write a WordLevel-tokenizer model2vec model with random vectors from ``seed`` into
+    ``path`` (another seed: a model with the same words and other weights)."""
     import numpy as np
     from model2vec import StaticModel
     from tokenizers import Tokenizer, normalizers, pre_tokenizers
@@ -40,7 +42,7 @@ def build_tiny_model(path: Path, dim: int = 16, words: list[str] | None = None) 
                                     unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    vectors = np.random.default_rng(0).standard_normal((len(vocabulary), dim)).astype(np.float32)
+    vectors = np.random.default_rng(seed).standard_normal((len(vocabulary), dim)).astype(np.float32)
     model = StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True)
     path = Path(path)
     model.save_pretrained(path)

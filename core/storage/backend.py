@@ -42,6 +42,10 @@ if TYPE_CHECKING:
     from core.storage.search import FullTextRows, LegRequest, LegRows, Scope
     from core.storage.summaries import CompactionPlan
 
+VECTOR_IDENTITY_KEY = "embedding_fingerprint"
+"""The shared memory_meta key holding the identity (name, size, fingerprint) of the model
+the vectors were made by, beside ``embedding_model`` and ``embedding_dimension``."""
+
 
 @dataclass(frozen=True)
 class BackendFeatures:
@@ -151,13 +155,21 @@ class Backend(Protocol):
     async def vector_meta(self) -> tuple[int | None, str | None]:
         """(dimension, model) the vector index was made for; (None, None) before one is."""
 
-    async def ensure_vector_table(self, dimension: int, model: str) -> None:
-        """Create the vector index for ``dimension``, or raise ``DimensionMismatch`` for a
-        memory made for another size; does nothing when read-only (reads still work)."""
+    async def vector_identity(self) -> str | None:
+        """The recorded identity of the model the vectors were made by
+        (:mod:`core.model_identity`), or None when none is recorded."""
 
-    async def reset_vectors(self, dimension: int, model: str) -> int:
+    async def ensure_vector_table(self, dimension: int, model: str,
+                                  identity: str | None = None) -> None:
+        """Create the vector index for ``dimension``, or raise ``DimensionMismatch`` for a
+        memory made for another size; records ``model`` and its ``identity`` when the memory
+        has none yet (a role that may not write the shared keys records nothing); does
+        nothing when read-only (reads still work)."""
+
+    async def reset_vectors(self, dimension: int, model: str, identity: str | None = None) -> int:
         """One transaction: drop every vector, remake the index for ``dimension`` and queue
-        every chunk for ``model`` again; how many chunks were queued."""
+        every chunk for ``model`` (whose ``identity`` is recorded) again; how many chunks
+        were queued."""
 
     async def pending_chunks(self, limit: int, after_rowid: int = 0,
                              ) -> list[tuple[str, str, str, int, str, str]]:

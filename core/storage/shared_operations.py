@@ -232,10 +232,11 @@ class SharedOperations:
         """One run; ``NotFound`` when there is none."""
         return await self._db.read(self._ops.schedules.get_run, run_id)
 
-    async def reset_vectors(self, dimension: int, model: str) -> int:
-        """Drop all vectors and queue every chunk for the new model."""
+    async def reset_vectors(self, dimension: int, model: str, identity: str | None = None) -> int:
+        """Drop all vectors and queue every chunk for the new model (recording its
+        ``identity``)."""
         self.require_writable()
-        return await self._db.write(self._ops.vectors.reset_vectors, dimension, model)
+        return await self._db.write(self._ops.vectors.reset_vectors, dimension, model, identity)
 
     async def save_vectors(self, rows: Sequence[tuple[str, str, str]], matrix: np.ndarray,
                            model: str) -> int:

@@ -40,7 +40,7 @@ from core.storage import (
     summaries,
     vectors,
 )
-from core.storage.backend import BackendFeatures
+from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
 from core.storage.connection import Database
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
@@ -321,11 +321,16 @@ class SqliteBackend(SharedOperations):
             return vectors.vector_dimension(conn), vectors.get_meta(conn, "embedding_model")
         return await self._db.read(read)
 
-    async def ensure_vector_table(self, dimension: int, model: str) -> None:
+    async def vector_identity(self) -> str | None:
+        """The recorded identity of the vectors' model, or None."""
+        return await self._db.read(vectors.get_meta, VECTOR_IDENTITY_KEY)
+
+    async def ensure_vector_table(self, dimension: int, model: str,
+                                  identity: str | None = None) -> None:
         """Create the vector index or refuse a file of another dimension."""
         if self.read_only:
             return
-        await self._db.write(vectors.ensure_vector_table, dimension, model)
+        await self._db.write(vectors.ensure_vector_table, dimension, model, identity)
 
     async def pending_chunks(self, limit: int,
                              after_rowid: int = 0) -> list[tuple[str, str, str, int, str, str]]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DimensionMismatch
+from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.connection import select_in, transaction
 from core.storage.events import insert_vectors
 
@@ -79,8 +80,13 @@ def _index_partitions(conn: Any) -> None:
                      " ON chunks_vec_chunks(partition01)")
 
 
-def ensure_vector_table(conn: Any, dimension: int, model: str) -> None:
-    """Create the vector index for ``dimension``, or refuse a file made for another size."""
+def ensure_vector_table(conn: Any, dimension: int, model: str,
+                        identity: str | None = None) -> None:
+    """Create the vector index for ``dimension``, or refuse a file made for another size.
+
+    The first model recorded is the vectors' model, with its ``identity``
+    (:mod:`core.model_identity`); a file recorded before identities were kept gets the
+    identity of the first model of its name that opens it."""
     with transaction(conn):
         existing = vector_dimension(conn)
         if existing is not None and existing != dimension:
@@ -91,17 +97,25 @@ def ensure_vector_table(conn: Any, dimension: int, model: str) -> None:
                 f"the original model, or run `workbench reindex --model {model}` to move it"
             )
         _create_vector_table(conn, dimension)
-        if get_meta(conn, "embedding_model") is None:
+        recorded = get_meta(conn, "embedding_model")
+        if recorded is None:
             set_meta(conn, "embedding_model", model)
+        if identity is not None and recorded in (None, model) and get_meta(
+                conn, VECTOR_IDENTITY_KEY) is None:
+            set_meta(conn, VECTOR_IDENTITY_KEY, identity)
 
 
-def reset_vectors(conn: Any, dimension: int, model: str) -> int:
+def reset_vectors(conn: Any, dimension: int, model: str, identity: str | None = None) -> int:
     """Drop every vector, remake the index for ``dimension`` and queue every chunk again."""
     with transaction(conn):
         conn.execute("DROP TRIGGER IF EXISTS chunks_vec_delete")
         conn.execute("DROP TABLE IF EXISTS chunks_vec")
         _create_vector_table(conn, dimension)
         set_meta(conn, "embedding_model", model)
+        if identity is None:
+            conn.execute("DELETE FROM memory_meta WHERE key = ?", (VECTOR_IDENTITY_KEY,))
+        else:
+            set_meta(conn, VECTOR_IDENTITY_KEY, identity)
         # Indexes derived from the vectors rebuild, rather than read a change per chunk.
         conn.execute("INSERT INTO chunk_changes(fts_rowid, op) VALUES (NULL, 'reset')")
         cursor = conn.execute(

@@ -78,13 +78,17 @@ async def _check_database(config: Any, db: Location) -> dict[str, Any]:
             counts = await engine.counts()
             file_dimension, file_model = await engine.backend.vector_meta()
             storage = await engine.backend.versions()
-            warnings = unlogged_warnings(engine)  # the model's fallback: the model line says it
+            off = engine.model.vectors_off
+            # The model's fallback: the model line says it; vectors off: the problem line.
+            warnings = [w for w in unlogged_warnings(engine)
+                        if off is None or w != off.message]
         # Damage in a page the open did not read shows only when every page is read.
         if not db.is_postgres and (found := await asyncio.to_thread(
                 damage, db.path.expanduser())) is not None:
             return {"ok": False, "path": shown, "exists": True, "error": found}
-        return {"ok": True, "path": shown, "exists": True,
-                "storage": storage, "schema_version": engine.backend.schema_version,
+        return {"ok": off is None, "path": shown, "exists": True,
+                "vectors_off": None if off is None else off.message, "storage": storage,
+                "schema_version": engine.backend.schema_version,
                 "code_schema_version": code_schema_version(db), "counts": counts,
                 "vector_model": file_model, "vector_dimension": file_dimension,
                 "embedding": status.to_dict(), "warnings": warnings}
@@ -169,6 +173,8 @@ def render(report: dict[str, Any]) -> list[str]:
                          f"{emb['failed']:,}")
             for warning in database["warnings"]:
                 lines.append(f"             warning: {warning}")
+            if database["vectors_off"]:
+                lines.append(f"             PROBLEM: {database['vectors_off']}")
     lines.append("status       " + ("ok" if report["ok"] else "PROBLEMS FOUND (see above)"))
     return lines
 

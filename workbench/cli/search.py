@@ -114,6 +114,7 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
     async def run() -> Any:
         async with open_engine(location, config, writes=False) as engine:
             echo_read_only(engine)
+            echo_vectors_off(engine)
             return await engine.search(
                 query=query, session_id=session_id, namespace=namespace, top_k=top_k,
                 vector_weight=vector_weight, fts_weight=fts_weight, fusion=fusion, mode=mode,
@@ -125,6 +126,13 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         _print_results(found, explain)
+
+
+def echo_vectors_off(engine: Any) -> None:
+    """One line on stderr while the file's vectors are another model's: the results below
+    come from full text alone."""
+    if engine.model.vectors_off is not None:
+        click.echo(f"warning: {engine.model.vectors_off.message}", err=True)
 
 
 @click.command("log")
@@ -149,6 +157,7 @@ def log_command(ctx: click.Context, db: Location | None, model: str | None, limi
         async with open_engine(location, config, writes=False) as engine:
             echo_read_only(engine)
             if replay_id is not None:
+                echo_vectors_off(engine)
                 return await engine.replay(replay_id)
             return await engine.retrieval_log(limit, caller=caller)
 

@@ -25,7 +25,7 @@ import psycopg
 
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
-from core.storage.backend import BackendFeatures
+from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
 from core.storage.locations import Location
@@ -222,11 +222,16 @@ class PostgresBackend(SharedOperations):
                     await vector_index.get_meta(conn, "embedding_model"))
         return await self._db.read(read)
 
-    async def ensure_vector_table(self, dimension: int, model: str) -> None:
+    async def vector_identity(self) -> str | None:
+        """The recorded identity of the vectors' model (a shared key), or None."""
+        return await self._db.read(vector_index.get_meta, VECTOR_IDENTITY_KEY)
+
+    async def ensure_vector_table(self, dimension: int, model: str,
+                                  identity: str | None = None) -> None:
         """Fix the vector column's dimension and index it, or refuse another dimension."""
         if self.read_only:
             return
-        await self._db.write(vector_index.ensure_vector_dimension, dimension, model)
+        await self._db.write(vector_index.ensure_vector_dimension, dimension, model, identity)
 
     async def versions(self) -> dict[str, str]:
         """PostgreSQL and pgvector versions as the server reports them."""

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 
 from core.errors import DimensionMismatch
+from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.pg.migrations import MIGRATION_LOCK
 
 # pgvector 0.6 indexes vectors of up to 2,000 dimensions with HNSW; above that the
@@ -49,9 +51,10 @@ async def vector_dimension(conn: AsyncConnection[Any]) -> int | None:
 
 
 async def ensure_vector_dimension(conn: AsyncConnection[Any], dimension: int,
-                                  model: str) -> bool:
+                                  model: str, identity: str | None = None) -> bool:
     """Fix the vector column to ``dimension`` and index it, or refuse a database made for
-    another size. Runs in the caller's write transaction; True when it fixed the column."""
+    another size; record the model's ``identity`` as the SQLite side does. Runs in the
+    caller's write transaction; True when it fixed the column."""
     # Two processes opening a new database at once: the second waits here, then finds the
     # dimension the first recorded.
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -63,6 +66,7 @@ async def ensure_vector_dimension(conn: AsyncConnection[Any], dimension: int,
                 f"this database holds {existing}-dimension vectors from {stored}, but the "
                 f"configured model {model} makes {dimension}-dimension vectors; open it with "
                 f"the original model, or run `workbench reindex --model {model}` to move it")
+        await _record_identity(conn, model, identity)
         return False
     await conn.execute(
         f"ALTER TABLE chunks_vec ALTER COLUMN embedding_blob TYPE vector({int(dimension)})")
@@ -72,4 +76,23 @@ async def ensure_vector_dimension(conn: AsyncConnection[Any], dimension: int,
     await set_meta(conn, "embedding_dimension", str(dimension))
     if await get_meta(conn, "embedding_model") is None:
         await set_meta(conn, "embedding_model", model)
+    await _record_identity(conn, model, identity)
     return True
+
+
+async def _record_identity(conn: AsyncConnection[Any], model: str,
+                           identity: str | None) -> None:
+    """Record ``identity`` when the vectors' model is ``model`` and none is recorded yet.
+
+    The shared keys are the owner's to write (migration 0004): a role bound to a namespace
+    is refused by row security, and then records nothing, inside a savepoint so the
+    caller's transaction goes on."""
+    if identity is None or await get_meta(conn, "embedding_model") != model:
+        return
+    if await get_meta(conn, VECTOR_IDENTITY_KEY) is not None:
+        return
+    try:
+        async with conn.transaction():
+            await set_meta(conn, VECTOR_IDENTITY_KEY, identity)
+    except psycopg.errors.InsufficientPrivilege:
+        pass  # not this role's to record; the owner's next open does

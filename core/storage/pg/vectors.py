@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.pg import vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
@@ -69,16 +70,18 @@ async def ensure_vector_table(conn: Conn, dimension: int, model: str) -> None:
     await vector_index.ensure_vector_dimension(conn, dimension, model)
 
 
-async def reset_vectors(conn: Conn, dimension: int, model: str) -> int:
+async def reset_vectors(conn: Conn, dimension: int, model: str,
+                        identity: str | None = None) -> int:
     """Drop every vector, fix the column to ``dimension`` (its HNSW index rebuilt empty)
     and queue every chunk again; how many chunks were queued."""
     await conn.execute(f"DROP INDEX IF EXISTS {vector_index.HNSW_INDEX}")
     await conn.execute("DELETE FROM chunks_vec")
     await conn.execute("DELETE FROM memory_meta WHERE key IN"
-                       " ('embedding_dimension', 'embedding_model')")
+                       " ('embedding_dimension', 'embedding_model', %s)",
+                       (VECTOR_IDENTITY_KEY,))
     # The column is empty now: its type can change to any dimension.
     await conn.execute("ALTER TABLE chunks_vec ALTER COLUMN embedding_blob TYPE vector")
-    await vector_index.ensure_vector_dimension(conn, dimension, model)
+    await vector_index.ensure_vector_dimension(conn, dimension, model, identity)
     cursor = await conn.execute(
         "UPDATE chunks SET embedding_status = 'pending', embedding_error = NULL,"
         " embedding_attempts = 0, embedding_claimed_by = NULL,"

@@ -353,8 +353,9 @@ class PlaygroundPane(SweepActions, Pane):
             assert self.asked is not None
             view.show_context(self.context, query_terms(self.asked.text))
         elif self.found is not None:
+            off = self.engine.model.vectors_off
             view.show_found(self.found, pinned, self.previous, self.judgments,
-                            self._scope_warning())
+                            self._scope_warning(), None if off is None else off.short)
         judged, found = self.judged_set, self.found
         scored = None if not judged or found is None else set_score(judged, found.ranking)
         difference = None if not judged or found is None or pinned is None \

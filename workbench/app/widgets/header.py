@@ -47,15 +47,18 @@ class StatusHeader(Static):
 
 
 def _pulse_parts(pulse: Pulse) -> list[str | tuple[str, str]]:
-    """The model (or the plain fallback warning) and the embedding backlog."""
+    """The model (or the plain fallback warning), whether the file's vectors are its own,
+    and the embedding backlog."""
     parts: list[str | tuple[str, str]] = []
     if pulse.model_error:
         parts.append((f"  model did not load: {pulse.model_error}", "bold $error"))
     elif not pulse.model_loaded:
         parts.append((f"  model {pulse.model}", "italic"))
-    elif pulse.fell_back:
+    elif pulse.fell_back and not pulse.vectors_off:
         parts.append(("  deterministic fallback embeddings: the configured model did not load",
                       "bold $warning"))
+    elif pulse.vectors_off:  # for as long as the file is open, not a passing toast
+        parts.append((f"  {pulse.vectors_off}", "bold $error"))
     else:
         parts.append(f"  model {pulse.model}")
     if pulse.backlog:

@@ -104,9 +104,11 @@ class RankingView(Vertical):
 
     def show_found(self, found: SearchResult, pinned: SearchResult | None,
                    previous: list[str] | None, judgments: dict[str, int],
-                   warning: str | None = None) -> None:
+                   warning: str | None = None, vectors_off: str | None = None) -> None:
         """A ranking, with how each row moved since ``previous`` (or, with A pinned, B's
-        list beside A's and how B differs); ``warning`` leads the status line."""
+        list beside A's and how B differs); ``warning`` leads the status line, and
+        ``vectors_off`` (why the vector leg is off) marks every row's vector cell."""
+        off = vectors_off is not None
         self.remove_class("-empty")
         self._shown = (found, pinned, previous, judgments)
         self._bar_width = bar_width = self._row_bar_width()
@@ -119,7 +121,7 @@ class RankingView(Vertical):
             a_list = self.a_list
             a_list.border_title = ranking_title("A", pinned.ranking)
             a_list.show([Option(result_prompt(n, r, terms, RowMarks(
-                grade=judgments.get(r.chunk_id), left=r.chunk_id in diff.left),
+                grade=judgments.get(r.chunk_id), left=r.chunk_id in diff.left, vectors_off=off),
                 compact=True), id=r.chunk_id) for n, r in enumerate(pinned.results, 1)],
                 a_list.highlighted_id)
             results.border_title = ranking_title("B", found.ranking)
@@ -128,13 +130,15 @@ class RankingView(Vertical):
             compared = previous is not None
             results.border_title = "Results"
         rows = [Option(result_prompt(n, r, terms, RowMarks(
-            diff.moves.get(r.chunk_id), compared, judgments.get(r.chunk_id)),
+            diff.moves.get(r.chunk_id), compared, judgments.get(r.chunk_id), vectors_off=off),
             compact=pinned is not None, bar_width=bar_width), id=r.chunk_id)
             for n, r in enumerate(found.results, 1)]
         # No results is still a list, so e (explain the query) works from it.
         results.show(rows or [Option(Content.styled(NO_RESULTS, "$text-muted"), id="none")],
                      results.highlighted_id)
         status = _found_status(found, diff if compared else None, pinned is not None)
+        if vectors_off is not None:  # the legend of the rows' "vec off"
+            status = Content.assemble((f"vec off = {vectors_off}", "bold $error"), " · ", status)
         self.status(status if warning is None
                     else Content.assemble((warning, "bold $warning"), " · ", status))
 

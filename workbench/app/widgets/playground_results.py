@@ -41,6 +41,9 @@ class RowMarks:
     grade: int | None = None
     left: bool = False
     """In A's list: B no longer holds it."""
+    vectors_off: bool = False
+    """The file's vectors are another model's: the vector leg did not run (the status
+    line says why)."""
 
 
 def location(result: HybridQueryResult, with_session: bool = True) -> str:
@@ -64,17 +67,25 @@ def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks:
     head: list[Content | tuple[str, str] | str] = [
         (f"{rank:>3} ", "bold"), move, (f" {result.score:6.3f}", "bold"), "  "]
     if compact:
-        head += [leg_cell(result.vector_score, result.vector_rank, 6, VECTOR, numbers=False),
+        head += [_off(10) if marks.vectors_off else
+                 leg_cell(result.vector_score, result.vector_rank, 6, VECTOR, numbers=False),
                  " ", leg_cell(result.fts_score, result.fts_rank, 6, FTS, numbers=False),
                  (f" {location(result, False):<7}", "$text-muted"), grade_mark(marks.grade)]
         limit = 96
     else:
-        head += [leg_cell(result.vector_score, result.vector_rank, bar_width, VECTOR, "vec"),
+        # The vector cell is "vec " + the bar + " 0.00" + " #n ": as wide off as on.
+        head += [_off(bar_width + 13) if marks.vectors_off else
+                 leg_cell(result.vector_score, result.vector_rank, bar_width, VECTOR, "vec"),
                  "  ", leg_cell(result.fts_score, result.fts_rank, bar_width, FTS, "fts"), "  ",
                  grade_mark(marks.grade), (f"  {location(result)}", "$text-muted")]
         limit = 200
     text = highlighted(result.text, terms, limit) or Content.styled("(no text)", "$text-muted")
     return Content.assemble(*head, "\n", " " * 5, text)
+
+
+def _off(width: int) -> Content:
+    """The vector cell of a row while the vector leg is off."""
+    return Content.styled("vec off".ljust(width), "bold $error")
 
 
 def payload_text(payload: Mapping[str, Any]) -> str:
