@@ -21,7 +21,8 @@ URL = "postgresql://agent:s3cret-password@db.example:5432/memory"
 
 # Builds a demo FILE (and with --fresh deletes it): a path, not a memory location.
 # demo writes its own file; bench peers builds LanceDB from a SQLite file
-FILE_ONLY = {"workbench demo", "workbench bench peers"}
+# The fuzz run searches the file itself for what refused lines may have stored.
+FILE_ONLY = {"workbench demo", "workbench bench peers", "workbench bench mcp-fuzz"}
 
 
 def commands(group: click.Group, prefix: str = "workbench") -> list[tuple[str, click.Command]]:

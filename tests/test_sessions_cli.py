@@ -248,7 +248,7 @@ def test_append_refuses_usage_errors_with_2_and_engine_refusals_with_1(
     assert "holds a namespace's notes" in refused(runner, "sessions", "append",
                                                   "memory:default", "--db", db, "--role",
                                                   "user", "--content", "x")
-    assert "non-empty string" in refused(runner, "sessions", "append", " ", "--db", db,
+    assert "must not be empty" in refused(runner, "sessions", "append", " ", "--db", db,
                                          "--role", "user", "--content", "x")
     assert [r.sequence for r in on_file(db, lambda engine: engine.recall("trip"))] == [1, 2, 3,
                                                                                       4]

@@ -287,7 +287,7 @@ class Notes:
         namespace = self.namespace(namespace)
         found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, mode="keyword",
-            top_k=limit * 4, caller=caller, missing_is_empty=True)
+            top_k=limit * 4, caller=caller)
         matched_by = "like" if found.legs.fts_fallback == "like" else "fts"
         return [MemoryHit(key=row["name"], content=row["content"], category=row["category"],
                           score=result.fts_raw if result.fts_raw is not None else 0.0,
@@ -327,8 +327,7 @@ class Notes:
         namespace = self.namespace(namespace)
         found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,
-            tags=None if tags is None else list(self.tags(tags)), caller=caller,
-            missing_is_empty=True)
+            tags=None if tags is None else list(self.tags(tags)), caller=caller)
         return [NoteHit(note_id=row["note_id"], name=row["name"], content=row["content"],
                         tags=list(row["tags"]), source=row["source"],
                         updated_at=row["updated_at"], chunk_id=result.chunk_id,

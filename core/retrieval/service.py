@@ -65,7 +65,7 @@ class Retrieval:
                      date_boost: float | None = None, neighbour_weight: float | None = None,
                      neighbour_window: int | None = None,
                      candidate_depth: int | None = None,
-                     caller: str = "api", missing_is_empty: bool = False) -> SearchResult:
+                     caller: str = "api", require_session: bool = False) -> SearchResult:
         """Run a query's legs once and rank them; the result re-ranks without I/O.
 
         Oxydra's hybrid query: vector KNN + FTS5 bm25, fused, ties by recency. Scope is one
@@ -80,9 +80,10 @@ class Retrieval:
         error as ``InvalidInput``. ``speaker_boost``,
         ``date_boost``, ``neighbour_weight`` and ``neighbour_window`` are the boosts of
         :mod:`core.retrieval.boosts` (None: the configured ones); ``candidate_depth`` how
-        many candidates each leg returns (:mod:`core.retrieval.depth`). A session that does
-        not exist is ``NotFound`` unless ``missing_is_empty`` (a namespace's notes session,
-        made by its first note).
+        many candidates each leg returns (:mod:`core.retrieval.depth`). With
+        ``require_session`` a session that does not exist is ``NotFound`` (what a person who
+        typed its name needs to hear); without, it holds nothing and finds nothing, as a
+        forgotten session does for an agent's ``hybrid_query``.
         """
         ranking, scope, mode_used, wanted_tags = self._validate_query(
             query, session_id, namespace, top_k, vector_weight, fts_weight, tags, fusion,
@@ -112,7 +113,7 @@ class Retrieval:
             else:
                 await self._namespace_legs(legs, request, full_text, vectors, query_embedding)
         found = rank(legs, ranking)
-        if not found.results and scope.session_id is not None and not missing_is_empty:
+        if not found.results and scope.session_id is not None and require_session:
             await self._require_session(scope.session_id)
         self._log_query(found, scope, caller)
         return found

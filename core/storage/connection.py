@@ -167,11 +167,14 @@ def open_in_this_process(path: Path) -> bool:
         return (found.st_dev, found.st_ino) in _OPEN_FILES
 
 
-def _tracked(sqlite: ModuleType) -> type:
-    """A connection class of ``sqlite``'s that counts itself in ``_OPEN_FILES``."""
+def _tracked(sqlite: ModuleType) -> type | None:
+    """A connection class of ``sqlite``'s that counts itself in ``_OPEN_FILES`` (None for a
+    driver without a ``Connection`` class to extend)."""
     cached = _TRACKED_CLASSES.get(sqlite.__name__)
     if cached is not None:
         return cached
+    if not isinstance(getattr(sqlite, "Connection", None), type):
+        return None
 
     class TrackedConnection(sqlite.Connection):  # type: ignore[name-defined,misc]
         file_key: tuple[int, int] | None = None
@@ -199,9 +202,11 @@ _TRACKED_CLASSES: dict[str, type] = {}
 def _connect(sqlite: ModuleType, target: Path, params: str, busy_timeout_ms: int) -> Any:
     # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so that a write never
     # starts as a read and fails to upgrade its lock under another writer.
+    tracked = _tracked(sqlite)
+    extra = {} if tracked is None else {"factory": tracked}
     conn = sqlite.connect(f"file:{target.as_posix()}?{params}", uri=True,
                           isolation_level=None, check_same_thread=False,
-                          timeout=busy_timeout_ms / 1000, factory=_tracked(sqlite))
+                          timeout=busy_timeout_ms / 1000, **extra)
     if "immutable=1" not in params:
         _track(conn, target)
     return conn
@@ -210,7 +215,7 @@ def _connect(sqlite: ModuleType, target: Path, params: str, busy_timeout_ms: int
 def _track(conn: Any, target: Path) -> None:
     """Count ``conn`` among this process's connections to ``target`` (once; a file SQLite
     has not created yet is counted by the caller after its first read)."""
-    if conn.file_key is not None:
+    if not hasattr(conn, "file_key") or conn.file_key is not None:
         return
     try:
         found = os.stat(target)

@@ -118,7 +118,8 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
             return await engine.search(
                 query=query, session_id=session_id, namespace=namespace, top_k=top_k,
                 vector_weight=vector_weight, fts_weight=fts_weight, fusion=fusion, mode=mode,
-                tags=list(tags) or None, min_score=min_score, raw_fts=raw_fts, caller="cli")
+                tags=list(tags) or None, min_score=min_score, raw_fts=raw_fts, caller="cli",
+                require_session=True)
 
     found = _run(run())
     if as_json:
