@@ -247,7 +247,8 @@ class MemoryHit(_AsDict):
 @dataclass(frozen=True)
 class NoteHit(_AsDict):
     """One note found by ``memory_search`` (oxydra), best first: the note and the chunk
-    of it that ranked best, with the fused and per-leg scores that chunk got."""
+    of it that ranked best, with the fused and per-leg scores that chunk got and the named
+    parts its score adds up from."""
 
     note_id: str
     name: str
@@ -260,6 +261,7 @@ class NoteHit(_AsDict):
     score: float
     vector_score: float
     fts_score: float
+    parts: ScoreParts
 
 
 @dataclass(frozen=True)

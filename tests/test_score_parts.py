@@ -3,14 +3,22 @@ each front end (JSON, the CLI table, MCP, the app's rows) shows those parts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import Engine
 from core.retrieval.fusion import FUSIONS, LegHit
 from core.retrieval.search import KeptLegs, Ranking, fusion_scale, rank
+from tests.conftest import DETERMINISTIC
+from workbench.cli.root import main
+from workbench.mcp.tools import TOOLS, MemorySaveArgs, MemorySearchArgs, MemoryTools
 
 SPEAKERS = ("Caroline", "Melanie")
 
@@ -98,3 +106,72 @@ def test_each_fusion_says_its_scale() -> None:
     assert "mean ± 3σ" in fusion_scale(Ranking(0.3, 0.7, fusion="dbsf"))
     # keyword mode switches the vector leg off: the formula says so.
     assert "0.00 × vector" in fusion_scale(Ranking(0.3, 0.7), "keyword")
+
+
+def _fill_ann_and_bo(db: Path) -> None:
+    """Two messages that both legs find, Ann's dated in June: under the default boosts
+    (speaker 0.2, date 0.2, neighbour 0.3) Ann's gains all three for "Did Ann hike in June?"."""
+    async def fill() -> None:
+        async with Engine.open(db, config=DETERMINISTIC) as engine:
+            await engine.store("s", 1, {"role": "user", "name": "Ann", "content": "a hike",
+                                        "metadata": {"date": "2023-06-04"}})
+            await engine.store("s", 2, {"role": "assistant", "name": "Bo", "content": "a hike",
+                                        "metadata": {"date": "2023-07-09"}})
+            await engine.drain()
+
+    asyncio.run(fill())
+
+
+def test_the_cli_table_shows_the_score_as_named_parts(runner: CliRunner,
+                                                      tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    _fill_ann_and_bo(db)
+    shown = runner.invoke(main, ["search", "Did Ann hike in June?", "--db", str(db),
+                                 "--session", "s"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    scale = next(line for line in lines if line.startswith("scale: "))
+    assert scale.startswith("scale: minmax: each leg 0–1 (its lowest hit 0, its best 1); "
+                            "fused = ")
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    assert header.split()[:8] == ["#", "score", "=", "fused", "speaker", "date",
+                                  "neighbour", "vector"]
+    rows = [line.split()[1:7] for line in lines[lines.index(header) + 1:]]
+    assert len(rows) == 2
+    # A boost that added nothing shows as "·"; the parts still add up to the score.
+    cells = [[0.0 if cell == "·" else float(cell) for cell in row if cell != "="]
+             for row in rows]
+    for score, *parts in cells:
+        assert score == pytest.approx(sum(parts), abs=0.002)
+    assert cells[0][2:4] == [0.2, 0.2]  # Ann's: speaker and date
+    assert cells[1][4] > 0  # Bo's: beside Ann's, the neighbour boost
+
+
+def test_search_json_and_its_explanation_name_the_parts(runner: CliRunner,
+                                                        tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    _fill_ann_and_bo(db)
+    args = ["search", "Did Ann hike in June?", "--db", str(db), "--session", "s", "--json"]
+    results = json.loads(runner.invoke(main, args).output)
+    explained = json.loads(runner.invoke(main, [*args, "--explain"]).output)
+    assert explained["scale"].startswith("minmax: each leg 0–1")
+    for result, item in zip(results, explained["results"], strict=True):
+        parts = result["parts"]
+        assert set(parts) == {"fused", "speaker", "date", "neighbour"}
+        assert item["parts"] == parts
+        assert sum(parts.values()) == pytest.approx(result["score"])
+        assert {"score", "vector_score", "fts_score"} <= result.keys()
+    assert results[0]["parts"]["speaker"] == results[0]["parts"]["date"] == 0.2
+
+
+async def test_mcp_memory_search_names_the_parts(tmp_path: Path) -> None:
+    async with Engine.open(tmp_path / "m.db", config=DETERMINISTIC) as engine:
+        tools = MemoryTools(engine, "alice")
+        await tools.memory_save(MemorySaveArgs(content="Deploys run on Fridays."))
+        await engine.drain()
+        found = await tools.memory_search(MemorySearchArgs(query="Fridays deploys"))
+    [hit] = found["results"]
+    assert set(hit["parts"]) == {"fused", "speaker", "date", "neighbour"}
+    assert sum(hit["parts"].values()) == pytest.approx(hit["score"])
+    description = next(tool.description for tool in TOOLS if tool.name == "memory_search")
+    assert "score = parts.fused" in description
