@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 from core import Engine
 from core.retrieval.fusion import FUSIONS, LegHit
 from core.retrieval.search import KeptLegs, Ranking, fusion_scale, rank
+from tests.app_support import build_fixture, fixture_clock, running_app, settle
 from tests.conftest import DETERMINISTIC
+from tests.test_pane_playground import ask, open_playground
+from workbench.app.widgets.playground_results import ResultsList
 from workbench.cli.root import main
 from workbench.mcp.tools import TOOLS, MemorySaveArgs, MemorySearchArgs, MemoryTools
 
@@ -175,3 +178,45 @@ async def test_mcp_memory_search_names_the_parts(tmp_path: Path) -> None:
     assert sum(hit["parts"].values()) == pytest.approx(hit["score"])
     description = next(tool.description for tool in TOOLS if tool.name == "memory_search")
     assert "score = parts.fused" in description
+
+
+@pytest.fixture
+def fixture_db(tmp_path: Path) -> Path:
+    path = tmp_path / "fixture.db"
+    with fixture_clock():
+        asyncio.run(build_fixture(path))
+    return path
+
+
+def _row_parts(prompt: str) -> tuple[float, dict[str, float]]:
+    """A result row's score (line 1) and the named parts its second line shows."""
+    head, second = prompt.split("\n")[:2]
+    score = float(next(word for word in head.split()[1:] if "." in word))
+    named = second.split("│")[0].split() if "│" in second else []
+    parts = {name: float(value) for name, value in zip(named[::3], named[1::3], strict=True)}
+    assert named[2::3] == ["+"] * (len(parts) - 1)  # "fused 0.806 + neighbour 0.210"
+    return score, parts
+
+
+async def test_the_search_rows_show_fused_plus_named_boosts(fixture_db: Path) -> None:
+    async with running_app(fixture_db, build=False) as (app, pilot):
+        pane = await open_playground(pilot)
+        await ask(pilot, pane, "rain in june")
+        results = pane.query_one("#pg-results", ResultsList)
+        assert str(results.border_title) == (
+            "Results · score = fused (0.30 × vec + 0.70 × fts; each leg 0–1: its lowest hit 0)"
+            " + boosts")
+        rows = [_row_parts(str(option.prompt)) for option in results.options
+                if option.id != "none"]
+        assert rows and all(parts for _, parts in rows)  # the neighbour boost is on
+        for (score, parts), result in zip(rows, pane.found.results, strict=True):
+            assert result.parts is not None
+            assert parts == {"fused": round(result.parts.fused, 3),
+                             **{name: round(value, 3)
+                                for name, value in result.parts.boosted.items()}}
+            assert score == pytest.approx(sum(parts.values()), abs=0.0025)
+        await pilot.press("p")  # pin A: both lists show the compact rows
+        await settle(pilot)
+        compact = pane.query_one("#pg-a", ResultsList)
+        assert compact.option_count and compact.display
+        assert all(_row_parts(str(option.prompt))[1] for option in compact.options)
