@@ -21,6 +21,7 @@ from tests.conftest import DETERMINISTIC
 from tests.test_pane_playground import ask, open_playground
 from workbench.app.widgets.playground_results import ResultsList
 from workbench.cli.root import main
+from workbench.demo.build import build_demo
 from workbench.mcp.tools import TOOLS, MemorySaveArgs, MemorySearchArgs, MemoryTools
 
 SPEAKERS = ("Caroline", "Melanie")
@@ -220,3 +221,26 @@ async def test_the_search_rows_show_fused_plus_named_boosts(fixture_db: Path) ->
         compact = pane.query_one("#pg-a", ResultsList)
         assert compact.option_count and compact.display
         assert all(_row_parts(str(option.prompt))[1] for option in compact.options)
+
+
+async def test_the_readmes_explained_score_is_what_the_demo_shows(tmp_path: Path) -> None:
+    """README step 3 quotes the explain view's score line for the first result of the
+    agent's 'db pool exhausted connection' replayed on the demo, offline (the deterministic
+    fallback): the same figures come out of the running code."""
+    path = tmp_path / "demo.db"
+    config = {"embedding": {"backend": "deterministic"}, "consolidation": {"enabled": False}}
+    await build_demo(path, config)
+    async with Engine.open(path, config=config) as engine:
+        [entry] = [entry for entry in await engine.retrieval_log(50, caller="agent")
+                   if entry["query"] == "db pool exhausted connection"]
+        found = await engine.replay(entry["log_id"])
+    first = found.results[0]
+    vector_weight, fts_weight = found.ranking.applied_weights(found.legs.mode)
+    assert first.parts is not None
+    shown = (f"{first.score:.3f} = {vector_weight:.2f} × vector {first.vector_score:.3f} + "
+             f"{fts_weight:.2f} × full text {first.fts_score:.3f}"
+             + "".join(f" + {name} {value:.3f}" for name, value in first.parts.boosted.items()))
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    assert f"(`{shown}` on the deterministic fallback)" in readme
+    assert f"(`fused {first.parts.fused:.3f} + neighbour {first.parts.neighbour:.3f}`)" \
+        in readme
