@@ -19,6 +19,7 @@ from core.retrieval.search import KeptLegs, Ranking, fusion_scale, rank
 from tests.app_support import build_fixture, fixture_clock, running_app, settle
 from tests.conftest import DETERMINISTIC
 from tests.test_pane_playground import ask, open_playground
+from workbench.app.widgets.playground_ranking import score_scale
 from workbench.app.widgets.playground_results import ResultsList
 from workbench.cli.root import main
 from workbench.demo.build import build_demo
@@ -244,3 +245,12 @@ async def test_the_readmes_explained_score_is_what_the_demo_shows(tmp_path: Path
     assert f"(`{shown}` on the deterministic fallback)" in readme
     assert f"(`fused {first.parts.fused:.3f} + neighbour {first.parts.neighbour:.3f}`)" \
         in readme
+
+
+def test_the_results_title_says_each_fusions_scale() -> None:
+    ranking = Ranking(0.3, 0.7)
+    assert score_scale(ranking, "hybrid") == (
+        "score = fused (0.30 × vec + 0.70 × fts; each leg 0–1: its lowest hit 0) + boosts")
+    assert "each leg 1/(60+rank)" in score_scale(Ranking(0.3, 0.7, fusion="rrf"), "hybrid")
+    assert "mean ± 3σ" in score_scale(Ranking(0.3, 0.7, fusion="dbsf"), "hybrid")
+    assert score_scale(ranking, "keyword").startswith("score = fused (0.00 × vec + 0.70 × fts")
