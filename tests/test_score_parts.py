@@ -20,7 +20,7 @@ from tests.app_support import build_fixture, fixture_clock, running_app, settle
 from tests.conftest import DETERMINISTIC
 from tests.test_pane_playground import ask, open_playground
 from workbench.app.widgets.playground_ranking import score_scale
-from workbench.app.widgets.playground_results import ResultsList
+from workbench.app.widgets.playground_results import SHORT_BOOST_NAMES, ResultsList
 from workbench.cli.root import main
 from workbench.demo.build import build_demo
 from workbench.mcp.tools import TOOLS, MemorySaveArgs, MemorySearchArgs, MemoryTools
@@ -190,12 +190,16 @@ def fixture_db(tmp_path: Path) -> Path:
     return path
 
 
+LONG_NAMES = {short: name for name, short in SHORT_BOOST_NAMES.items()}
+
+
 def _row_parts(prompt: str) -> tuple[float, dict[str, float]]:
     """A result row's score (line 1) and the named parts its second line shows."""
     head, second = prompt.split("\n")[:2]
     score = float(next(word for word in head.split()[1:] if "." in word))
     named = second.split("│")[0].split() if "│" in second else []
-    parts = {name: float(value) for name, value in zip(named[::3], named[1::3], strict=True)}
+    parts = {LONG_NAMES.get(name, name): float(value)
+             for name, value in zip(named[::3], named[1::3], strict=True)}
     assert named[2::3] == ["+"] * (len(parts) - 1)  # "fused 0.806 + neighbour 0.210"
     return score, parts
 
@@ -222,6 +226,7 @@ async def test_the_search_rows_show_fused_plus_named_boosts(fixture_db: Path) ->
         compact = pane.query_one("#pg-a", ResultsList)
         assert compact.option_count and compact.display
         assert all(_row_parts(str(option.prompt))[1] for option in compact.options)
+        assert "+ nbr " in str(compact.options[0].prompt)
 
 
 async def test_the_readmes_explained_score_is_what_the_demo_shows(tmp_path: Path) -> None:

@@ -51,7 +51,11 @@ def location(result: HybridQueryResult, with_session: bool = True) -> str:
     return f"{result.session_id} {span}" if with_session else span
 
 
-def score_parts(result: HybridQueryResult) -> Content:
+SHORT_BOOST_NAMES = {"speaker": "spk", "date": "date", "neighbour": "nbr"}
+"""The boosts' names in the half-width rows of A | B, where the full ones would hide the text."""
+
+
+def score_parts(result: HybridQueryResult, *, compact: bool = False) -> Content:
     """What a boosted score adds up from, named as the explain view names it: ``fused 0.807
     + neighbour 0.209 │ `` (empty when no boost added anything: the score is the fusion),
     so a score above the weights' sum reads as fusion plus boosts, not a formula gone wrong."""
@@ -62,7 +66,8 @@ def score_parts(result: HybridQueryResult) -> Content:
     pieces: list[Content | tuple[str, str] | str] = [("fused ", "$text-muted"),
                                                       f"{parts.fused:.3f}"]
     for name, value in boosted.items():
-        pieces += [(f" + {name} ", "$text-muted"), (f"{value:.3f}", "$accent")]
+        shown = SHORT_BOOST_NAMES[name] if compact else name
+        pieces += [(f" + {shown} ", "$text-muted"), (f"{value:.3f}", "$accent")]
     return Content.assemble(*pieces, (" │ ", "$text-muted"))
 
 
@@ -84,7 +89,7 @@ def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks:
                  grade_mark(marks.grade), (f"  {location(result)}", "$text-muted")]
         limit = 200
     text = highlighted(result.text, terms, limit) or Content.styled("(no text)", "$text-muted")
-    return Content.assemble(*head, "\n", " " * 5, score_parts(result), text)
+    return Content.assemble(*head, "\n", " " * 5, score_parts(result, compact=compact), text)
 
 
 def payload_text(payload: Mapping[str, Any]) -> str:
