@@ -89,8 +89,36 @@ class RestoreResult(_AsDict):
 
 
 @dataclass(frozen=True)
+class ScoreParts(_AsDict):
+    """What a ranked chunk's score is made of, each part named: the fusion of the legs and
+    what each re-ranking boost added on top (:mod:`core.retrieval.boosts`).
+
+    ``score`` is their sum: a person reading a score of 1.242 beside weights 0.3 / 0.7
+    sees that 0.745 came from the legs and the rest from boosts, not from a wrong formula.
+    """
+
+    fused: float
+    speaker: float = 0.0
+    date: float = 0.0
+    neighbour: float = 0.0
+
+    @property
+    def boosted(self) -> dict[str, float]:
+        """The boosts that added something, by name, in the order they are applied."""
+        return {name: value for name, value in (
+            ("speaker", self.speaker), ("date", self.date), ("neighbour", self.neighbour))
+            if value}
+
+
+@dataclass(frozen=True)
 class HybridQueryResult(_AsDict):
-    """One ranked chunk of a hybrid query (oxydra ``MemoryHybridQueryResult``)."""
+    """One ranked chunk of a hybrid query (oxydra ``MemoryHybridQueryResult``).
+
+    ``score`` is ``parts.fused`` plus each boost in ``parts``; ``vector_score`` and
+    ``fts_score`` are the normalised leg scores the fusion used (0 when the leg did not
+    return the chunk: its ``*_rank`` is then None, which tells a miss from a hit that
+    min-max put at 0).
+    """
 
     chunk_id: str
     session_id: str
@@ -106,6 +134,8 @@ class HybridQueryResult(_AsDict):
     vector_rank: int | None = None
     fts_rank: int | None = None
     context: str = ""  # the earlier messages it was indexed with (chunking.context_messages)
+    # How ``score`` adds up; None only for a result made outside ranking (a test's stand-in).
+    parts: ScoreParts | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +248,8 @@ class MemoryHit(_AsDict):
 @dataclass(frozen=True)
 class NoteHit(_AsDict):
     """One note found by ``memory_search`` (oxydra), best first: the note and the chunk
-    of it that ranked best, with the fused and per-leg scores that chunk got."""
+    of it that ranked best, with the fused and per-leg scores that chunk got and the named
+    parts its score adds up from."""
 
     note_id: str
     name: str
@@ -231,6 +262,7 @@ class NoteHit(_AsDict):
     score: float
     vector_score: float
     fts_score: float
+    parts: ScoreParts
 
 
 @dataclass(frozen=True)

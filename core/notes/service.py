@@ -39,7 +39,7 @@ from core.notes.fields import (
 from core.storage.messages import PreparedChunk
 from core.storage.note_listing import NoteQuery
 from core.storage.notes import NoteChanges, NoteDraft, NoteRef, memory_session_id
-from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage
+from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage, ScoreParts
 
 if TYPE_CHECKING:
     from core.config import Config
@@ -332,7 +332,8 @@ class Notes:
                         tags=list(row["tags"]), source=row["source"],
                         updated_at=row["updated_at"], chunk_id=result.chunk_id,
                         text=result.text, score=result.score,
-                        vector_score=result.vector_score, fts_score=result.fts_score)
+                        vector_score=result.vector_score, fts_score=result.fts_score,
+                        parts=result.parts or ScoreParts(fused=result.score))
                 for result, row in await self._best_per_note(namespace, found.results)][:top_k]
 
     async def _best_per_note(self, namespace: str, results: Iterable[HybridQueryResult],

@@ -18,7 +18,7 @@ from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.chunk_rows import chunk_context, chunk_metadata
 from core.storage.executed import LIKE, Executed
 from core.storage.fts_words import TERM
-from core.types import HybridQueryResult
+from core.types import HybridQueryResult, ScoreParts
 
 MODES = ("keyword", "vector", "hybrid")
 
@@ -169,6 +169,7 @@ class SearchResult:
                        "period": self.period.describe() if self.period else None,
                        "neighbour_weight": ranking.neighbour_weight,
                        "neighbour_window": ranking.neighbour_window},
+            "scale": fusion_scale(ranking, legs.mode),
             "timings_ms": legs.timings_ms, "notes": notes,
         }
         if with_results:
@@ -177,11 +178,14 @@ class SearchResult:
         return explained
 
     def explain_result(self, result: HybridQueryResult) -> dict[str, Any]:
-        """One result's explanation: per leg raw, normalised, rank; matched terms; score."""
+        """One result's explanation: per leg raw, normalised, rank; matched terms; score
+        and the named parts it adds up from."""
         in_text = matched_terms(self.legs.terms, result.text)
         boosts = self.boosts.get(result.chunk_id, {})
+        parts = result.parts
         return {
             "chunk_id": result.chunk_id, "score": result.score,
+            "parts": None if parts is None else parts.to_dict(),
             "vector": {"raw": result.vector_raw, "normalised": result.vector_score,
                        "rank": result.vector_rank},
             "fts": {"raw": result.fts_raw, "normalised": result.fts_score,
@@ -193,6 +197,22 @@ class SearchResult:
             "sequence_start": result.sequence_start, "sequence_end": result.sequence_end,
             "session_id": result.session_id, "text": result.text, "context": result.context,
         }
+
+
+def fusion_scale(ranking: Ranking, mode: str = "hybrid") -> str:
+    """In words, what scale a fusion puts each leg and the fused score on, and that boosts
+    come on top: what a person needs to read a score beside the weights."""
+    vector_weight, fts_weight = ranking.applied_weights(mode)
+    if ranking.fusion == "rrf":
+        leg = (f"each leg 1/({ranking.rrf_k}+rank): {_leg_ceiling(ranking, 'vector'):.4f} "
+               "at rank 1")
+    elif ranking.fusion == "dbsf":
+        leg = "each leg 0–1 (raw within mean ± 3σ of its hits, clipped)"
+    else:
+        leg = "each leg 0–1 (its lowest hit 0, its best 1)"
+    fused_max = (vector_weight + fts_weight) * _leg_ceiling(ranking, "vector")
+    return (f"{ranking.fusion}: {leg}; fused = {vector_weight:.2f} × vector + "
+            f"{fts_weight:.2f} × fts (0–{fused_max:.3g}); boosts added on top")
 
 
 def _leg_ceiling(ranking: Ranking, leg: str) -> float:
@@ -248,6 +268,9 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
             cut.append(_cut(item, below_top_k))
         else:
             vh, fh = vector_by_id.get(item.chunk_id), fts_by_id.get(item.chunk_id)
+            # Fusion's own sum, recomputed: the boosts were added to it in this order.
+            parts = ScoreParts(fused=vector_weight * item.vector + fts_weight * item.fts,
+                               speaker=item.speaker, date=item.date, neighbour=item.neighbour)
             if item.speaker or item.date or item.neighbour:
                 boosts[item.chunk_id] = {"speaker": item.speaker, "date": item.date,
                                          "neighbour": item.neighbour}
@@ -257,7 +280,8 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
                 metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
-                fts_rank=fh.rank if fh else None, context=chunk_context(chunk)))
+                fts_rank=fh.rank if fh else None, context=chunk_context(chunk),
+                parts=parts))
     return SearchResult(legs, ranking, results, cut, speakers, period, boosts)
 
 

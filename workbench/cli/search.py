@@ -8,8 +8,9 @@ from typing import Any
 import click
 
 from core.retrieval.fusion import FUSIONS
-from core.retrieval.search import MODES
+from core.retrieval.search import MODES, fusion_scale
 from core.storage.locations import Location
+from core.types import HybridQueryResult, ScoreParts
 from workbench.cli.support import (
     _load_config,
     _require_db,
@@ -27,18 +28,37 @@ def _snippet(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _leg(normalised: float, rank: int | None, raw: float | None) -> str:
+    """One leg's cell: ``0.64 #2 (3.118)``, or ``-`` when the leg did not return the chunk."""
+    if rank is None:
+        return "-"
+    return f"{normalised:.2f} #{rank}" + (f" ({raw:.3f})" if raw is not None else "")
+
+
+def _parts(result: HybridQueryResult) -> str:
+    """The score's parts under their column names; a boost that added nothing is ``·``."""
+    parts = result.parts or ScoreParts(fused=result.score)
+    boosts = [f"{value:.3f}" if value else "·"
+              for value in (parts.speaker, parts.date, parts.neighbour)]
+    return f"{parts.fused:>6.3f} {boosts[0]:>7} {boosts[1]:>6} {boosts[2]:>9}"
+
+
 def _print_results(found: Any, explain: bool) -> None:
     legs = found.legs
     click.echo(f"{len(found.results)} results for {legs.query!r} in {legs.scope} "
                f"({legs.mode}, {found.ranking.fusion}, vector {found.ranking.vector_weight:g} /"
                f" fts {found.ranking.fts_weight:g})")
-    click.echo(f"{'#':>3} {'score':>6} {'vector':>13} {'fts':>13}  seq    text")
+    click.echo(f"scale: {fusion_scale(found.ranking, legs.mode)}")
+    # score = fused + each boost, every part in its own named column; a leg's cell is its
+    # normalised score, its rank and its raw score, "-" when the leg did not return the
+    # chunk (so a full-text hit min-max put at 0.00 still shows its rank and bm25).
+    click.echo(f"{'#':>3} {'score':>6} = {'fused':>6} {'speaker':>7} {'date':>6} "
+               f"{'neighbour':>9}  {'vector (raw)':<19} {'fts (raw)':<19} seq    text")
     for number, result in enumerate(found.results, 1):
-        vector = (f"{result.vector_score:.2f} #{result.vector_rank}"
-                  if result.vector_rank else "-")
-        fts = f"{result.fts_score:.2f} #{result.fts_rank}" if result.fts_rank else "-"
-        click.echo(f"{number:>3} {result.score:>6.3f} {vector:>13} {fts:>13}  "
-                   f"{result.sequence_start:<6} {_snippet(result.text)}")
+        vector = _leg(result.vector_score, result.vector_rank, result.vector_raw)
+        fts = _leg(result.fts_score, result.fts_rank, result.fts_raw)
+        click.echo(f"{number:>3} {result.score:>6.3f} = {_parts(result)}  {vector:<19} "
+                   f"{fts:<19} {result.sequence_start:<6} {_snippet(result.text)}")
     if explain:
         explained = found.explain()
         click.echo(f"terms: {', '.join(explained['parsed_terms']) or '(none)'}"

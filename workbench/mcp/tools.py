@@ -350,7 +350,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("save_memory", "Save content under a key (as pynchy does). Saving again under the same "
          "key replaces the content.", SaveMemoryArgs, MemoryTools.save_memory),
     Tool("recall_memories", "Search the saved memories by keyword: BM25 full-text ranking, "
-         "and a substring match when no word matches.", RecallMemoriesArgs,
+         "and a substring match when no word matches. score: the note's best bm25 (higher "
+         "is better), 1.0 for a substring match.", RecallMemoriesArgs,
          MemoryTools.recall_memories),
     Tool("forget_memory", "Remove the memory saved under a key.", KeyArgs,
          MemoryTools.forget_memory),
@@ -360,7 +361,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("memory_save", "Store a note (as oxydra does) with optional tags; returns its note_id.",
          MemorySaveArgs, MemoryTools.memory_save),
     Tool("memory_search", "Search notes by meaning and words (hybrid vector + full-text), "
-         "optionally only those carrying every given tag; one result per note, best first.",
+         "optionally only those carrying every given tag; one result per note, best first. "
+         "score = parts.fused (the weighted sum of the normalised legs vector_score and "
+         "fts_score) + parts.speaker + parts.date + parts.neighbour (re-ranking boosts).",
          MemorySearchArgs, MemoryTools.memory_search),
     Tool("memory_update", "Replace a note's content (and tags, when given); its note_id "
          "stays.", MemoryUpdateArgs, MemoryTools.memory_update),

@@ -32,6 +32,20 @@ def ranking_ids(found: SearchResult | None) -> list[str]:
     return [] if found is None else [r.chunk_id for r in found.results]
 
 
+def score_scale(ranking: Ranking, mode: str) -> str:
+    """The results' title: how a score is made under this fusion and mode, and the scale
+    each leg is on, so 1.016 beside weights 0.50 / 0.70 can be read."""
+    vector_weight, fts_weight = ranking.applied_weights(mode)
+    if ranking.fusion == "rrf":
+        scale = f"each leg 1/({ranking.rrf_k}+rank)"
+    elif ranking.fusion == "dbsf":
+        scale = "each leg 0–1 by mean ± 3σ"
+    else:
+        scale = "each leg 0–1: its lowest hit 0"
+    return (f"score = fused ({vector_weight:.2f} × vec + {fts_weight:.2f} × fts; {scale})"
+            " + boosts")
+
+
 def ranking_title(name: str, ranking: Ranking) -> str:
     """A list's title: which settings ranked it."""
     min_score = "" if ranking.min_score is None else f" · min {ranking.min_score:g}"
@@ -128,7 +142,7 @@ class RankingView(Vertical):
         else:
             diff = diff_rankings(previous or [], ids)
             compared = previous is not None
-            results.border_title = "Results"
+            results.border_title = f"Results · {score_scale(found.ranking, found.legs.mode)}"
         rows = [Option(result_prompt(n, r, terms, RowMarks(
             diff.moves.get(r.chunk_id), compared, judgments.get(r.chunk_id), vectors_off=off),
             compact=pinned is not None, bar_width=bar_width), id=r.chunk_id)

@@ -1,8 +1,9 @@
 """The playground's result lists: one ranked chunk (or tri-hybrid event) per option.
 
 A result is two lines: its rank, how it moved, the final score, each leg's normalised score
-and rank as a bar in the leg's colour, where it lives and its grade; then its text with
-the query's terms highlighted. The compact form fits half the width for A | B.
+and rank as a bar in the leg's colour, where it lives and its grade; then, when a boost
+added to the score, what the score is made of (``fused 0.807 + neighbour 0.209 │``), and
+its text with the query's terms highlighted. The compact form fits half the width for A | B.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.types import ContextItem, HybridQueryResult
+from core.types import ContextItem, HybridQueryResult, ScoreParts
 from workbench.app.widgets.playground_bars import (
     FTS,
     VECTOR,
@@ -58,6 +59,26 @@ FULL_ROW_FROM = 88
 both legs' numbers with shorter bars."""
 
 
+SHORT_BOOST_NAMES = {"speaker": "spk", "date": "date", "neighbour": "nbr"}
+"""The boosts' names in the half-width rows of A | B, where the full ones would hide the text."""
+
+
+def score_parts(result: HybridQueryResult, *, compact: bool = False) -> Content:
+    """What a boosted score adds up from, named as the explain view names it: ``fused 0.807
+    + neighbour 0.209 │ `` (empty when no boost added anything: the score is the fusion),
+    so a score above the weights' sum reads as fusion plus boosts, not a formula gone wrong."""
+    parts = result.parts or ScoreParts(fused=result.score)
+    boosted = parts.boosted
+    if not boosted:
+        return Content("")
+    pieces: list[Content | tuple[str, str] | str] = [("fused ", "$text-muted"),
+                                                      f"{parts.fused:.3f}"]
+    for name, value in boosted.items():
+        shown = SHORT_BOOST_NAMES[name] if compact else name
+        pieces += [(f" + {shown} ", "$text-muted"), (f"{value:.3f}", "$accent")]
+    return Content.assemble(*pieces, (" │ ", "$text-muted"))
+
+
 def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks: RowMarks,
                   *, compact: bool = False, bar_width: int = 12) -> Content:
     """The two lines of one ranked chunk; ``bar_width`` is each leg's bar (12 in a wide
@@ -80,7 +101,7 @@ def result_prompt(rank: int, result: HybridQueryResult, terms: list[str], marks:
                  grade_mark(marks.grade), (f"  {location(result)}", "$text-muted")]
         limit = 200
     text = highlighted(result.text, terms, limit) or Content.styled("(no text)", "$text-muted")
-    return Content.assemble(*head, "\n", " " * 5, text)
+    return Content.assemble(*head, "\n", " " * 5, score_parts(result, compact=compact), text)
 
 
 def _off(width: int) -> Content:
