@@ -279,7 +279,7 @@ async def write_summary(path: Path, session_id: str, lines: int) -> None:
             await engine.write_summary_state(session_id, text, 3, 0)
 
 
-@pytest.mark.parametrize("height", [30, 36])
+@pytest.mark.parametrize("height", [28, 32])
 async def test_a_session_picked_with_the_arrows_opens_at_its_newest_event(
         fixture_db: Path, height: int) -> None:
     await write_summary(fixture_db, "trip-dolomites", 8)

@@ -71,7 +71,7 @@ class RankingView(Vertical):
         super().__init__(id=id, classes="-empty")
         self.empty_message = empty_message
         self._shown: tuple[SearchResult, SearchResult | None, list[str] | None,
-                           dict[str, int]] | None = None
+                           dict[str, int], str | None, str | None] | None = None
         """The last ranking shown, to draw again when the list's width changes its rows."""
         self._bar_width = 0
 
@@ -124,7 +124,7 @@ class RankingView(Vertical):
         ``vectors_off`` (why the vector leg is off) marks every row's vector cell."""
         off = vectors_off is not None
         self.remove_class("-empty")
-        self._shown = (found, pinned, previous, judgments)
+        self._shown = (found, pinned, previous, judgments, warning, vectors_off)
         self._bar_width = bar_width = self._row_bar_width()
         self.query_one("#pg-lists").set_class(pinned is not None, "-compare")
         terms, ids = found.legs.terms, ranking_ids(found)
