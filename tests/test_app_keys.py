@@ -147,7 +147,7 @@ async def test_compact_asks_first_and_says_what_goes_and_c_copies(
         assert isinstance(app.screen, ConfirmScreen)
         question = app.screen.question
         assert "Compact session “trip-dolomites” now?" in question
-        assert "8 messages in it (#1–#8)" in question
+        assert "Its 8 messages (#1–#8)" in question
         assert "“archive trip-dolomites #1” in namespace 'planner'" in question
         assert "cannot be undone" in question
         await pilot.press("escape")

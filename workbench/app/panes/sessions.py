@@ -92,12 +92,12 @@ def compact_question(session_id: str, info: SessionInfo | None, records: list[Me
     if not folded:
         return None
     first, last = folded[0].sequence, folded[-1].sequence
-    since = "since its last compact marker" if marker is not None else "in it"
+    since = "since its last compact marker " if marker is not None else ""
     namespace = f" in namespace {info.agent_identity!r}" if info and info.agent_identity else ""
     summary_goes = (f" The rolling summary (epoch {summary.epoch}) starts over."
                     if summary.text else "")
     return (f"Compact session “{session_id}” now?\n\nIts {count(len(folded), 'message')} "
-            f"{since} (#{first}–#{last}) are folded into a new Archive note “{archive}”"
+            f"{since}(#{first}–#{last}) are folded into a new Archive note “{archive}”"
             f"{namespace}, and a compact marker naming it is appended: a restore then starts "
             f"at the marker instead of handing them back.{summary_goes} The events stay in "
             "the file, marked archived (search still finds them). This cannot be undone.")
