@@ -85,6 +85,11 @@ class RankingView(Vertical):
         if self._shown is not None and self._row_bar_width() != self._bar_width:
             self.show_found(*self._shown)
 
+    def on_results_list_resized(self, event: ResultsList.Resized) -> None:
+        event.stop()
+        if self._shown is not None and self._row_bar_width() != self._bar_width:
+            self.show_found(*self._shown)
+
     def compose(self) -> ComposeResult:
         yield Static("", id="pg-status")
         with Horizontal(id="pg-lists"):

@@ -183,6 +183,13 @@ class ResultsList(OptionList):
         def control(self) -> ResultsList:
             return self.results
 
+    class Resized(Message):
+        """The list's own size changed. Its view draws rows for its width, and a resize of
+        the list alone (a side panel folding away) sends the view no resize of its own."""
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
+
     def action_grade(self, step: int) -> None:
         if self.highlighted_option is not None:
             self.post_message(self.Graded(self, step))
