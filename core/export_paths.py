@@ -36,11 +36,11 @@ def default_export_path(location: Location, stem: str, suffix: str = "") -> Path
 
 def in_export_root(location: Location, typed: str) -> Path:
     """A path typed in the app as an absolute one: ``~`` expanded, a relative path inside
-    the export root (the app has no current folder a person can see); that folder is made
-    when missing."""
+    the export root (the app has no current folder a person can see). The export root is
+    made when the path names a file in it, as the export is about to be written there."""
     path = Path(typed).expanduser()
-    if path.is_absolute():
-        return path
     root = export_root(location)
-    root.mkdir(parents=True, exist_ok=True)
-    return (root / path).resolve()
+    target = path if path.is_absolute() else (root / path).resolve()
+    if target.parent == root:
+        root.mkdir(parents=True, exist_ok=True)
+    return target
