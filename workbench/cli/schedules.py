@@ -72,6 +72,13 @@ def _describe(schedule: Any) -> str:
     return as_cadence(schedule.cadence).describe()
 
 
+def _in_words(schedule: Any) -> str:
+    from core.schedules.store import as_cadence
+    from core.schedules.wording import in_words
+
+    return in_words(as_cadence(schedule.cadence))
+
+
 def _cadence_in_words(schedule: Any) -> str:
     """The cadence in words, then the cron itself when the words do not spell it out."""
     from core.schedules.store import as_cadence
@@ -148,7 +155,7 @@ def list_command(ctx: click.Context, db: Location | None, user_id: str | None, s
                    "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
                                  for s in found.schedules]})
         return
-    rows = [(s.schedule_id, s.name or "-", status_in_words(s), _describe(s),
+    rows = [(s.schedule_id, s.name or "-", status_in_words(s), _in_words(s),
              _local(s.next_run_at, s) if s.status == "active" else "-",
              s.last_run_status or "-", str(s.consecutive_failures)) for s in found.schedules]
     header = ("id", "name", "status", "cadence", "next run", "last", "failures")
