@@ -30,3 +30,26 @@ async def test_importing_locomo_twice_adds_nothing_the_second_time(
     assert outcomes[0].startswith("imported ") and "(0 were already there)" in outcomes[0]
     assert outcomes[1].startswith("imported 0 messages")
     assert any(session.startswith("locomo") for session in sessions)
+
+
+async def test_export_notes_offers_the_exports_folder_beside_the_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    db = tmp_path / "fixture.db"
+    outcomes: list[str] = []
+    async with running_app(db, size=(120, 30)) as (app, pilot):
+        await settle(pilot)
+        monkeypatch.setattr(app, "notify", lambda message, **kw: outcomes.append(message))
+        long_work.export_notes(app)
+        await settle(pilot)
+        offered = app.screen.query_one("#prompt-input").value  # type: ignore[attr-defined]
+        namespace = app.engine.notes.namespace(None)
+        app.screen.dismiss("team.json")
+        await settle(pilot)
+    exports = (tmp_path / "exports").resolve()
+    assert offered == str(exports / f"notes-{namespace}.json")
+    assert outcomes[-1].endswith(f" to {exports / 'team.json'}"), outcomes
+    assert json.loads((exports / "team.json").read_text())["format"] == "memory-workbench-notes"
+    assert list(elsewhere.iterdir()) == []

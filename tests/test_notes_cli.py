@@ -315,8 +315,20 @@ def test_import_overwrite_lets_the_file_win(runner: CliRunner, db: Path,
     assert names(runner, db) == ["a", "b", "c", "d", "fresh"]
 
 
+def test_export_without_out_writes_beside_the_memory_and_says_where(
+        runner: CliRunner, db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    add(runner, db, "packing", "--content", "crampons", "--namespace", "crew")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    written = (tmp_path / "exports" / "notes-crew.json").resolve()
+    assert ok(runner, "notes", "export", "--db", db, "--namespace", "crew").stdout == (
+        f"wrote 1 note of namespace 'crew' to {written}\n")
+    assert [note["name"] for note in json.loads(written.read_text())["notes"]] == ["packing"]
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_export_and_import_refusals(runner: CliRunner, db: Path, tmp_path: Path) -> None:
-    assert invoke(runner, "notes", "export", "--db", db).exit_code == 2
     assert invoke(runner, "notes", "import", tmp_path / "missing.json", "--db", db).exit_code == 2
     assert "cannot write" in refused(runner, "notes", "export", "--db", db,
                                      "--out", tmp_path / "no-folder" / "notes.json")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.geometry import Region
 from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from core import Engine
@@ -155,6 +156,20 @@ async def test_invalid_fields_show_the_engines_message_at_each_field(fixture_db:
         assert "got 1.5" in field_error(pane, "importance")
         assert await stored(app, before.note_id, "planner") == before
         assert pane.query_one("#note-content", TextArea).text == "Changed."
+
+
+async def test_a_field_error_is_shown_whole_within_its_field(fixture_db: Path) -> None:
+    async with running_app(fixture_db) as (app, pilot):
+        pane = await open_notes(pilot)
+        await type_into(pilot, pane, "#note-importance", "lots")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        label = pane.query_one("#error-importance")
+        field = pane.query_one("#field-importance")
+        assert field.region.contains_region(label.region), (label.region, field.region)
+        lines = label.render_lines(Region(0, 0, *label.region.size))
+        assert " ".join(" ".join(line.text.split()) for line in lines) == (
+            "importance must be a number from 0 to 1; got 'lots'")
 
 
 async def test_a_taken_name_shows_at_the_name_field_and_nothing_changes(

@@ -8,6 +8,7 @@ import contextlib
 import random
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ import pytest
 from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from core import Engine
+from core.clock import format_utc
 from tests.app_support import (
     FIXTURE_CONFIG,
+    FIXTURE_NOW,
     SIZE,
     build_fixture,
     fixture_clock,
@@ -116,6 +119,30 @@ async def test_the_list_shows_cadence_in_words_and_next_run_in_the_schedules_zon
         assert "1 failure in a row" in detail
         assert "2026-05-05 10:00 CEST · 05-06 08:00 · 05-07 08:00" in detail
         assert app.focused is table
+
+
+async def test_a_cadence_the_words_already_spell_is_shown_once(fixture_db: Path) -> None:
+    async with schedules_pane(fixture_db) as (app, pilot, pane):
+        await pilot.press("down")
+        await settle(pilot)
+        detail = text_of(pane.query_one("#schedule-detail", Static))
+        cadence = next(line for line in detail.splitlines() if line.startswith("Cadence"))
+        assert cadence.split() == ["Cadence", "every", "6h"]
+
+
+async def test_a_schedule_days_past_its_next_run_shows_overdue(fixture_db: Path) -> None:
+    missed = FIXTURE_NOW - timedelta(days=3, hours=1)
+    async with Engine.open(fixture_db, config=FIXTURE_CONFIG) as engine:
+        found = await engine.schedules.search_schedules(None, name="hut-check")
+        await engine.backend.update_schedule(found.schedules[0].schedule_id,
+                                             {"next_run_at": format_utc(missed)}, missed)
+    async with schedules_pane(fixture_db) as (app, pilot, pane):
+        table = schedule_table(pane)
+        assert cells(table, 0)[4] == "overdue by 3 days"
+        assert cells(table, 1)[4] == "active"
+        detail = text_of(pane.query_one("#schedule-detail", Static))
+        assert ("Status     overdue by 3 days (next run 2026-05-01 13:00 CEST, Europe/Rome)"
+                in detail), detail
 
 
 async def test_an_empty_file_says_how_to_add_a_schedule(tmp_path: Path) -> None:

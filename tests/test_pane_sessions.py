@@ -193,7 +193,6 @@ async def test_export_writes_the_events_to_the_file_named(fixture_db: Path,
         await settle(pilot)
         assert isinstance(app.screen, PromptScreen)
         field = app.screen.query_one("#prompt-input")
-        assert field.value == "trip-dolomites.json"  # type: ignore[attr-defined]
         field.value = str(target)  # type: ignore[attr-defined]
         await pilot.press("enter")
         await settle(pilot)
@@ -201,6 +200,31 @@ async def test_export_writes_the_events_to_the_file_named(fixture_db: Path,
     assert [e["sequence"] for e in document["events"]] == list(range(1, 9))
     assert document["scratchpad"]["items"] == ["book Rifugio Lagazuoi", "check cable car times"]
     assert export_file_name("a/b c") == "a_b_c.json"
+
+
+async def test_export_offers_the_exports_folder_beside_the_memory_not_the_current_folder(
+        fixture_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    exports = (tmp_path / "exports").resolve()
+    messages: list[str] = []
+    async with running_app(fixture_db) as (app, pilot):
+        await settle(pilot)
+        monkeypatch.setattr(app, "notify", lambda message, **kw: messages.append(message))
+        for typed in (None, "mine.json"):
+            await pilot.press("e")
+            await settle(pilot)
+            field = app.screen.query_one("#prompt-input")
+            assert field.value == str(exports / "trip-dolomites.json")  # type: ignore[attr-defined]
+            if typed is not None:
+                field.value = typed  # type: ignore[attr-defined]
+            await pilot.press("enter")
+            await settle(pilot)
+    assert messages[0].endswith(f" to {exports / 'trip-dolomites.json'}"), messages
+    assert messages[1].endswith(f" to {exports / 'mine.json'}"), messages
+    assert json.loads((exports / "mine.json").read_text())["events"]
+    assert list(elsewhere.iterdir()) == []
 
 
 async def test_copy_event_copies_the_highlighted_record(

@@ -7,6 +7,7 @@ import asyncio
 import json
 import shlex
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from core import Engine
-from core.clock import utc_now
+from core.clock import format_utc, frozen, utc_now
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file, ok, ok_json
 
 
@@ -133,6 +134,51 @@ def test_show_prints_every_field_and_the_next_five_times(runner: CliRunner, db: 
     assert shown["schedule_id"] == created["schedule_id"] and len(shown["next_runs"]) == 5
     missing = invoke(runner, "schedules", "show", "nope", "--db", db)
     assert missing.exit_code == 1 and "no schedule with id or name 'nope'" in missing.output
+
+
+def test_show_prints_the_cadence_once(runner: CliRunner, db: Path) -> None:
+    add(runner, db, "--user", "alice", "--goal", "stretch", "--cron", "0 16 * * 1-5",
+        "--tz", "Europe/London", "--name", "stretch")
+    add(runner, db, "--user", "alice", "--goal", "news", "--every", "6h", "--name", "news")
+
+    def cadence_line(ref: str) -> str:
+        text = ok(runner, "schedules", "show", ref, "--db", db).output
+        return next(line for line in text.splitlines() if line.startswith("cadence:"))
+
+    stretch = cadence_line("stretch")
+    assert stretch.count("0 16 * * 1-5") == 1, stretch
+    assert "every Monday to Friday at 16:00 Europe/London" in stretch
+    news = cadence_line("news")
+    assert news.count("6h") == 1 and "every 6h" in news, news
+
+
+def set_next_run(db: Path, schedule_id: str, moment: datetime) -> None:
+    async def write() -> None:
+        async with Engine.open(db, config=FIXTURE_CONFIG) as engine:
+            await engine.backend.update_schedule(
+                schedule_id, {"next_run_at": format_utc(moment)}, utc_now())
+
+    asyncio.run(write())
+
+
+def test_a_schedule_days_past_its_next_run_is_overdue_not_active(runner: CliRunner,
+                                                                 db: Path) -> None:
+    late = add(runner, db, "--user", "alice", "--goal", "digest", "--cron", "0 9 * * *",
+               "--tz", "Europe/Paris", "--name", "digest")
+    add(runner, db, "--user", "alice", "--goal", "news", "--every", "1h", "--name", "news")
+    missed = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)  # 09:00 in Paris
+    set_next_run(db, late["schedule_id"], missed)
+
+    with frozen(missed + timedelta(days=3, hours=2)):
+        rows = ok(runner, "schedules", "list", "--db", db).output.splitlines()
+        shown = ok(runner, "schedules", "show", "digest", "--db", db).output
+    digest = next(line for line in rows if line.startswith(late["schedule_id"]))
+    assert "overdue by 3 days" in digest and " active " not in digest, digest
+    news = next(line for line in rows if " news " in line)
+    assert " active " in news and "overdue" not in news
+    status = next(line for line in shown.splitlines() if line.startswith("status:"))
+    assert status.split(None, 1)[1] == ("overdue by 3 days (next run 2026-11-25 09:00 CET, "
+                                        "Europe/Paris)")
 
 
 def test_edit_validates_and_previews(runner: CliRunner, db: Path) -> None:

@@ -143,13 +143,24 @@ def test_export_writes_the_session_file(runner: CliRunner, db: Path, tmp_path: P
     assert json.loads(out.read_text())["session"]["session_id"] == "other"
 
 
-def test_export_refuses_a_missing_session_and_needs_out(runner: CliRunner, db: Path,
-                                                        tmp_path: Path) -> None:
+def test_export_refuses_a_missing_session(runner: CliRunner, db: Path,
+                                         tmp_path: Path) -> None:
     out = tmp_path / "none.json"
     assert refused(runner, "sessions", "export", "nope", "--db", db, "--out", out) == (
         "error: no session 'nope'")
     assert not out.exists()
-    assert invoke(runner, "sessions", "export", "trip", "--db", db).exit_code == 2
+
+
+def test_export_without_out_writes_beside_the_memory_and_says_where(
+        runner: CliRunner, db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    written = (tmp_path / "exports" / "trip.json").resolve()
+    text = ok(runner, "sessions", "export", "trip", "--db", db).stdout
+    assert text.startswith(f"wrote trip to {written}: 4 messages")
+    assert json.loads(written.read_text())["session"]["session_id"] == "trip"
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_rm_asks_and_declining_keeps_the_session(runner: CliRunner, db: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tests.cli_helpers import invoke, ok, ok_json
@@ -116,6 +117,31 @@ def test_export_session_and_namespace(runner: CliRunner, tmp_path: Path) -> None
     back = invoke(runner, "import", "jsonl", out, "--db", fresh, "--namespace", "crew", "--json")
     assert back.exit_code == 0, back.output
     assert json.loads(back.stdout)["counts"]["messages"]["added"] == 2
+
+
+def test_export_without_out_writes_beside_the_memory_not_the_current_folder(
+        runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "memory.db"
+    assert invoke(runner, "import", "jsonl", write_jsonl(tmp_path / "c.jsonl", CHATS),
+                  "--db", db, "--namespace", "crew").exit_code == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    exports = (tmp_path / "exports").resolve()
+
+    session = invoke(runner, "export", "session", "trip", "--db", db, "--format", "jsonl")
+    assert session.exit_code == 0, session.output
+    assert session.stdout.endswith(f" to {exports / 'trip.jsonl'}\n")
+    assert (exports / "trip.jsonl").read_text().count("\n") == 2
+    folder = invoke(runner, "export", "namespace", "crew", "--db", db, "--format", "markdown",
+                    "--json")
+    assert folder.exit_code == 0, folder.output
+    assert json.loads(folder.stdout)["paths"] == [str(exports / "crew" / "trip.md")]
+    relative = invoke(runner, "export", "session", "trip", "--db", db, "--format", "markdown",
+                      "--out", "mine.md")
+    assert relative.exit_code == 0, relative.output
+    assert relative.stdout.endswith(f" to {elsewhere.absolute() / 'mine.md'}\n")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["mine.md"]
 
 
 def test_export_failures_are_one_line_and_exit_1(runner: CliRunner, tmp_path: Path) -> None:

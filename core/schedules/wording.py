@@ -5,13 +5,20 @@ is exact but has to be decoded. :func:`in_words` reads the common shapes of a cr
 time of day on every day, on some days of the week or of the month, every N minutes or
 hours — and falls back to ``describe()`` for any other shape, so its words are never wrong,
 only sometimes technical. Intervals and single times are already plain in ``describe()``.
+
+:func:`status_in_words` says what a schedule's state means now: an active schedule whose
+next run is long past is *overdue* (no runner fired it), which "active" would hide.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
-from core.schedules.cadence import Cadence, cron_fields
+from core import clock
+from core.schedules.cadence import Cadence, cron_fields, local_time
+from core.schedules.store import parse_when
+from core.types import ScheduleDefinition
 
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
@@ -21,6 +28,11 @@ _MONTH_NUMBERS = {name[:3].lower(): number for number, name in enumerate(_MONTHS
 _PART = re.compile(r"(\*|\w+)(?:-(\w+))?(?:/(\d+))?", re.ASCII)
 # Beyond this many times of day a list stops being read and starts being counted.
 _MOST_TIMES_LISTED = 4
+OVERDUE_AFTER = timedelta(minutes=10)
+"""How far past its next run an active schedule must be to read as overdue. A runner
+polls every 30 s by default and a run may take up to 5 minutes before the schedule moves
+on, so a shorter lag is a run under way, not a missed one."""
+_AGE_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60))
 
 
 def in_words(cadence: Cadence) -> str:
@@ -34,6 +46,50 @@ def in_words(cadence: Cadence) -> str:
     fields = cron_fields(cadence.value)
     words = _cron_words(fields, cadence.timezone) if len(fields) == 5 else None
     return cadence.describe() if words is None else words
+
+
+def technical_form(cadence: Cadence) -> str | None:
+    """The cadence as ``describe()`` says it, when that says more than :func:`in_words`;
+    None when both read the same (intervals, single times, unusual crons), so a cadence
+    shown both ways is never shown twice."""
+    described = cadence.describe()
+    return None if in_words(cadence) == described else described
+
+
+def overdue_by(schedule: ScheduleDefinition, now: datetime | None = None) -> timedelta | None:
+    """How long past its next run an active schedule is, when that is more than
+    :data:`OVERDUE_AFTER`; None for one on time, paused, completed or with no next run."""
+    if schedule.status != "active" or not schedule.next_run_at:
+        return None
+    late = (clock.now() if now is None else now) - parse_when(schedule.next_run_at)
+    return late if late > OVERDUE_AFTER else None
+
+
+def status_in_words(schedule: ScheduleDefinition, now: datetime | None = None, *,
+                    with_next_run: bool = False) -> str:
+    """``active``, ``paused``, ``completed``, or ``overdue by 3 days`` for an active
+    schedule whose next run is long past; ``with_next_run`` adds when that was, on the
+    schedule's clock: ``overdue by 3 days (next run 2026-11-25 09:00 CET, Europe/Paris)``."""
+    late = overdue_by(schedule, now)
+    if late is None:
+        return schedule.status
+    words = f"overdue by {_age(late)}"
+    if not with_next_run:
+        return words
+    cadence = schedule.cadence
+    zone = cadence.get("timezone") or "UTC"
+    when = local_time(schedule.next_run_at, Cadence(cadence["kind"], cadence["value"], zone),
+                      zone=False)
+    return f"{words} (next run {when}, {zone})"
+
+
+def _age(late: timedelta) -> str:
+    """``3 days``, ``1 hour``, ``12 minutes``: the largest whole unit, rounded down."""
+    seconds = int(late.total_seconds())
+    unit, size = next(((unit, size) for unit, size in _AGE_UNITS if seconds >= size),
+                      _AGE_UNITS[-1])
+    amount = seconds // size
+    return f"{amount} {unit}{'' if amount == 1 else 's'}"
 
 
 def _cron_words(fields: list[str], zone: str) -> str | None:

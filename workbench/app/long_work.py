@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from core.export_paths import export_root, in_export_root
 from workbench.app.host import Report, WorkbenchHost
 from workbench.app.screens.confirm import ConfirmScreen
 from workbench.app.screens.prompt import PromptScreen
@@ -74,19 +75,24 @@ def import_notes(app: WorkbenchHost) -> None:
 def export_notes(app: WorkbenchHost) -> None:
     """Ask for a path and write the agent namespace's notes there."""
 
+    engine = app.engine
+    if engine is None:
+        return
+    root = export_root(engine.location)
+
     def chosen(path: str | None) -> None:
-        engine = app.engine
-        if path is None or engine is None:
+        if path is None:
             return
 
         async def job(report: Report) -> str:
-            result = await engine.export_notes(Path(path).expanduser())
+            result = await engine.export_notes(in_export_root(engine.location, path))
             return f"wrote {result.notes} notes of {result.namespace} to {result.path}"
 
         app.run_long("Exporting notes", job)
 
-    app.push_screen(PromptScreen("Export the notes of the configured agent to:",
-                                 "notes.json"), chosen)
+    app.push_screen(PromptScreen(
+        f"Export the notes of the configured agent to (a relative path is inside {root}):",
+        "notes.json", str(root / f"notes-{engine.notes.namespace(None)}.json")), chosen)
 
 
 def import_locomo(app: WorkbenchHost) -> None:

@@ -10,6 +10,7 @@ embedded, so ``workbench search`` finds it by both legs straight after.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -330,22 +331,29 @@ def rename_command(ctx: click.Context, ref: str, new_name: str, db: Location | N
 @notes_group.command("export")
 @db_option
 @_NAMESPACE
-@click.option("--out", "out_path", required=True,
+@click.option("--out", "out_path", default=None,
               type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="The JSON file to write (replaced if it exists, atomically).")
+              help="The JSON file to write (replaced if it exists, atomically; default: "
+                   "exports/notes-<namespace>.json beside the memory file).")
 @json_option
 @click.pass_context
-def export_command(ctx: click.Context, db: Location | None, namespace: str | None, out_path: Path,
-                   as_json: bool) -> None:
+def export_command(ctx: click.Context, db: Location | None, namespace: str | None,
+                   out_path: Path | None, as_json: bool) -> None:
     """Write every note of a namespace to one JSON file, atomically (`notes import` reads it)."""
-    result = _on_notes(ctx, db,
-                       lambda engine: engine.export_notes(out_path, namespace=namespace),
-                       writes=False)
+    from core.export_paths import default_export_path
+
+    def work(engine: Any) -> Any:
+        stem = f"notes-{engine.notes.namespace(namespace)}"
+        out = out_path or default_export_path(engine.location, stem, ".json")
+        return engine.export_notes(out, namespace=namespace)
+
+    result = _on_notes(ctx, db, work, writes=False)
+    written = os.path.abspath(result.path)
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), "path": written})
     else:
         click.echo(f"wrote {count(result.notes, 'note')} of namespace {result.namespace!r} "
-                   f"to {result.path}")
+                   f"to {written}")
 
 
 COLLISIONS_SHOWN = 3

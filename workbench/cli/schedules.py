@@ -72,6 +72,23 @@ def _describe(schedule: Any) -> str:
     return as_cadence(schedule.cadence).describe()
 
 
+def _in_words(schedule: Any) -> str:
+    from core.schedules.store import as_cadence
+    from core.schedules.wording import in_words
+
+    return in_words(as_cadence(schedule.cadence))
+
+
+def _cadence_in_words(schedule: Any) -> str:
+    """The cadence in words, then the cron itself when the words do not spell it out."""
+    from core.schedules.store import as_cadence
+    from core.schedules.wording import in_words, technical_form
+
+    cadence = as_cadence(schedule.cadence)
+    technical = technical_form(cadence)
+    return in_words(cadence) if technical is None else f"{in_words(cadence)} · {technical}"
+
+
 def _report(schedule: Any, as_json: bool, *lines: str) -> None:
     """The schedule as JSON with its next five times; else ``lines``, then those times."""
     from core.schedules.drafts import schedule_preview
@@ -124,7 +141,9 @@ def schedules_group() -> None:
 def list_command(ctx: click.Context, db: Location | None, user_id: str | None, status: str | None,
                  name: str | None, text: str | None, limit: int, offset: int,
                  as_json: bool) -> None:
-    """List schedules: cadence, next run in the schedule's zone, last run, failures."""
+    """List schedules: cadence, next run in the schedule's zone, last run, failures (an
+    active schedule long past its next run reads "overdue by …")."""
+    from core.schedules.wording import status_in_words
 
     async def work(store: Any) -> Any:
         return await store.search_schedules(
@@ -136,7 +155,7 @@ def list_command(ctx: click.Context, db: Location | None, user_id: str | None, s
                    "schedules": [{**s.to_dict(), "cadence_description": _describe(s)}
                                  for s in found.schedules]})
         return
-    rows = [(s.schedule_id, s.name or "-", s.status, _describe(s),
+    rows = [(s.schedule_id, s.name or "-", status_in_words(s), _in_words(s),
              _local(s.next_run_at, s) if s.status == "active" else "-",
              s.last_run_status or "-", str(s.consecutive_failures)) for s in found.schedules]
     header = ("id", "name", "status", "cadence", "next run", "last", "failures")
@@ -153,11 +172,13 @@ def list_command(ctx: click.Context, db: Location | None, user_id: str | None, s
 @click.pass_context
 def show_command(ctx: click.Context, ref: str, db: Location | None, as_json: bool) -> None:
     """Show one schedule (by id or name): every field and its next five times."""
+    from core.schedules.wording import status_in_words
 
     schedule = _with_schedules(ctx, db, lambda store: store.get_schedule(ref),
                                writes=False)
     fields = schedule.to_dict()
-    fields["cadence"] = f"{_describe(schedule)}  {json.dumps(schedule.cadence)}"
+    fields["cadence"] = _cadence_in_words(schedule)
+    fields["status"] = status_in_words(schedule, with_next_run=True)
     _report(schedule, as_json, *(f"{key + ':':<22}{'-' if value is None else value}"
                                  for key, value in fields.items()))
 

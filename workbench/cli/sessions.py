@@ -12,6 +12,7 @@ asking).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -176,21 +177,28 @@ def show_command(ctx: click.Context, session_id: str, db: Location | None, limit
 @sessions_group.command("export")
 @_SESSION
 @db_option
-@click.option("--out", "out_path", required=True,
+@click.option("--out", "out_path", default=None,
               type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="The JSON file to write (replaced if it exists, atomically).")
+              help="The JSON file to write (replaced if it exists, atomically; default: "
+                   "exports/<session>.json beside the memory file).")
 @json_option
 @click.pass_context
-def export_command(ctx: click.Context, session_id: str, db: Location | None, out_path: Path,
-                   as_json: bool) -> None:
+def export_command(ctx: click.Context, session_id: str, db: Location | None,
+                   out_path: Path | None, as_json: bool) -> None:
     """Write a session's messages, rolling summary and scratchpad to one JSON file."""
-    result = on_engine(ctx, db, lambda engine: engine.export_session(session_id, out_path),
-                       writes=False, warn=False)
+    from core.export_paths import default_export_path
+
+    def work(engine: Any) -> Any:
+        out = out_path or default_export_path(engine.location, session_id, ".json")
+        return engine.export_session(session_id, out)
+
+    result = on_engine(ctx, db, work, writes=False, warn=False)
+    written = os.path.abspath(result.path)
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), "path": written})
         return
     scratchpad = count(result.scratchpad_items, "scratchpad item")
-    click.echo(f"wrote {session_id} to {result.path}: {count(result.events, 'message')}, "
+    click.echo(f"wrote {session_id} to {written}: {count(result.events, 'message')}, "
                f"{'a' if result.has_summary else 'no'} rolling summary, {scratchpad}")
 
 

@@ -8,6 +8,7 @@ what was there already and what was skipped, with each skip's reason.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -219,11 +220,14 @@ format_option = click.option(
 
 
 def _echo_export(result: Any, as_json: bool) -> None:
+    """What was written, each path in full (a relative --out is read from the current
+    folder, which the line should not leave the reader to guess)."""
+    paths = [os.path.abspath(path) for path in result.paths]
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), "paths": paths})
         return
-    where = result.paths[0] if len(result.paths) == 1 else \
-        f"{count(len(result.paths), 'file')} in {Path(result.paths[0]).parent}"
+    where = paths[0] if len(paths) == 1 else \
+        f"{count(len(paths), 'file')} in {Path(paths[0]).parent}"
     click.echo(f"exported {result.scope} {result.name!r}: {count(result.sessions, 'session')}, "
                f"{count(result.messages, 'message')} as {result.format} to {where}")
 
@@ -232,18 +236,23 @@ def _echo_export(result: Any, as_json: bool) -> None:
 @click.argument("session_id")
 @db_option
 @format_option
-@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path),
-              help="The file to write (a folder: <session>.jsonl or .md inside it).")
+@click.option("--out", "out_path", default=None, type=click.Path(path_type=Path),
+              help="The file to write (a folder: <session>.jsonl or .md inside it; default: "
+                   "exports/<session>.jsonl or .md beside the memory file).")
 @json_option
 @click.pass_context
 def export_session_command(ctx: click.Context, session_id: str, db: Location | None,
-                           export_format: str, out_path: Path, as_json: bool) -> None:
+                           export_format: str, out_path: Path | None, as_json: bool) -> None:
     """Export one session's messages to a JSONL or markdown file, atomically."""
+    from core.export_paths import default_export_path
     from core.exporters import export_session
 
-    result = on_engine(ctx, db,
-                       lambda engine: export_session(engine, session_id, out_path, export_format),
-                       writes=False, read_only=True, defer_model=True)
+    def work(engine: Any) -> Any:
+        suffix = ".jsonl" if export_format == "jsonl" else ".md"
+        out = out_path or default_export_path(engine.location, session_id, suffix)
+        return export_session(engine, session_id, out, export_format)
+
+    result = on_engine(ctx, db, work, writes=False, read_only=True, defer_model=True)
     _echo_export(result, as_json)
 
 
@@ -251,19 +260,23 @@ def export_session_command(ctx: click.Context, session_id: str, db: Location | N
 @click.argument("namespace")
 @db_option
 @format_option
-@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "out_path", default=None, type=click.Path(path_type=Path),
               help="jsonl: the file to write (a folder: <namespace>.jsonl inside it); "
-                   "markdown: the folder to write one <session>.md per session in.")
+                   "markdown: the folder to write one <session>.md per session in (default: "
+                   "exports/<namespace>.jsonl or exports/<namespace>/ beside the memory file).")
 @json_option
 @click.pass_context
 def export_namespace_command(ctx: click.Context, namespace: str, db: Location | None,
-                             export_format: str, out_path: Path, as_json: bool) -> None:
+                             export_format: str, out_path: Path | None, as_json: bool) -> None:
     """Export every conversation session of a namespace (agent identity) to JSONL or
     markdown."""
+    from core.export_paths import default_export_path
     from core.exporters import export_namespace
 
-    result = on_engine(ctx, db,
-                       lambda engine: export_namespace(engine, namespace, out_path,
-                                                       export_format),
-                       writes=False, read_only=True, defer_model=True)
+    def work(engine: Any) -> Any:
+        suffix = ".jsonl" if export_format == "jsonl" else ""
+        out = out_path or default_export_path(engine.location, namespace, suffix)
+        return export_namespace(engine, namespace, out, export_format)
+
+    result = on_engine(ctx, db, work, writes=False, read_only=True, defer_model=True)
     _echo_export(result, as_json)

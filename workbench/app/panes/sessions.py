@@ -22,6 +22,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from core.errors import NotFound, WorkbenchError
+from core.export_paths import export_root, in_export_root
 from core.storage.notes import MEMORY_PREFIX
 from core.summary.compaction import archive_name
 from core.types import (
@@ -506,20 +507,27 @@ class SessionsPane(Pane):
         if (session_id := self._need_session()) is None:
             return
 
+        location = self.engine.location
+
         def answered(path: str | None) -> None:
             if path is not None:
                 self._export(session_id, path)
 
         self.app.push_screen(PromptScreen(
-            f"Export “{session_id}” (events, summary, scratchpad) as JSON to:",
-            "a path, e.g. session.json", export_file_name(session_id)), answered)
+            f"Export “{session_id}” (events, summary, scratchpad) as JSON to (a relative path "
+            f"is inside {export_root(location)}):", "a path, e.g. session.json",
+            str(export_root(location) / export_file_name(session_id))), answered)
 
     @work(exclusive=True, group="sessions-action", exit_on_error=False)
     async def _export(self, session_id: str, path: str) -> None:
         try:
-            result = await self.engine.export_session(session_id, path)
+            target = in_export_root(self.engine.location, path)
+            result = await self.engine.export_session(session_id, target)
         except WorkbenchError as exc:
             self.notify(str(exc), severity="error")
+            return
+        except OSError as exc:  # the exports folder could not be made
+            self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error")
             return
         extras = []
         if result.has_summary:

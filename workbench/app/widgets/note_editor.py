@@ -22,12 +22,13 @@ from workbench.text import short_time as stamp
 
 
 class NoteField(Vertical):
-    """A caption, the field's widget, and the engine's message when it refuses the value."""
+    """A caption, the field's widget, and the engine's message when it refuses the value
+    (as wide as the field and wrapped there, so a narrow field shows all of it)."""
 
     DEFAULT_CSS = """
     NoteField { height: auto; width: 1fr; }
     NoteField > .caption { color: $text-muted; padding: 0 1; }
-    NoteField > .field-error { color: $error; padding: 0 1; display: none; }
+    NoteField > .field-error { color: $error; padding: 0 1; display: none; width: 100%; }
     NoteField.-refused > .caption { color: $error; }
     NoteField.-refused > .field-error { display: block; }
     """

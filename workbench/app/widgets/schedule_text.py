@@ -16,7 +16,7 @@ from textual.content import Content
 
 from core.schedules.cadence import Cadence, local_time
 from core.schedules.store import parse_when, run_seconds
-from core.schedules.wording import in_words
+from core.schedules.wording import in_words, overdue_by, status_in_words, technical_form
 from core.types import ScheduleDefinition, ScheduleRun
 from workbench.text import one_line
 
@@ -84,7 +84,9 @@ def schedule_cells(schedule: ScheduleDefinition, palette: Palette) -> list[Text]
     cadence = cadence_of(schedule)
     next_run = (local_time(schedule.next_run_at, cadence) if schedule.status == "active"
                 else "—")
-    status = Text(schedule.status, style=palette.status(schedule.status))
+    overdue = overdue_by(schedule) is not None
+    status = Text(status_in_words(schedule),
+                  style=palette.warning if overdue else palette.status(schedule.status))
     if schedule.status_reason and schedule.status != "active":
         status.append(f": {one_line(schedule.status_reason, 28)}", style="dim")
     failures = schedule.consecutive_failures
@@ -113,11 +115,15 @@ def _row(name: str, *parts: str | tuple[str, str] | Content) -> Content:
 
 
 def schedule_detail(schedule: ScheduleDefinition, upcoming: list[datetime]) -> Content:
-    """The selected schedule: its goal, cadence both ways, status and next fire times."""
+    """The selected schedule: its goal, cadence in words (and as a cron when the words do
+    not spell it), status and next fire times."""
     cadence = cadence_of(schedule)
     status_style = {"active": "$success", "paused": "$warning"}.get(schedule.status,
                                                                     "$text-muted")
-    status: list[str | tuple[str, str]] = [(schedule.status, f"bold {status_style}")]
+    if overdue_by(schedule) is not None:
+        status_style = "$warning"
+    status: list[str | tuple[str, str]] = [
+        (status_in_words(schedule, with_next_run=True), f"bold {status_style}")]
     if schedule.status_reason:
         status.append(f" ({schedule.status_reason})")
     if schedule.consecutive_failures:
@@ -133,7 +139,9 @@ def schedule_detail(schedule: ScheduleDefinition, upcoming: list[datetime]) -> C
         (f"  {schedule.schedule_id} · user {schedule.user_id} · notify "
          f"{schedule.notification_policy}\n", "$text-muted"),
         _row("Goal", one_line(schedule.goal, 400)),
-        _row("Cadence", in_words(cadence), (f"   {cadence.describe()}", "$text-muted")),
+        _row("Cadence", in_words(cadence),
+             (f"   {technical}" if (technical := technical_form(cadence)) else "",
+              "$text-muted")),
         _row("Status", *status),
         _row("If resumed" if schedule.status == "paused" else "Next", times),
     ).rstrip()
