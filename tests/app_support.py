@@ -7,6 +7,7 @@ the same on every run.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -63,6 +64,14 @@ async def build_fixture(path: Path) -> None:
     schedules with runs and logged queries, every timestamp fixed."""
     with clock.frozen(FIXTURE_NOW):  # restores whatever the clock was, frozen or not
         await _write_fixture(path)
+
+
+def built_fixture(folder: Path) -> Path:
+    """``folder/fixture.db``, built at the fixture's frozen moment."""
+    path = folder / "fixture.db"
+    with fixture_clock():
+        asyncio.run(build_fixture(path))
+    return path
 
 
 async def _write_fixture(path: Path) -> None:

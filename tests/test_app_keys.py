@@ -6,7 +6,6 @@ arrive below the cursor."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,13 @@ import pytest
 from textual.widgets import DataTable, Input, ListView, Select, Static
 
 from core import Engine
-from tests.app_support import FIXTURE_CONFIG, build_fixture, fixture_clock, running_app, settle
+from tests.app_support import (
+    FIXTURE_CONFIG,
+    built_fixture,
+    fixture_clock,
+    running_app,
+    settle,
+)
 from workbench.app.long_work import consolidate
 from workbench.app.panes.playground import PlaygroundPane
 from workbench.app.panes.scratchpad import ScratchpadPane
@@ -29,10 +34,7 @@ SIZE = (160, 48)
 
 @pytest.fixture
 def fixture_db(tmp_path: Path) -> Path:
-    path = tmp_path / "fixture.db"
-    with fixture_clock():
-        asyncio.run(build_fixture(path))
-    return path
+    return built_fixture(tmp_path)
 
 
 def active(app: Any) -> str:

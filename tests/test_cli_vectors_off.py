@@ -89,3 +89,14 @@ def test_doctor_on_the_fallback_says_fix_the_model_not_reindex(
     assert len(problem) == 1 and "could not load" in problem[0]
     assert "do not reindex" in problem[0] and "`workbench reindex --model" not in problem[0]
     assert f"reopen with --model {model.resolve()}" in problem[0]
+
+
+def test_the_vectors_off_line_comes_after_the_commands_error(
+        runner: CliRunner, other_model_file: tuple[Path, Path, Path]) -> None:
+    db, _, _ = other_model_file
+    result = invoke(runner, "search", "tax filing", "--session", "nope", "--db", db)
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "error: no session 'nope' to search"
+    assert [line for line in lines[1:] if "vectors made by" in line] == lines[1:]
+    assert len(lines) == 2

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, ListView, Static, TextArea
 
-from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
+from tests.app_support import (
+    build_fixture,
+    built_fixture,
+    fixture_clock,
+    make_app,
+    running_app,
+    settle,
+)
 from tests.test_pane_playground import ask, fixed_timings, open_playground
 from workbench.app.panes.sessions import SessionsPane
 from workbench.app.screens.explain import ExplainScreen
@@ -25,10 +32,7 @@ LONG_SESSION = "research-alta-via-1-planning-for-the-summer"
 
 @pytest.fixture
 def fixture_db(tmp_path: Path) -> Path:
-    path = tmp_path / "fixture.db"
-    with fixture_clock():
-        asyncio.run(build_fixture(path))
-    return path
+    return built_fixture(tmp_path)
 
 
 def on_screen(app: Any, widget: Any) -> bool:

@@ -11,7 +11,13 @@ import pytest
 from textual.widgets import Input, Select, Static
 
 from core.evaluation.judged import score_ranking
-from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
+from tests.app_support import (
+    built_fixture,
+    fixture_clock,
+    make_app,
+    running_app,
+    settle,
+)
 from workbench.app.panes.playground import PlaygroundPane
 from workbench.app.panes.playground_sweep import NO_JUDGMENTS_SWEEP
 from workbench.app.screens.explain import ExplainScreen
@@ -26,10 +32,7 @@ SIZE = (160, 48)
 
 @pytest.fixture
 def fixture_db(tmp_path: Path) -> Path:
-    path = tmp_path / "fixture.db"
-    with fixture_clock():
-        asyncio.run(build_fixture(path))
-    return path
+    return built_fixture(tmp_path)
 
 
 async def open_playground(pilot: Any, session: str = "trip-dolomites") -> PlaygroundPane:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from core import Engine
 from core.retrieval.fusion import FUSIONS, LegHit
 from core.retrieval.search import KeptLegs, Ranking, fusion_scale, rank
-from tests.app_support import build_fixture, fixture_clock, running_app, settle
+from tests.app_support import built_fixture, running_app, settle
 from tests.conftest import DETERMINISTIC
 from tests.test_pane_playground import ask, open_playground
 from workbench.app.widgets.playground_ranking import score_scale
@@ -184,10 +184,7 @@ async def test_mcp_memory_search_names_the_parts(tmp_path: Path) -> None:
 
 @pytest.fixture
 def fixture_db(tmp_path: Path) -> Path:
-    path = tmp_path / "fixture.db"
-    with fixture_clock():
-        asyncio.run(build_fixture(path))
-    return path
+    return built_fixture(tmp_path)
 
 
 LONG_NAMES = {short: name for name, short in SHORT_BOOST_NAMES.items()}

@@ -17,6 +17,7 @@ from workbench.cli.support import (
     _run,
     db_option,
     echo_read_only,
+    hold_vectors_off,
     memory_location,
     model_option,
     open_engine,
@@ -150,10 +151,10 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
 
 
 def echo_vectors_off(engine: Any) -> None:
-    """One line on stderr while the file's vectors are another model's: the results below
-    come from full text alone."""
+    """One line on stderr, as the command ends, while the file's vectors are another
+    model's: the results come from full text alone."""
     if engine.model.vectors_off is not None:
-        click.echo(f"warning: {engine.model.vectors_off.message}", err=True)
+        hold_vectors_off(engine.model.vectors_off.message)
 
 
 @click.command("log")

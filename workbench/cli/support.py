@@ -96,14 +96,28 @@ _fallen_back: dict[str | None, None] = {}
 """The configured models that could not load during this command, in order, once each."""
 
 
+_vectors_off: dict[str, None] = {}
+"""Why the file's vectors are off for this command (another model made them), once each."""
+
+
+def hold_vectors_off(message: str) -> None:
+    """Keep the vectors-off line for the command's end, like the fallback's (it says the
+    model did not load too, when that is why): a command's error stays its first line."""
+    _vectors_off.setdefault(message, None)
+
+
 def say_model_fallback() -> None:
     """Say, once and short, that the configured model did not load (on stderr); a command
     calls it where the line belongs (``workbench mcp``: before it serves), else it comes as
-    the command ends."""
-    for model in _fallen_back:
+    the command ends. A held vectors-off line is said instead: it names the model's state
+    already, so the two never both print."""
+    for message in _vectors_off:
+        click.echo(f"warning: {message}", err=True)
+    for model in () if _vectors_off else _fallen_back:
         click.echo(f"warning: embedding model {str(model)[:100]!r} could not be loaded; the "
                    "deterministic fallback ran (it matches words, not meaning). "
                    "`workbench doctor` says why", err=True)
+    _vectors_off.clear()
     _fallen_back.clear()
 
 
