@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 
 from core.errors import ExtensionMissing, ReadOnlyDatabase
 from core.storage import refusals
+from core.storage.open_files import track, tracked_class
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def open_connection(path: str | Path, *, read_only: bool, busy_timeout_ms: int,
         except BaseException:
             conn.close()
             raise
-        _track(conn, target)  # a file the read just created
+        track(conn, target)  # a file the read just created
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         _load_vec(conn)
@@ -146,85 +146,17 @@ def open_connection(path: str | Path, *, read_only: bool, busy_timeout_ms: int,
     return conn
 
 
-# The files this process holds SQLite connections to, by (device, inode), with how many.
-# POSIX locks belong to a process, not to a descriptor: closing *any* descriptor of a file
-# drops every lock the process holds on it. SQLite guards its own connections against that,
-# but a plain ``open()``/``close()`` of the file, or an ``immutable=1`` connection (which
-# takes no locks and closes its descriptor at once), would silently release the SHARED lock
-# another connection here holds, and a writer closing elsewhere could then checkpoint and
-# delete the -wal under it. So a file already open here is never peeked at again.
-_OPEN_FILES: dict[tuple[int, int], int] = {}
-_OPEN_FILES_LOCK = threading.Lock()
-
-
-def open_in_this_process(path: Path) -> bool:
-    """Whether this process holds a SQLite connection to the file at ``path``."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return False
-    with _OPEN_FILES_LOCK:
-        return (found.st_dev, found.st_ino) in _OPEN_FILES
-
-
-def _tracked(sqlite: ModuleType) -> type | None:
-    """A connection class of ``sqlite``'s that counts itself in ``_OPEN_FILES`` (None for a
-    driver without a ``Connection`` class to extend)."""
-    cached = _TRACKED_CLASSES.get(sqlite.__name__)
-    if cached is not None:
-        return cached
-    if not isinstance(getattr(sqlite, "Connection", None), type):
-        return None
-
-    class TrackedConnection(sqlite.Connection):  # type: ignore[name-defined,misc]
-        file_key: tuple[int, int] | None = None
-
-        def close(self) -> None:
-            key, self.file_key = self.file_key, None
-            try:
-                super().close()
-            finally:
-                if key is not None:
-                    with _OPEN_FILES_LOCK:
-                        left = _OPEN_FILES.get(key, 1) - 1
-                        if left > 0:
-                            _OPEN_FILES[key] = left
-                        else:
-                            _OPEN_FILES.pop(key, None)
-
-    _TRACKED_CLASSES[sqlite.__name__] = TrackedConnection
-    return TrackedConnection
-
-
-_TRACKED_CLASSES: dict[str, type] = {}
-
-
 def _connect(sqlite: ModuleType, target: Path, params: str, busy_timeout_ms: int) -> Any:
     # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE) so that a write never
     # starts as a read and fails to upgrade its lock under another writer.
-    tracked = _tracked(sqlite)
+    tracked = tracked_class(sqlite)
     extra = {} if tracked is None else {"factory": tracked}
     conn = sqlite.connect(f"file:{target.as_posix()}?{params}", uri=True,
                           isolation_level=None, check_same_thread=False,
                           timeout=busy_timeout_ms / 1000, **extra)
     if "immutable=1" not in params:
-        _track(conn, target)
+        track(conn, target)
     return conn
-
-
-def _track(conn: Any, target: Path) -> None:
-    """Count ``conn`` among this process's connections to ``target`` (once; a file SQLite
-    has not created yet is counted by the caller after its first read)."""
-    if not hasattr(conn, "file_key") or conn.file_key is not None:
-        return
-    try:
-        found = os.stat(target)
-    except OSError:
-        return
-    key = (found.st_dev, found.st_ino)
-    with _OPEN_FILES_LOCK:
-        _OPEN_FILES[key] = _OPEN_FILES.get(key, 0) + 1
-    conn.file_key = key
 
 
 def _readable(sqlite: ModuleType, conn: Any, target: Path, busy_timeout_ms: int) -> Any:

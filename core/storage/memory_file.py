@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from core.errors import InvalidInput
 from core.storage import refusals
-from core.storage.connection import open_in_this_process, peek_connection, sqlite_module
+from core.storage.connection import peek_connection, sqlite_module
+from core.storage.open_files import open_in_this_process
 
 State = Literal["missing", "empty", "memory"]
 """``missing``: nothing at the path (a dangling symlink included: SQLite creates its target);
@@ -49,7 +50,7 @@ def examine(path: Path) -> State:
         raise _unreachable(shown, exc) from None
     if open_in_this_process(path):
         # A memory this process already has open was examined when it was first opened;
-        # reading it again here could drop the locks its connections hold (see connection).
+        # reading it again here could drop the locks its connections hold (open_files).
         return "memory"
     if not stat.S_ISREG(found.st_mode):
         kind = next((name for test, name in _KINDS if test(found.st_mode)),
