@@ -44,11 +44,12 @@ async def test_migrations_apply_once_and_are_recorded_like_sqlite_ones(pg_url: s
         assert await db.migrate() == [m.version for m in migrations.available_migrations()]
         ledger = await fetch(db, "SELECT version, name, applied_at FROM memory_migrations")
         assert [(v, n) for v, n, _ in ledger] == [(1, "initial"), (2, "chunk_terms"),
-                                                (3, "chunk_changes"), (4, "fixed_search_path")]
+                                                (3, "chunk_changes"), (4, "fixed_search_path"),
+                                                (5, "framework_memory")]
         assert ledger[0][2].endswith("+00:00")  # the SQLite runner's isoformat, in UTC
         assert await db.migrate() == []
         assert await db.schema_version() == migrations.latest_version()
-        assert len(await fetch(db, "SELECT * FROM memory_migrations")) == 4
+        assert len(await fetch(db, "SELECT * FROM memory_migrations")) == 5
     finally:
         await db.close()
 
@@ -126,10 +127,10 @@ async def test_two_processes_migrating_at_once_apply_each_migration_once(
     outcomes = [racer.communicate(timeout=60) for racer in racers]
     assert [racer.returncode for racer in racers] == [0, 0], outcomes
     applied = sorted(out.strip() for out, _ in outcomes)
-    assert applied == ["[1, 2, 3, 4]", "[]"]
+    assert applied == ["[1, 2, 3, 4, 5]", "[]"]
     db = await opened(pg_url)
     try:
-        assert await fetch(db, "SELECT version FROM memory_migrations") == [(1,), (2,), (3,), (4,)]
+        assert await fetch(db, "SELECT version FROM memory_migrations") == [(1,), (2,), (3,), (4,), (5,)]
     finally:
         await db.close()
 

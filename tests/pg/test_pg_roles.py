@@ -69,6 +69,14 @@ PLANT = {
                            " chunk_id, grade, created_at, updated_at) VALUES"
                            " ('namespace', '{ns}', 'q', '{cid}', 1, '" + NOW + "', '" + NOW + "'),"
                            " ('session', '{sid}', 'q', '{cid}', 1, '" + NOW + "', '" + NOW + "')",
+    "framework_items": "INSERT INTO framework_items(session_id, sequence, framework, item_key)"
+                       " VALUES ('{sid}', 1, 'langgraph', 'm-{ns}')",
+    "langgraph_checkpoints": "INSERT INTO langgraph_checkpoints(session_id, checkpoint_id,"
+                             " checkpoint_type, checkpoint, created_at)"
+                             " VALUES ('{sid}', 'c-{ns}', 'msgpack', 'x', '" + NOW + "')",
+    "langgraph_writes": "INSERT INTO langgraph_writes(session_id, checkpoint_id, task_id, idx,"
+                        " channel, value_type, value)"
+                        " VALUES ('{sid}', 'c-{ns}', 't', 0, 'messages', 'msgpack', 'x')",
 }
 
 # How each table's rows of a namespace are picked out, for the attacks below.
@@ -88,6 +96,9 @@ OF_NAMESPACE = {
     "schedule_runs": "schedule_id = 'sch-{ns}'",
     "retrieval_log": "scope_value IN ('{ns}', '{sid}')",
     "relevance_judgments": "scope_value IN ('{ns}', '{sid}')",
+    "framework_items": "session_id = '{sid}'",
+    "langgraph_checkpoints": "session_id = '{sid}'",
+    "langgraph_writes": "session_id = '{sid}'",
 }
 
 # A column each table can be updated on without breaking a constraint.
@@ -98,7 +109,8 @@ UPDATABLE = {
     "archives": "file_error = 'x'", "notes": "content = 'x'", "note_names": "is_alias = 1",
     "note_tags": "tag = 'x'", "facts": "value = 'x'", "schedules": "goal = 'x'",
     "schedule_runs": "output = 'x'", "retrieval_log": "query = 'x'",
-    "relevance_judgments": "grade = 3",
+    "relevance_judgments": "grade = 3", "framework_items": "removed_at = 'x'",
+    "langgraph_checkpoints": "metadata_json = '[]'", "langgraph_writes": "channel = 'x'",
 }
 
 

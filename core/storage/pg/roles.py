@@ -29,6 +29,7 @@ NAMESPACE_TABLES = (
     "sessions", "conversation_events", "session_state", "files", "chunks", "chunks_vec",
     "archives", "notes", "note_names", "note_tags", "facts", "schedules", "schedule_runs",
     "retrieval_log", "relevance_judgments",
+    "framework_items", "langgraph_checkpoints", "langgraph_writes",
 )
 # Full text's postings (migration 0002) and the chunk change log (0003): namespace rows under
 # a policy, readable by every role (granted to PUBLIC, so roles granted before the tables

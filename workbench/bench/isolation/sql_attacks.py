@@ -35,6 +35,7 @@ NAMESPACE_TABLES = (
     "sessions", "conversation_events", "session_state", "files", "chunks", "chunks_vec",
     "archives", "notes", "note_names", "note_tags", "facts", "schedules", "schedule_runs",
     "retrieval_log", "relevance_judgments",
+    "framework_items", "langgraph_checkpoints", "langgraph_writes",
 )
 DERIVED_TABLES = ("chunk_terms", "chunk_changes")
 SHARED_TABLES = ("memory_meta", "memory_migrations", "memory_roles", "chunk_changes_pruned")
