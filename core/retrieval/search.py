@@ -64,6 +64,9 @@ class KeptLegs:
     vector_approximate: str | None = None
     # What answered the vector leg (the database's search or a derived index); None: no leg.
     vector_path: str | None = None
+    # How each derived index that answered came to be ("loaded from disk, caught up 3
+    # changes", "built from the file in 1.2 s"), by index name.
+    index_origins: dict[str, str] = field(default_factory=dict)
     # Every full-text statement the backend ran, in order (MaxScore rounds, the fallback).
     fts_ran: list[Executed] = field(default_factory=list)
     chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -163,7 +166,8 @@ class SearchResult:
             "filters": {"tags": legs.tags}, "ranking": dataclasses.asdict(ranking),
             "legs": {"vector": len(legs.vector), "fts": len(legs.fts), "depth": legs.depth,
                      "fts_fallback": legs.fts_fallback, "vector_path": legs.vector_path,
-                     "fts_path": "derived index" if legs.fts_derived else "database"},
+                     "fts_path": "derived index" if legs.fts_derived else "database",
+                     "derived_indexes": legs.index_origins},
             "boosts": {"speaker_boost": ranking.speaker_boost, "speakers_named": self.speakers,
                        "date_boost": ranking.date_boost,
                        "period": self.period.describe() if self.period else None,

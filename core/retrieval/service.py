@@ -26,8 +26,10 @@ from core.retrieval.boosts import boost_settings
 from core.retrieval.depth import leg_depth
 from core.retrieval.log_writer import LogWriter
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, answering_statement, rank
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.log_rows import log_row
 from core.storage.search import LegRequest, LegRows, Scope
+from core.storage.session_vectors import SESSION_VECTOR_LEG
 from core.types import ContextItem, ContextResult, MemoryRecord
 
 if TYPE_CHECKING:
@@ -136,6 +138,8 @@ class Retrieval:
         self._keep(legs, rows)
         if qvec is not None:
             legs.vector_path = rows.vector_path or self._backend.vector_leg_name
+        if legs.vector_path == SESSION_VECTOR_LEG:
+            legs.index_origins = self._backend.derived_origins(request.scope.value)
         legs.chunks = rows.chunks
         legs.timings_ms.update(rows.timings_ms)
         if vectors:
@@ -151,6 +155,8 @@ class Retrieval:
             if vectors else None)
         self._keep(legs, rows)
         legs.vector_path = rows.vector_path
+        if legs.fts_derived or rows.vector_path == DERIVED_VECTOR_LEG:
+            legs.index_origins = self._backend.derived_origins(request.scope.value)
         if (not self._backend.features.exact_vector_search and not request.tags
                 and rows.vector_path == self._backend.vector_leg_name):
             # A session's vectors, and tagged ones, are ranked exactly on every backend, as

@@ -234,6 +234,10 @@ class Backend(Protocol):
         once, and the chunks they found, with what answered the vector leg in
         ``vector_path``; each leg is one snapshot, the two may straddle a commit."""
 
+    def derived_origins(self, namespace: str) -> dict[str, str]:
+        """How each index derived for ``namespace`` came to be (loaded from a saved copy and
+        caught up, or built), by index name, for explanations; empty when none is held."""
+
     async def run_legs(self, request: LegRequest, *, full_text: bool) -> LegRows:
         """The request's vector leg, full-text leg (when ``full_text``) and the chunks they
         found, in one call; each leg is one snapshot, the two may straddle a commit."""

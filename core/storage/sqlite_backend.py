@@ -45,6 +45,7 @@ from core.storage.connection import Database
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
+from core.storage.derived.saving import ensure_database_id, sqlite_saving
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
 from core.storage.executed import Executed
 from core.storage.locations import parse_location
@@ -169,6 +170,7 @@ class SqliteBackend(SharedOperations):
                 if refusal is None:
                     raise
                 raise refusal from exc
+            writer.run_sync(ensure_database_id)
             found = known
         elif found < known:
             warnings.append(f"{path} has schema version {found}, older than this workbench "
@@ -177,6 +179,11 @@ class SqliteBackend(SharedOperations):
         backend.schema_version = found
         backend.read_only_reason = forced
         db.open_readers()
+        if found == known:
+            assert db.writer is not None
+            backend.derived.saving = db.writer.run_sync(functools.partial(
+                sqlite_saving, path, writable=not read_only))
+            backend.derived.load_saved()
         return backend
 
     async def close(self) -> None:
@@ -206,6 +213,16 @@ class SqliteBackend(SharedOperations):
         # A chunk deleted since the sync is left out, as a later query would leave it.
         return ([(chunk_ids[rowid], distance) for rowid, distance in top if rowid in chunk_ids],
                 DERIVED_VECTOR_LEG)
+
+    async def saved_indexes(self) -> list[dict[str, Any]]:
+        """The derived indexes saved beside the file: where, bytes, state (for doctor)."""
+        return await asyncio.to_thread(self.derived.check_saved)
+
+    def derived_origins(self, namespace: str) -> dict[str, str]:
+        """How the file's derived indexes came to be (one per file, every namespace)."""
+        return {name: self.derived.state(name).describe()
+                for name in (self.namespace_vectors.name, self.full_text_index.name)
+                if self.derived.state(name).ready}
 
     async def run_legs(self, request: search.LegRequest, *, full_text: bool,
                        ) -> search.LegRows:

@@ -82,6 +82,8 @@ async def _check_database(config: Any, db: Location) -> dict[str, Any]:
             # The model's fallback: the model line says it; vectors off: the problem line.
             warnings = [w for w in unlogged_warnings(engine)
                         if off is None or w != off.message]
+            saved_indexes = getattr(engine.backend, "saved_indexes", None)
+            indexes = await saved_indexes() if saved_indexes is not None else []
         # Damage in a page the open did not read shows only when every page is read.
         if not db.is_postgres and (found := await asyncio.to_thread(
                 damage, db.path.expanduser())) is not None:
@@ -91,7 +93,8 @@ async def _check_database(config: Any, db: Location) -> dict[str, Any]:
                 "schema_version": engine.backend.schema_version,
                 "code_schema_version": code_schema_version(db), "counts": counts,
                 "vector_model": file_model, "vector_dimension": file_dimension,
-                "embedding": status.to_dict(), "warnings": warnings}
+                "embedding": status.to_dict(), "warnings": warnings,
+                "saved_indexes": indexes}
     except Exception as exc:  # e.g. DimensionMismatch: that is the finding
         return {"ok": False, "path": shown, "exists": True, "error": str(exc)}
 
@@ -171,6 +174,9 @@ def render(report: dict[str, Any]) -> list[str]:
             lines.append(f"             vectors: {database['vector_dimension']} dims from "
                          f"{database['vector_model']}; backlog {emb['backlog']:,}, failed "
                          f"{emb['failed']:,}")
+            for index in database.get("saved_indexes", []):
+                lines.append(f"             saved index {index['index']}: {index['state']}; "
+                             f"{index['bytes']:,} bytes in {index['folder']}")
             for warning in database["warnings"]:
                 lines.append(f"             warning: {warning}")
             if database["vectors_off"]:

@@ -121,6 +121,10 @@ class FullTextIndex:
         self._tokens = 0  # FTS5's token total over every column
         self._norm: tuple[int, int, np.ndarray] | None = None
         self._impacts = ImpactCache()
+        # Postings saved by an earlier process (:meth:`restore`): term id -> its range in the
+        # mapped arrays, taken into ``_postings`` when a query or a write first wants it.
+        self._base: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._base_deletions = 0
 
     # -- keeping in step -------------------------------------------------------------------
 
@@ -216,7 +220,7 @@ class FullTextIndex:
         starts = np.concatenate(([0], bounds)).tolist()
         ends = np.concatenate((bounds, [len(keys)])).tolist()
         for term, start, end in zip(terms[starts].tolist(), starts, ends, strict=True):
-            self._postings.setdefault(term, []).append(
+            self._parts(term).append(
                 (slots[start:end], tf_text[start:end], tf_context[start:end]))
 
     def _add_phrase(self, conn: Any, phrase: Phrase) -> None:
@@ -244,12 +248,29 @@ class FullTextIndex:
         for term in list(self._postings):
             self.postings(term)
 
+    def _parts(self, term: Key) -> list[Postings]:
+        """A term's segments, its saved postings first (an empty list for a term never
+        seen)."""
+        parts = self._postings.get(term)
+        if parts is None:
+            parts = self._postings[term] = []
+            if self._base is not None and isinstance(term, int):
+                offsets, slots, tf_text, tf_context = self._base
+                if term + 1 < len(offsets) and offsets[term] < offsets[term + 1]:
+                    start, end = int(offsets[term]), int(offsets[term + 1])
+                    parts.append((slots[start:end], tf_text[start:end],
+                                  tf_context[start:end]))
+                    self._clean[term] = self._base_deletions
+        return parts
+
     def postings(self, term: Key) -> Postings | None:
         """A term's postings over live rows, merged into one segment."""
-        parts = self._postings.get(term)
+        parts = self._parts(term) if self._base is not None else self._postings.get(term)
         if not parts:
             return None
-        if len(parts) > 1 or parts[0][0].base is not None:
+        # A slice of a saved (mapped) array pins no build batch: it is kept as it is.
+        if len(parts) > 1 or (parts[0][0].base is not None
+                              and not isinstance(parts[0][0], np.memmap)):
             # One array per term: a slice of a build batch would keep the whole batch alive.
             parts[:] = [(np.concatenate([part[0] for part in parts]),
                          np.concatenate([part[1] for part in parts]),
@@ -261,6 +282,62 @@ class FullTextIndex:
                 parts[0] = (slots[live], tf_text[live], tf_context[live])
             self._clean[term] = self._deletions
         return parts[0]
+
+    # -- saving it ---------------------------------------------------------------------------
+
+    def export(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Everything a new process needs to answer as this index does, as arrays: the rows,
+        every term's live postings end to end by term id, the tokenizer's terms (call it
+        under the index's lock). Phrases are left out: a query asks for them again."""
+        terms = self.tokenizer.terms
+        counts = np.zeros(len(terms), dtype=np.int64)
+        slots, tf_text, tf_context = [], [], []
+        for term in range(len(terms)):
+            postings = self.postings(term) if term in self._postings or (
+                self._base is not None) else None
+            if postings is not None and len(postings[0]):
+                counts[term] = len(postings[0])
+                slots.append(postings[0])
+                tf_text.append(postings[1])
+                tf_context.append(postings[2])
+        used = self._used
+        arrays: dict[str, np.ndarray] = {
+            "rowid": self._rowid[:used], "namespace": self._namespace[:used],
+            "length": self._length[:used], "alive": self._alive[:used],
+            "split_alike": self._split_alike[:used],
+            "offsets": np.concatenate(([0], np.cumsum(counts))).astype(np.int64),
+            "slots": np.concatenate(slots) if slots else np.zeros(0, dtype=np.int32),
+            "tf_text": np.concatenate(tf_text) if tf_text else np.zeros(0, dtype=np.uint16),
+            "tf_context": (np.concatenate(tf_context) if tf_context
+                           else np.zeros(0, dtype=np.uint16)),
+            "terms": np.frombuffer("\n".join(terms).encode(), dtype=np.uint8),
+            "tainted": np.frombuffer("\n".join(sorted(self.tokenizer.session_tainted))
+                                     .encode(), dtype=np.uint8)}
+        meta = {"namespaces": self._namespaces, "deletions": self._deletions,
+                "term_count": len(terms)}
+        return arrays, meta
+
+    def restore(self, conn: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Hold what :meth:`export` gave (its postings mapped, read when first wanted), with
+        bm25's row count and token total read from ``conn``'s snapshot."""
+        self._reset()
+        terms = bytes(arrays["terms"]).decode().split("\n") if meta["term_count"] else []
+        tainted = bytes(arrays["tainted"]).decode()
+        self.tokenizer = Tokenizer()
+        self.tokenizer.restore(terms, set(tainted.split("\n")) if tainted else set())
+        used = len(arrays["rowid"])
+        self._grow(used)
+        for name in ("rowid", "namespace", "length", "alive", "split_alike"):
+            getattr(self, f"_{name}")[:used] = arrays[name]
+        self._used = used
+        live = np.flatnonzero(self._alive[:used])
+        self._slot_of = dict(zip(self._rowid[live].tolist(), live.tolist(), strict=True))
+        self._namespaces = {str(k): int(v) for k, v in meta["namespaces"].items()}
+        self._deletions = self._base_deletions = int(meta["deletions"])
+        self._base = (arrays["offsets"], arrays["slots"], arrays["tf_text"],
+                      arrays["tf_context"])
+        with snapshot(conn):
+            self._read_averages(conn)
 
     # -- querying ----------------------------------------------------------------------------
 
@@ -426,7 +503,10 @@ class FullTextIndex:
         arrays: list[np.ndarray] = [self._rowid, self._namespace, self._length, self._alive]
         total = sum(a.nbytes for a in arrays) + self._impacts.nbytes
         for parts in self._postings.values():
-            total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
+            total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts
+                         if not isinstance(p[0], np.memmap))
+        if self._base is not None:  # mapped: in the page cache, shared, but held all the same
+            total += sum(int(a.nbytes) for a in self._base)
         return int(total)
 
 

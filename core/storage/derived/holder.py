@@ -11,6 +11,12 @@ found by the next query.
 Each index has a lock of its own, held while it is brought up to date and while a query
 reads it: a query never sees an index half applied, and applying one index (or building
 it) never holds up a query of another.
+
+With a :class:`Saving` (a file on disk), an index is saved beside the file
+(:mod:`core.storage.derived.persisted`) once built, after quiet periods and at close, on a
+thread of its own; the next process loads it (mapped), catches it up from the change log,
+and answers from it instead of building. A query arriving while a load is under way waits
+for it (a load is a fraction of a second); one arriving during a build takes SQL.
 """
 
 from __future__ import annotations
@@ -21,11 +27,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TypeGuard
 
+from core.storage.derived import persisted
 from core.storage.derived.changes import changes_after, collapse, newest_seq
 
 log = logging.getLogger(__name__)
+
+_LOAD_WAIT_S = 30.0  # a query waits this long at most for a load under way
 
 
 class DerivedIndex(Protocol):
@@ -46,6 +56,34 @@ class DerivedIndex(Protocol):
         """The bytes its arrays hold."""
 
 
+class SavedIndex(DerivedIndex, Protocol):
+    """A derived index that can be saved and read back (:mod:`.persisted`)."""
+
+    def export(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Its arrays and what places them, to save (under its lock)."""
+
+    def restore(self, conn: Any, arrays: dict[str, Any], meta: dict[str, Any]) -> None:
+        """Hold what :meth:`export` gave, read back (mapped)."""
+
+
+@dataclass
+class Saving:
+    """Where and as what a file's indexes are saved."""
+
+    folder: Path
+    database: str
+    """The file's random id (``memory_meta.database_id``): a copy of another file's indexes
+    beside it is refused."""
+    fingerprint: Callable[[Any, DerivedIndex], dict[str, Any]]
+    """What an index was built from, read in a read transaction of the file."""
+    quiet_s: float = 5.0
+    """Saved once the file and the queries were this long still (and at close)."""
+    close_after: int = 1000
+    """At close, saved only when built here or this many changes past the saved copy."""
+    writable: bool = True
+    """False for a file opened read-only: its saved copies are loaded, never written."""
+
+
 @dataclass
 class IndexState:
     """Where one index stands: ready or not, its watermark, its last build."""
@@ -59,6 +97,28 @@ class IndexState:
     problem: str | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     """Held while the index is applied to and while a query reads it."""
+    origin: str | None = None
+    """"loaded" (from a saved copy) or "built" (from the file), once ready."""
+    caught_up: int = 0
+    """Changes applied to the loaded copy to bring it to the file's commit."""
+    refused: str | None = None
+    """Why a saved copy was not used (None: used, or none saved)."""
+    saved_at: int | None = None
+    """The change-log position of the copy on disk (None: none known)."""
+    loading: threading.Event | None = None
+    """Set once a load under way is over (used or refused)."""
+    last_read: float = 0.0
+
+    def describe(self) -> str:
+        """How the index came to be, for explain."""
+        if self.origin == "loaded":
+            return f"loaded from disk, caught up {self.caught_up:,} changes"
+        if self.origin == "built":
+            seconds = f" in {self.build_seconds:.1f} s" if self.build_seconds else ""
+            return f"built from the file{seconds}" + (
+                f" (saved copy not used: {self.refused})" if self.refused
+                and self.refused != "none saved" else "")
+        return "not built"
 
 
 class DerivedIndexes:
@@ -67,12 +127,30 @@ class DerivedIndexes:
     ``connect`` opens a read connection of its own for a background build.
     """
 
-    def __init__(self, indexes: Sequence[DerivedIndex], connect: Callable[[], Any]) -> None:
+    def __init__(self, indexes: Sequence[DerivedIndex], connect: Callable[[], Any],
+                 saving: Saving | None = None) -> None:
         self._states = {index.name: IndexState(index) for index in indexes}
         self._connect = connect
         self._lock = threading.Lock()  # the builds' bookkeeping, never held by a query
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self.saving = saving
+        self._stop = threading.Event()
+        self._saver: threading.Thread | None = None
+        self._save_lock = threading.Lock()  # one save at a time
+
+    def load_saved(self) -> None:
+        """Start loading every index that has a saved copy (at open: the first query then
+        waits for a load, not for SQL), and the saver thread."""
+        if self.saving is None:
+            return
+        for name in self._states:
+            if (self.saving.folder / f"{name}.json").exists():
+                self.start_build(name)
+        if self._saver is None:
+            self._saver = threading.Thread(target=self._save_when_quiet, name="derived-saver",
+                                           daemon=True)
+            self._saver.start()
 
     def state(self, name: str) -> IndexState:
         """One index's state (read it under no lock: for reports)."""
@@ -85,8 +163,13 @@ class DerivedIndexes:
         the caller must answer from SQL (an index not built yet starts building in the
         background)."""
         state = self._states[name]
+        state.last_read = time.monotonic()
         if not state.ready:
             self.start_build(name)
+            loading = state.loading
+            if loading is not None:
+                loading.wait(_LOAD_WAIT_S)
+        if not state.ready:
             yield False
             return
         with state.lock:
@@ -126,6 +209,8 @@ class DerivedIndexes:
             if state.ready or state.building or self._closed:
                 return
             state.building = True
+            if self.saving is not None and state.rebuilds == 0 and state.origin is None:
+                state.loading = threading.Event()
             thread = threading.Thread(target=self._build, args=(state,),
                                       name=f"derived-{name}", daemon=True)
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
@@ -156,8 +241,11 @@ class DerivedIndexes:
             try:
                 conn.execute("BEGIN")
                 try:
-                    watermark = newest_seq(conn)
-                    state.index.build(conn)
+                    watermark = self._load(conn, state)
+                    if watermark is None:
+                        watermark = newest_seq(conn)
+                        state.index.build(conn)
+                        state.origin = "built"
                 finally:
                     if conn.in_transaction:  # an interrupted read was rolled back already
                         conn.execute("COMMIT")
@@ -169,6 +257,7 @@ class DerivedIndexes:
             state.problem = str(exc)
             with self._lock:
                 state.building = False
+            self._loaded(state)
             return
         with state.lock, self._lock:
             state.watermark = watermark
@@ -176,6 +265,165 @@ class DerivedIndexes:
             state.problem = None
             state.ready = not self._closed
             state.building = False
+        self._loaded(state)
+        if state.origin == "built" and state.ready:
+            self._in_background(self.save, state.index.name)
+
+    def _in_background(self, work: Callable[[str], object], name: str) -> None:
+        """Run ``work(name)`` on a thread that close() waits for."""
+        with self._lock:
+            if self._closed:
+                return
+            thread = threading.Thread(target=work, args=(name,), name=f"derived-save-{name}",
+                                      daemon=True)
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    @staticmethod
+    def _loaded(state: IndexState) -> None:
+        if state.loading is not None:
+            state.loading.set()
+            state.loading = None
+
+    def _load(self, conn: Any, state: IndexState) -> int | None:
+        """Restore ``state``'s saved copy and apply the log since it (in ``conn``'s read
+        transaction); its watermark, or None (and why, in ``refused``) to build instead."""
+        if self.saving is None or state.rebuilds or not _saveable(state.index):
+            return None
+        index = state.index
+        found = persisted.load(self.saving.folder, index.name,
+                               fingerprint=self.saving.fingerprint(conn, index),
+                               database=self.saving.database, mmap_mode="c")
+        if isinstance(found, str):
+            state.refused = found
+        else:
+            state.saved_at = found.position
+            state.refused = _log_mismatch(conn, found.position, found.entry)
+        if state.refused is None:
+            assert not isinstance(found, str)
+            changes = changes_after(conn, found.position, index.follows)
+            state.refused = changes.rebuild
+        if state.refused is not None:
+            if state.refused != "none saved":
+                log.info("derived index %s: saved copy not used: %s", index.name, state.refused)
+            self._loaded(state)
+            return None
+        assert not isinstance(found, str)
+        try:
+            index.restore(conn, found.arrays, found.meta)
+            inserted, deleted = collapse(changes.entries, index.follows)
+            if inserted or deleted:
+                index.apply(conn, inserted, deleted)
+        except (KeyError, ValueError, TypeError, IndexError) as exc:  # arrays that checked
+            # out but do not fit together: built afresh (build() replaces all it holds)
+            state.refused = f"its arrays do not fit together ({exc})"
+            log.warning("derived index %s: saved copy not used: %s", index.name, state.refused)
+            self._loaded(state)
+            return None
+        state.caught_up = len(changes.entries)
+        state.origin = "loaded"
+        return changes.newest
+
+    def save(self, name: str, *, at_close: bool = False) -> bool:
+        """Bring ``name`` up to the file and save it (on the caller's thread; the index's
+        lock is held only to catch up and copy its arrays); False when there was nothing
+        to save (not built, no saving, or the copy on disk is current)."""
+        saving, state = self.saving, self._states[name]
+        if (saving is None or not saving.writable or not state.ready
+                or not _saveable(state.index)):
+            return False
+        with self._save_lock:
+            conn = self._connect()
+            try:
+                with state.lock:
+                    conn.execute("BEGIN")
+                    try:
+                        self._catch_up(conn, state)
+                        if not state.ready:
+                            return False
+                        position = state.watermark
+                        behind = (position - state.saved_at if state.saved_at is not None
+                                  else None)
+                        if behind == 0 or (at_close and behind is not None
+                                           and behind < saving.close_after):
+                            return False
+                        fingerprint = saving.fingerprint(conn, state.index)
+                        entry = _entry(conn, position)
+                        arrays, meta = state.index.export()
+                    finally:
+                        if conn.in_transaction:
+                            conn.execute("COMMIT")
+            finally:
+                conn.close()
+            try:
+                persisted.save(saving.folder, name, fingerprint=fingerprint,
+                               database=saving.database, position=position, entry=entry,
+                               meta=meta, arrays=arrays)
+            except OSError as exc:  # a full or read-only disk: the index still answers
+                log.warning("derived index %s could not be saved in %s: %s", name,
+                            saving.folder, exc)
+                return False
+            state.saved_at = position
+            return True
+
+    def check_saved(self) -> list[dict[str, Any]]:
+        """Each index's saved copy: where, its bytes, and whether it is current, behind the
+        file by some changes (caught up on load), or invalid and why (rebuilt on load)."""
+        saving = self.saving
+        if saving is None:
+            return []
+        found: list[dict[str, Any]] = []
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN")
+            for name, state in self._states.items():
+                saved = persisted.describe(saving.folder, name)
+                if saved is None:
+                    continue
+                loaded = persisted.load(saving.folder, name,
+                                        fingerprint=saving.fingerprint(conn, state.index),
+                                        database=saving.database)
+                if isinstance(loaded, str):
+                    status = f"invalid: {loaded}"
+                else:
+                    why = _log_mismatch(conn, loaded.position, loaded.entry) or changes_after(
+                        conn, loaded.position, state.index.follows).rebuild
+                    behind = newest_seq(conn) - loaded.position
+                    status = (f"invalid: {why}" if why else "current" if behind == 0
+                              else f"behind by {behind:,} changes")
+                found.append({"index": name, "folder": str(saving.folder),
+                              "bytes": saved.bytes, "state": status})
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        return found
+
+    def _save_when_quiet(self) -> None:
+        """Save each ready index once neither the file nor its queries moved for
+        ``quiet_s``."""
+        assert self.saving is not None
+        quiet = self.saving.quiet_s
+        seen: int | None = None
+        while not self._stop.wait(quiet):
+            try:
+                conn = self._connect()
+                try:
+                    newest = newest_seq(conn)
+                finally:
+                    conn.close()
+            except Exception as exc:  # the driver's errors: tried again next period
+                log.debug("derived indexes: the change log could not be read: %s", exc)
+                continue
+            moved, seen = newest != seen, newest
+            if moved:
+                continue
+            for name, state in self._states.items():
+                if (state.ready and state.saved_at != newest
+                        and time.monotonic() - state.last_read >= quiet):
+                    try:
+                        self.save(name)
+                    except Exception as exc:  # the driver's errors: tried again later
+                        log.warning("derived index %s could not be saved: %s", name, exc)
 
     def close(self) -> None:
         """Stop building: a build in flight is interrupted (a short-lived process that
@@ -183,5 +431,35 @@ class DerivedIndexes:
         with self._lock:
             self._closed = True
             threads = list(self._threads)
+        self._stop.set()
         for thread in threads:
             thread.join()
+        if self._saver is not None:
+            self._saver.join()
+        for name in self._states:
+            try:
+                self.save(name, at_close=True)
+            except Exception as exc:  # the driver's errors: the next process builds
+                log.warning("derived index %s could not be saved at close: %s", name, exc)
+
+
+def _saveable(index: DerivedIndex) -> TypeGuard[SavedIndex]:
+    return hasattr(index, "export") and hasattr(index, "restore")
+
+
+def _entry(conn: Any, seq: int) -> list[Any] | None:
+    """The log's entry at ``seq`` as [fts_rowid, op] (None when pruned or 0)."""
+    row = conn.execute("SELECT fts_rowid, op FROM chunk_changes WHERE seq = ?",
+                       (seq,)).fetchone()
+    return None if row is None else [row[0], row[1]]
+
+
+def _log_mismatch(conn: Any, position: int, entry: list[Any] | None) -> str | None:
+    """Why the log at ``position`` is not the one the copy was saved at (a copy of the file
+    that went on alone), or None."""
+    if entry is None:
+        return None
+    found = _entry(conn, position)
+    if found is not None and found != entry:
+        return "the change log differs from the one it was saved at"
+    return None

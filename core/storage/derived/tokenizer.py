@@ -52,6 +52,14 @@ class Tokenizer:
         self._conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize = '{TOKENIZER}')")
         self._conn.execute("CREATE VIRTUAL TABLE probe_vocab USING fts5vocab(probe, 'instance')")
 
+    def restore(self, terms: list[str], session_tainted: set[str]) -> None:
+        """Take the term ids (and tainted stems) a saved index was built with, before any
+        text is tokenized: runs learned later map their tokens to these ids."""
+        assert not self.terms, "a tokenizer that learned terms keeps its ids"
+        self.terms = list(terms)
+        self._term_ids = {term: tid for tid, term in enumerate(self.terms)}
+        self.session_tainted = set(session_tainted)
+
     def term_id(self, term: str) -> int | None:
         """The id of an indexed term (a stem), None when no text held it yet."""
         return self._term_ids.get(term)

@@ -121,6 +121,22 @@ class _Space:
                     vectors[at] = vector
         return vectors
 
+    @classmethod
+    def mapped(cls, dimension: int, planes: dict[str, np.ndarray], ceiling: float,
+               whole: dict[int, np.ndarray]) -> _Space:
+        """A space over saved planes (copy-on-write maps: a write stays in this process;
+        the first row added past them copies the space into memory)."""
+        space = cls.__new__(cls)
+        space.dimension = dimension
+        space.size = len(planes["rowids"])
+        space.whole = whole
+        space.residual_ceiling = ceiling
+        for name, _, _ in _PLANES:
+            setattr(space, name, planes[name])
+        if space.size == 0:
+            space._allocate(_MIN_ROWS)
+        return space
+
     def nbytes(self) -> int:
         return int(sum(getattr(self, name).nbytes for name, _, _ in _PLANES)
                    + len(self.whole) * (4 * self.dimension + _WHOLE_OVERHEAD))
@@ -332,6 +348,51 @@ class NamespaceVectors:
             distances[inside] = np.float32(1) - scores.astype(np.float32)
         order = np.lexsort((wanted, distances))[:k]
         return list(zip(wanted[order].tolist(), distances[order].tolist(), strict=True))
+
+    # -- saving it ---------------------------------------------------------------------------
+
+    def export(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Everything held, as arrays (each plane of every space end to end) and what
+        places them (call it under the index's lock: the arrays are copies)."""
+        dimension = self.dimension or 0
+        spaces = [self._spaces[name] for name in self._space_names]
+        arrays: dict[str, np.ndarray] = {}
+        for name, dtype, width in _PLANES:
+            parts = [getattr(space, name)[:space.size] for space in spaces]
+            shape: tuple[int, ...] = (0,)
+            if width is True:
+                shape = (0, dimension)
+            elif width:
+                shape = (0, vector_codes.patches(dimension) if dimension else 0)
+            arrays[name] = np.concatenate(parts) if parts else np.empty(shape, dtype=dtype)
+        whole = [(rowid, vector) for space in spaces for rowid, vector in space.whole.items()]
+        arrays["whole_rowids"] = np.array([rowid for rowid, _ in whole], dtype=np.int64)
+        arrays["whole_vectors"] = (np.stack([vector for _, vector in whole]) if whole
+                                   else np.empty((0, dimension), dtype=np.float32))
+        arrays["where"] = self._where.copy()
+        meta = {"dimension": self.dimension, "spaces": list(self._space_names),
+                "sizes": [space.size for space in spaces],
+                "ceilings": [space.residual_ceiling for space in spaces]}
+        return arrays, meta
+
+    def restore(self, conn: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Hold what :meth:`export` gave (its arrays as saved, mapped copy-on-write)."""
+        self._spaces, self._space_names, self._space_number = {}, [], {}
+        self.dimension = meta["dimension"]
+        assert self.dimension is not None
+        start = 0
+        for number, (name, size, ceiling) in enumerate(
+                zip(meta["spaces"], meta["sizes"], meta["ceilings"], strict=True)):
+            planes = {plane: arrays[plane][start:start + size] for plane, _, _ in _PLANES}
+            self._spaces[name] = _Space.mapped(self.dimension, planes, float(ceiling), {})
+            self._space_names.append(name)
+            self._space_number[name] = number
+            start += size
+        self._where = np.array(arrays["where"], dtype=np.int64)
+        for rowid, vector in zip(arrays["whole_rowids"].tolist(), arrays["whole_vectors"],
+                                 strict=True):
+            space = self._spaces[self._space_names[int(self._where[rowid]) >> 32]]
+            space.whole[rowid] = np.array(vector)
 
     def rows(self) -> int:
         """Vectors held, every namespace together."""

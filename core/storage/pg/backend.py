@@ -162,6 +162,15 @@ class PostgresBackend(SharedOperations):
 
     # -- the search legs --------------------------------------------------------------------
 
+    def derived_origins(self, namespace: str) -> dict[str, str]:
+        """How the namespace's derived indexes came to be: built from the database by this
+        process (a matrix and postings, together)."""
+        held = self.derived.indexes.index(namespace)
+        if held is None or not held.ready:
+            return {}
+        seconds = f" in {held.build_seconds:.1f} s" if held.build_seconds else ""
+        return {"namespace": f"built from the database{seconds}"}
+
     async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
                          tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
         """A namespace's nearest chunks from its matrix in memory once that is built (the

@@ -165,6 +165,8 @@ class ExplainScreen(ModalScreen[None]):
                      + f" · {len(self.found.results)} returned · {len(self.found.cut)} cut · "
                      f"depth {legs.depth}"),
             ("answered by", self._paths()),
+            *([("indexes", " · ".join(f"{name} {how}" for name, how in origins.items()))]
+              if (origins := self.query_explained["legs"].get("derived_indexes")) else []),
         ]
         return Content("\n").join(Content.assemble((f"{name:<12}", "$text-muted"), value)
                                   for name, value in rows)

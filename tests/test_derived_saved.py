@@ -1,0 +1,269 @@
+"""Derived indexes saved beside the file: a new process loads them (and catches them up)
+instead of building them, and a copy it cannot trust is built afresh, never answered from.
+
+Each case compares the answers (hybrid, both legs from the derived indexes) with those of
+the same file whose indexes were built from it in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from core import Engine
+from core.storage.derived import persisted
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
+from core.storage.sqlite_backend import SqliteBackend
+from tests.conftest import DETERMINISTIC, execute, rows
+from tests.test_derived_vectors import fill
+
+QUERIES = (("ann", "apple pie jazz"), ("ann", "winter harbour lamp coffee"),
+           ("bob", "tax invoice doctor"), ("bob", "river museum ticket"))
+NAMES = ("namespace-vectors", "full-text")
+
+
+def backend_of(engine: Engine) -> SqliteBackend:
+    backend = engine.backend
+    assert isinstance(backend, SqliteBackend)
+    return backend
+
+
+async def answers(engine: Engine) -> list[list[tuple[str, float]]]:
+    """Each query's results, asserting both legs came from the derived indexes."""
+    backend = backend_of(engine)
+    for name in NAMES:
+        await asyncio.to_thread(backend.derived.build_now, name)
+    found = []
+    for namespace, query in QUERIES:
+        result = await engine.search(namespace=namespace, query=query, top_k=8)
+        assert result.legs.vector_path == DERIVED_VECTOR_LEG
+        assert result.legs.fts_derived
+        found.append([(r.chunk_id, round(r.score, 9)) for r in result.results])
+    return found
+
+
+async def built_answers(path: Path, tmp: Path) -> list[list[tuple[str, float]]]:
+    """The answers of a copy of ``path`` whose indexes are built from it in memory."""
+    copy = tmp / "built" / path.name
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copy(path, copy)
+    async with Engine.open(copy, config=DETERMINISTIC) as engine:
+        backend = backend_of(engine)
+        assert backend.derived.saving is not None
+        backend.derived.saving.writable = False
+        found = await answers(engine)
+        assert all(backend.derived.state(name).origin == "built" for name in NAMES)
+    return found
+
+
+async def saved_memory(path: Path) -> None:
+    """A memory of two namespaces whose indexes were built and saved."""
+    async with Engine.open(path, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 300, "bob": 200}, 3)
+        await answers(engine)
+    assert (persisted.sqlite_folder(path) / "namespace-vectors.json").exists()
+
+
+async def more_writes(path: Path, count: int = 40) -> None:
+    """Writes the saved copies do not see (this process saves nothing)."""
+    async with Engine.open(path, config=DETERMINISTIC) as engine:
+        saving = backend_of(engine).derived.saving
+        assert saving is not None
+        saving.writable = False
+        await fill(engine, {"ann": count, "carl": count}, 2, seed=11)
+        await engine.forget("ann-s0")
+
+
+async def origins_after_open(path: Path) -> tuple[dict[str, Any], list[list[tuple[str, float]]]]:
+    async with Engine.open(path, config=DETERMINISTIC) as engine:
+        found = await answers(engine)
+        derived = backend_of(engine).derived
+        states = {name: derived.state(name) for name in NAMES}
+        return ({name: (s.origin, s.caught_up, s.refused) for name, s in states.items()},
+                found)
+
+
+async def test_a_new_process_loads_the_saved_indexes(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    origins, found = await origins_after_open(db_path)
+    assert origins == {name: ("loaded", 0, None) for name in NAMES}
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_a_stale_copy_is_caught_up_from_the_log(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    await more_writes(db_path)
+    origins, found = await origins_after_open(db_path)
+    for name in NAMES:
+        origin, caught_up, _ = origins[name]
+        assert origin == "loaded" and caught_up > 80
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_a_copy_older_than_the_pruned_log_is_rebuilt(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    await more_writes(db_path)
+    newest = rows(db_path, "SELECT max(seq) FROM chunk_changes")[0][0]
+    execute(db_path, "DELETE FROM chunk_changes WHERE seq < ?", newest - 5)  # as pruning does
+    origins, found = await origins_after_open(db_path)
+    for name in NAMES:
+        assert origins[name][0] == "built"
+        assert "pruned" in origins[name][2]
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_a_truncated_array_is_rebuilt(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    for name, array in (("namespace-vectors", "codes"), ("full-text", "slots")):
+        target = _array(db_path, name, array)
+        target.write_bytes(target.read_bytes()[:-7])
+    origins, found = await origins_after_open(db_path)
+    for name in NAMES:
+        assert origins[name][0] == "built" and "bytes, not" in origins[name][2]
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_a_corrupt_array_is_rebuilt(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    for name, array in (("namespace-vectors", "codes"), ("full-text", "tf_text")):
+        target = _array(db_path, name, array)
+        data = bytearray(target.read_bytes())
+        data[len(data) - 3] ^= 0x5A  # same size, one byte of the data changed
+        target.write_bytes(bytes(data))
+    origins, found = await origins_after_open(db_path)
+    for name in NAMES:
+        assert origins[name][0] == "built" and "checksum" in origins[name][2]
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_a_copy_from_another_model_is_rebuilt(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    manifest_path = persisted.sqlite_folder(db_path) / "namespace-vectors.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["fingerprint"]["embedding_model"] = "another-model"
+    manifest["seal"] = persisted._seal(manifest)  # a well-formed copy, made by another model
+    manifest_path.write_text(json.dumps(manifest))
+    origins, found = await origins_after_open(db_path)
+    assert origins["namespace-vectors"][0] == "built"
+    assert "another-model" in origins["namespace-vectors"][2]
+    assert origins["full-text"] == ("loaded", 0, None)
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_another_databases_copy_is_rebuilt(db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    other = tmp_path / "other" / "other.db"
+    other.parent.mkdir()
+    async with Engine.open(other, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 120, "bob": 90}, 2, seed=3)
+    shutil.copytree(persisted.sqlite_folder(db_path), persisted.sqlite_folder(other))
+    origins, found = await origins_after_open(other)
+    for name in NAMES:
+        assert origins[name] == ("built", 0, "saved from another database")
+    assert found == await built_answers(other, tmp_path)
+
+
+async def test_a_copy_whose_log_went_on_alone_is_rebuilt(db_path: Path, tmp_path: Path) -> None:
+    """A copy of the file (same id) that was written on its own, with the original's later
+    indexes beside it: its log at their position holds another entry."""
+    await saved_memory(db_path)
+    twin = tmp_path / "twin" / "twin.db"
+    twin.parent.mkdir()
+    shutil.copy(db_path, twin)
+    await more_writes(db_path, 30)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await answers(engine)
+        for name in NAMES:
+            assert backend_of(engine).derived.save(name)
+    async with Engine.open(twin, config=DETERMINISTIC) as engine:
+        backend_of(engine).derived.saving.writable = False  # type: ignore[union-attr]
+        await engine.forget("ann-s1")
+        await engine.forget("bob-s1")
+        await fill(engine, {"dora": 120}, 2, seed=5)
+    shutil.copytree(persisted.sqlite_folder(db_path), persisted.sqlite_folder(twin))
+    origins, found = await origins_after_open(twin)
+    for name in NAMES:
+        assert origins[name][0] == "built" and "differs" in origins[name][2]
+    assert found == await built_answers(twin, tmp_path)
+
+
+_CHILD = """
+import asyncio, sys
+sys.path.insert(0, {root!r})
+from core import Engine
+from tests.conftest import DETERMINISTIC
+from tests.test_derived_saved import answers, backend_of
+async def main():
+    async with Engine.open({path!r}, config=DETERMINISTIC) as engine:
+        await engine.store("late", 1, {{"role": "user", "content": "violin tennis"}}, agent="ann")
+        await engine.drain()
+        await answers(engine)
+        for name in {names!r}:
+            backend_of(engine).derived.save(name)
+asyncio.run(main())
+"""
+
+
+async def test_a_writer_killed_mid_save_leaves_the_old_copy(db_path: Path,
+                                                            tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    folder = persisted.sqlite_folder(db_path)
+    before = {name: json.loads((folder / f"{name}.json").read_text()) for name in NAMES}
+    flag = tmp_path / "paused"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD.format(root=str(Path.cwd()), path=str(db_path),
+                                             names=NAMES)],
+        env={**os.environ, "WORKBENCH_INDEX_SAVE_PAUSE": str(flag)})
+    deadline = time.monotonic() + 120
+    while not flag.exists() and child.poll() is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert flag.exists(), "the child never reached its save"
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+    # The first array of a new copy was written; the manifests still name the old copies.
+    assert {name: json.loads((folder / f"{name}.json").read_text()) for name in NAMES} == before
+    origins, found = await origins_after_open(db_path)
+    for name in NAMES:
+        assert origins[name][0] == "loaded" and origins[name][1] > 0
+    assert found == await built_answers(db_path, tmp_path)
+
+
+async def test_explain_and_doctor_say_where_the_indexes_came_from(db_path: Path) -> None:
+    await saved_memory(db_path)
+    await more_writes(db_path, 5)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        saved = {entry["index"]: entry for entry in await backend_of(engine).saved_indexes()}
+        assert saved["full-text"]["state"].startswith("behind by ")
+        assert saved["namespace-vectors"]["bytes"] > 0
+        await answers(engine)
+        result = await engine.search(namespace="ann", query="apple pie", top_k=5)
+        explained = result.explain()
+        for name in NAMES:
+            assert explained["legs"]["derived_indexes"][name].startswith("loaded from disk, "
+                                                                         "caught up ")
+        for name in NAMES:
+            assert backend_of(engine).derived.save(name)
+        saved = {entry["index"]: entry for entry in await backend_of(engine).saved_indexes()}
+        assert {entry["state"] for entry in saved.values()} == {"current"}
+    _array(db_path, "full-text", "slots").write_bytes(b"")
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        saved = {entry["index"]: entry for entry in await backend_of(engine).saved_indexes()}
+        assert saved["full-text"]["state"].startswith("invalid: slots.npy is 0 bytes")
+        result = await engine.search(namespace="ann", query="apple pie", top_k=5)
+        await answers(engine)
+        result = await engine.search(namespace="ann", query="apple pie", top_k=5)
+        assert result.explain()["legs"]["derived_indexes"]["full-text"].startswith(
+            "built from the file")
+
+
+def _array(path: Path, name: str, array: str) -> Path:
+    folder = persisted.sqlite_folder(path)
+    manifest = json.loads((folder / f"{name}.json").read_text())
+    return folder / manifest["folder"] / f"{array}.npy"
