@@ -120,6 +120,27 @@ def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: in
         raise click.ClickException(str(error)) from error
 
 
+@bench.command("coldstart")
+@model_option
+@click.option("--chunks", default=100_000, show_default=True, type=click.IntRange(min=100),
+              help="Chunks the memory holds (filled up to this many).")
+@click.option("--sessions", default=1_000, show_default=True, type=click.IntRange(min=1),
+              help="Sessions to spread them over (all under one agent).")
+@click.option("--db", "db", default=None, type=MEMORY,
+              help="The memory to fill (topped up to --chunks) and measure, a path or a "
+                   "postgresql:// URL (default: a temporary SQLite file).")
+@click.pass_context
+def bench_coldstart(ctx: click.Context, model: str | None, chunks: int, sessions: int,
+                    db: Location | None) -> None:
+    """A fresh process on a memory queried before: time to open, first namespace query,
+    p50/p95 of its first 100 and of the same warm, and the saved indexes' bytes."""
+    from workbench.bench.coldstart import run_coldstart
+
+    config = _with_model(_load_config(ctx), model)
+    _echo_figures(lambda say: run_coldstart(config, chunks, sessions,
+                                            db=None if db is None else db.target, say=say))
+
+
 @bench.command("writers")
 @click.option("--db", "db", default=None, type=MEMORY,
               help="The memory to write into, a path or a postgresql:// URL (default: a "

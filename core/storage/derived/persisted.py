@@ -69,7 +69,7 @@ def sqlite_folder(path: str | Path) -> Path:
 
 def _crc(array: np.ndarray) -> int:
     flat = np.ascontiguousarray(array).reshape(-1)
-    return zlib.crc32(memoryview(flat.view(np.uint8))) if flat.size else 0
+    return zlib.crc32(flat.view(np.uint8).data) if flat.size else 0
 
 
 def _seal(manifest: dict[str, Any]) -> str:
