@@ -23,7 +23,7 @@ def test_a_fresh_process_answers_from_the_saved_indexes(tmp_path: Path) -> None:
     assert set(figures.origins) == {"namespace-vectors", "full-text"}
     assert all(how == "loaded from disk, caught up 0 changes"
                for how in figures.origins.values()), figures.origins
-    assert 0 < figures.open_s and 0 < figures.first_query_ms
+    assert figures.open_s > 0 and figures.first_query_ms > 0
     assert figures.first_p95_ms >= figures.first_p50_ms > 0
     assert figures.warm_p95_ms >= figures.warm_p50_ms > 0
     assert figures.saved_bytes > figures.raw_vector_bytes > 0
