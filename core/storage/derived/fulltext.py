@@ -125,6 +125,7 @@ class FullTextIndex:
         # mapped arrays, taken into ``_postings`` when a query or a write first wants it.
         self._base: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._base_deletions = 0
+        self._mapped: set[Key] = set()  # terms whose one segment is still a slice of _base
 
     # -- keeping in step -------------------------------------------------------------------
 
@@ -261,6 +262,7 @@ class FullTextIndex:
                     parts.append((slots[start:end], tf_text[start:end],
                                   tf_context[start:end]))
                     self._clean[term] = self._base_deletions
+                    self._mapped.add(term)
         return parts
 
     def postings(self, term: Key) -> Postings | None:
@@ -269,8 +271,8 @@ class FullTextIndex:
         if not parts:
             return None
         # A slice of a saved (mapped) array pins no build batch: it is kept as it is.
-        if len(parts) > 1 or (parts[0][0].base is not None
-                              and not isinstance(parts[0][0], np.memmap)):
+        if len(parts) > 1 or (parts[0][0].base is not None and term not in self._mapped):
+            self._mapped.discard(term)
             # One array per term: a slice of a build batch would keep the whole batch alive.
             parts[:] = [(np.concatenate([part[0] for part in parts]),
                          np.concatenate([part[1] for part in parts]),
@@ -280,6 +282,7 @@ class FullTextIndex:
             live = self._alive[slots]
             if not live.all():
                 parts[0] = (slots[live], tf_text[live], tf_context[live])
+                self._mapped.discard(term)
             self._clean[term] = self._deletions
         return parts[0]
 
@@ -502,10 +505,10 @@ class FullTextIndex:
         Python's dictionaries."""
         arrays: list[np.ndarray] = [self._rowid, self._namespace, self._length, self._alive]
         total = sum(a.nbytes for a in arrays) + self._impacts.nbytes
-        for parts in self._postings.values():
-            total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts
-                         if not isinstance(p[0], np.memmap))
-        if self._base is not None:  # mapped: in the page cache, shared, but held all the same
+        for key, parts in self._postings.items():
+            if key not in self._mapped:
+                total += sum(p[0].nbytes + p[1].nbytes + p[2].nbytes for p in parts)
+        if self._base is not None:  # mapped (shared page cache), but held all the same
             total += sum(int(a.nbytes) for a in self._base)
         return int(total)
 

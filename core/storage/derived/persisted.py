@@ -149,7 +149,9 @@ def load(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: s
             return f"{key}.npy holds {array.dtype.str}{list(array.shape)}, not what was saved"
         if _crc(array) != described["crc32"]:
             return f"{key}.npy is corrupt (checksum)"
-        arrays[key] = array
+        # A plain ndarray over the same pages: numpy's memmap subclass costs every small
+        # operation on it a few microseconds more (a query makes hundreds).
+        arrays[key] = np.asarray(array)
     return Loaded(arrays, int(manifest["position"]), manifest.get("entry"),
                   dict(manifest.get("meta", {})), manifest)
 
