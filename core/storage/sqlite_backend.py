@@ -30,6 +30,7 @@ from core.storage import (
     events,
     facts,
     fts_segments,
+    langgraph_rows,
     logbook,
     note_listing,
     notes,
@@ -47,6 +48,7 @@ from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
 from core.storage.executed import Executed
+from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
@@ -77,7 +79,7 @@ SQLITE_FEATURES = BackendFeatures(
 )
 
 
-class SqliteBackend(SharedOperations):
+class SqliteBackend(SharedOperations, LangGraphOperations):
     """Async storage operations over one SQLite file."""
 
     features = SQLITE_FEATURES
@@ -85,7 +87,8 @@ class SqliteBackend(SharedOperations):
     _ops = SimpleNamespace(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
-        session_snapshot=session_snapshot, summaries=summaries, vectors=vectors)
+        session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
+        langgraph_rows=langgraph_rows)
 
     def __init__(self, db: Database, warnings: list[str]) -> None:
         self._db = db
