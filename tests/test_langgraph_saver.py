@@ -14,7 +14,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from core import Engine
-from core.errors import OutOfNamespace
+from core.errors import InvalidInput, OutOfNamespace
+from core.integrations.background import open_engine_in_background
 from core.integrations.langgraph import WorkbenchSaver
 from core.integrations.langgraph.messages import content_text
 from tests.langgraph_support import ENGINE_CONFIG, run_conformance
@@ -121,3 +122,16 @@ async def test_another_namespaces_thread_is_refused(tmp_path: Path) -> None:
         assert len(await engine.recall("theirs")) == 1
         assert await WorkbenchSaver(engine).aget_tuple(
             {"configurable": {"thread_id": "theirs"}}) is None
+
+
+def test_a_program_without_an_event_loop_runs_a_graph_on_a_background_engine(
+        tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="needs the event loop the engine runs on"):
+        WorkbenchSaver(object())  # type: ignore[arg-type]  # refused before the engine is read
+    with open_engine_in_background(tmp_path / "memory.db", ENGINE_CONFIG) as opened:
+        graph = chat_graph(WorkbenchSaver(opened.engine, loop=opened.loop))
+        graph.invoke({"messages": [HumanMessage("Faro", id="u-1")]},
+                     {"configurable": {"thread_id": "sync"}})
+        records = opened.run(opened.engine.recall("sync"))
+    assert [r.payload["content"] for r in records] == ["Faro", "about Faro\nok", "found Faro"]
+    assert opened.loop.is_closed()

@@ -79,8 +79,6 @@ class WorkbenchSaver(BaseCheckpointSaver[str]):
                  loop: asyncio.AbstractEventLoop | None = None,
                  serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
-        self.engine = engine
-        self.namespace = clean_namespace(engine.config.agent if namespace is None else namespace)
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
@@ -90,6 +88,8 @@ class WorkbenchSaver(BaseCheckpointSaver[str]):
                     "that loop, pass loop=, or open the engine with core.integrations."
                     "background.open_engine_in_background") from None
         self.loop = loop
+        self.engine = engine
+        self.namespace = clean_namespace(engine.config.agent if namespace is None else namespace)
         self._message_keys: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
 
     # -- async ---------------------------------------------------------------------------
