@@ -135,3 +135,18 @@ def test_a_program_without_an_event_loop_runs_a_graph_on_a_background_engine(
         records = opened.run(opened.engine.recall("sync"))
     assert [r.payload["content"] for r in records] == ["Faro", "about Faro\nok", "found Faro"]
     assert opened.loop.is_closed()
+
+
+async def test_a_graphs_conversation_is_summarized_as_it_grows(tmp_path: Path) -> None:
+    from tests.test_summaries import config
+
+    async with Engine.open(tmp_path / "memory.db",
+                           config=config(auto=True, token_budget=300)) as engine:
+        graph = chat_graph(WorkbenchSaver(engine))
+        thread = {"configurable": {"thread_id": "long"}}
+        for turn in range(6):
+            words = f"order {turn} ships to Lisbon in May, as we said before " * 4
+            await graph.ainvoke({"messages": [HumanMessage(words, id=f"u-{turn}")]}, thread)
+        await engine.drain()
+        state = await engine.summary_state("long")
+        assert state.text and state.upper_sequence >= 4

@@ -53,7 +53,7 @@ from core.storage.langgraph_types import (
     StoredCheckpoint,
     WriteRow,
 )
-from core.storage.messages import out_of_namespace
+from core.storage.messages import PreparedMessage, out_of_namespace
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -143,6 +143,7 @@ class WorkbenchSaver(BaseCheckpointSaver[str]):
                             metadata_text(dict(get_checkpoint_metadata(config, metadata))),
                             created_at)
         put = CheckpointPut(row, self.namespace, utc_now())
+        prepared: list[PreparedMessage] = []  # what the put's transaction stored last
         messages = (as_messages(checkpoint["channel_values"].get(MESSAGES_CHANNEL))
                     if checkpoint_ns == "" and MESSAGES_CHANNEL in checkpoint["channel_values"]
                     else None)
@@ -154,17 +155,21 @@ class WorkbenchSaver(BaseCheckpointSaver[str]):
             chunking = self.engine.config.chunking
 
             def prepare(positions: Sequence[int]) -> list[Any]:
-                return [self.engine.prepare_message(
+                prepared[:] = [self.engine.prepare_message(
                     thread_id, None, to_message(messages[position]), self.namespace,
                     created_at, bound=True) for position in positions]
+                return prepared
 
             put = CheckpointPut(
                 row, self.namespace, put.now, keys,
                 [key for key in parent_keys if key not in now_held], prepare,
                 chunking.context_messages, chunking.context_chars)
             self._remember(thread_id, checkpoint["id"], tuple(keys))
-        if await self.engine.backend.langgraph_put(put):
+        sequences = await self.engine.backend.langgraph_put(put)
+        if sequences:
             self._wrote(thread_id)
+            for message, sequence in zip(prepared, sequences, strict=True):
+                self.engine.summaries.after_store(thread_id, message.payload_json, sequence)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
