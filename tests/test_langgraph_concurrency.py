@@ -1,5 +1,6 @@
-"""Four processes putting checkpoints of one thread into one memory file at once: every
-message is stored once, none is lost, and each writer's messages keep their order."""
+"""Four processes putting checkpoints of one thread into one memory at once (a SQLite file,
+a PostgreSQL database): every message is stored once, none is lost, and each writer's
+messages keep their order."""
 
 from __future__ import annotations
 
@@ -53,7 +54,15 @@ asyncio.run(main())
 
 async def test_four_processes_writing_one_thread_lose_and_duplicate_nothing(
         tmp_path: Path) -> None:
-    path = tmp_path / "memory.db"
+    await race(str(tmp_path / "memory.db"), tmp_path)
+
+
+async def test_the_same_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    await race(pg_url, tmp_path)
+
+
+async def race(path: str, tmp_path: Path) -> None:
+    """Four writer processes on ``path`` started together; then check what they stored."""
     async with Engine.open(path, config=ENGINE_CONFIG):
         pass  # made and migrated once, before the writers race
     go = tmp_path / "go"
