@@ -62,9 +62,12 @@ def put_checkpoint(conn: Any, put: CheckpointPut) -> list[int]:
         if put.message_keys is None:
             return []
         keys = list(put.message_keys)
-        held = {key for (key,) in select_in(
-            conn, "SELECT item_key FROM framework_items WHERE session_id = ? AND framework = ?"
-                  " AND item_key IN", keys, (row.session_id, FRAMEWORK))}
+        # Every item of the thread in one index range (cheaper than asking for each key),
+        # with its mark: only the held-again ones that were marked are unmarked below.
+        stored = dict(conn.execute(
+            "SELECT item_key, removed_at FROM framework_items WHERE session_id = ?"
+            " AND framework = ?", (row.session_id, FRAMEWORK)).fetchall())
+        held = stored.keys() & set(keys)
         missing = _missing_positions(keys, held)
         sequences: list[int] = []
         if missing:
@@ -76,8 +79,9 @@ def put_checkpoint(conn: Any, put: CheckpointPut) -> list[int]:
                 " VALUES (?, ?, ?, ?)",
                 [(row.session_id, sequence, FRAMEWORK, keys[position])
                  for position, sequence in zip(missing, sequences, strict=True)])
-        _mark(conn, row.session_id, keys, None)
-        _mark(conn, row.session_id, list(put.removed_keys), put.now)
+        _mark(conn, row.session_id, [key for key in held if stored[key] is not None], None)
+        _mark(conn, row.session_id, [key for key in put.removed_keys
+                                     if key in stored and stored[key] is None], put.now)
         return sequences
 
 

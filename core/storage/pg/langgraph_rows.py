@@ -69,9 +69,10 @@ async def put_checkpoint(conn: Conn, put: CheckpointPut) -> list[int]:
         return []
     keys = list(put.message_keys)
     cursor = await conn.execute(
-        "SELECT item_key FROM framework_items WHERE session_id = %s AND framework = %s"
-        " AND item_key = ANY(%s)", (row.session_id, FRAMEWORK, keys))
-    held = {str(found[0]) for found in await cursor.fetchall()}
+        "SELECT item_key, removed_at FROM framework_items WHERE session_id = %s"
+        " AND framework = %s", (row.session_id, FRAMEWORK))
+    stored = {str(found[0]): found[1] for found in await cursor.fetchall()}
+    held = stored.keys() & set(keys)
     missing = _missing_positions(keys, held)
     sequences: list[int] = []
     if missing:
@@ -87,8 +88,9 @@ async def put_checkpoint(conn: Conn, put: CheckpointPut) -> list[int]:
                 " VALUES (%s, %s, %s, %s)",
                 [(row.session_id, sequence, FRAMEWORK, keys[position])
                  for position, sequence in zip(missing, sequences, strict=True)])
-    await _mark(conn, row.session_id, keys, None)
-    await _mark(conn, row.session_id, list(put.removed_keys), put.now)
+    await _mark(conn, row.session_id, [key for key in held if stored[key] is not None], None)
+    await _mark(conn, row.session_id, [key for key in put.removed_keys
+                                       if key in stored and stored[key] is None], put.now)
     return sequences
 
 
