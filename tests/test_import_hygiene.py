@@ -70,3 +70,10 @@ def test_panes_screens_widgets_and_long_work_never_import_the_app_module() -> No
 def test_the_command_line_loads_no_textual_until_a_command_opens_the_app() -> None:
     loaded = modules_after("import workbench.cli.root")
     assert "textual" not in loaded
+
+
+def test_core_and_the_engine_never_import_an_agent_framework() -> None:
+    # The frameworks are extras: core.integrations imports them, nothing else in core does.
+    for code in ("import core", "import core.engine", "import core.importers"):
+        loaded = modules_after(code)
+        assert not loaded & {"langgraph", "langchain_core", "agents"}, code

@@ -327,3 +327,29 @@ def test_snapshot_sessions_empty(snap_compare: Any, tmp_path: Path,
 
     with fixture_clock():
         assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+async def test_a_message_its_framework_removed_is_tagged_removed(fixture_db: Path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from core.integrations.langgraph import WorkbenchSaver
+    from tests.test_langgraph_saver import chat_graph
+
+    with fixture_clock():
+        await build_fixture(fixture_db)
+        async with Engine.open(fixture_db, config=FIXTURE_CONFIG) as engine:
+            graph = chat_graph(WorkbenchSaver(engine))
+            thread = {"configurable": {"thread_id": "graph-thread"}}
+            await graph.ainvoke({"messages": [HumanMessage("Lisbon", id="u-1")]}, thread)
+            await graph.ainvoke({"messages": [HumanMessage("forget:tool-Lisbon", id="u-2")]},
+                                thread)
+    async with running_app(fixture_db, build=False) as (app, pilot):
+        await settle(pilot)
+        await pilot.press("slash", *"graph-thread")
+        await settle(pilot)
+        pane = pane_of(app)
+        assert pane.selected == "graph-thread"
+        assert [r.sequence for r in pane.timeline.records] == [1, 2, 3, 4]
+        assert "removed" in prompt_of(pane.timeline, 3).splitlines()[0]
+        assert all("removed" not in prompt_of(pane.timeline, s).splitlines()[0]
+                   for s in (1, 2, 4))

@@ -12,6 +12,10 @@ a ``check(path)`` that refuses a malformed source without touching a memory file
 ``crabtalk``  a crabtalk entry store exported as JSON
 ============  ===================================================================
 
+and ``langgraph-checkpoints``: LangGraph SqliteSaver checkpoints (a file) or PostgresSaver
+ones (a ``postgresql://`` URL), threads as sessions (:mod:`.langgraph_checkpoints`; it needs
+the ``langgraph`` extra, imported only when it runs).
+
 (LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)
 
 The rules every importer keeps:
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
     from core.engine import Engine
     from core.importers.report import ImportReport, Progress
 
-FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk")
+FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk", "langgraph-checkpoints")
 
 
 def _module(source_format: str) -> ModuleType:
@@ -57,7 +61,7 @@ def _module(source_format: str) -> ModuleType:
 
         raise InvalidInput(f"unknown import format {source_format!r}; the formats are "
                            f"{', '.join(FORMATS)}")
-    return importlib.import_module(f"core.importers.{source_format}")
+    return importlib.import_module(f"core.importers.{source_format.replace('-', '_')}")
 
 
 def check_source(source_format: str, path: str | Path) -> None:
@@ -70,6 +74,6 @@ async def import_file(source_format: str, engine: Engine, path: str | Path, *,
                       namespace: str | None = None,
                       progress: Progress | None = None) -> ImportReport:
     """Run the importer of ``source_format`` (one of :data:`FORMATS`)."""
-    importer = getattr(_module(source_format), f"import_{source_format}")
+    importer = getattr(_module(source_format), f"import_{source_format.replace('-', '_')}")
     report: ImportReport = await importer(engine, path, namespace=namespace, progress=progress)
     return report

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
     import numpy as np
 
     from core.storage.copying import RowPage, WriteResult
+    from core.storage.langgraph_types import (
+        CheckpointPut,
+        CheckpointQuery,
+        StoredCheckpoint,
+        StoredItem,
+        WriteRow,
+    )
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
@@ -457,6 +464,55 @@ class Backend(Protocol):
     async def read_scope_judgments(self, scope_kind: str,
                                    scope_value: str) -> dict[str, dict[str, int]]:
         """query -> {chunk_id: grade} for every judged query of one scope."""
+
+    # -- LangGraph checkpoints (core/integrations/langgraph) ---------------------------------
+    # A thread is a session of ``agent_identity``: a write makes it when new and refuses
+    # (``OutOfNamespace``) another agent's; a read finds only that namespace's threads.
+
+    async def langgraph_put(self, put: CheckpointPut) -> list[int]:
+        """One transaction: the thread's session (made when new), the checkpoint (replacing
+        one of the same id), the messages of it the session does not hold yet as its next
+        events (checked under the writer's lock, so of concurrent writers none stores a
+        message twice) and the removal marks; the new events' sequences."""
+
+    async def langgraph_put_writes(self, session_id: str, agent_identity: str, now: str,
+                                   rows: Sequence[WriteRow], replace: bool) -> None:
+        """One transaction: a task's pending writes, replacing those at the same (task,
+        index) when ``replace``, else keeping the first."""
+
+    async def langgraph_get(self, agent_identity: str, session_id: str, checkpoint_ns: str,
+                            checkpoint_id: str | None) -> StoredCheckpoint | None:
+        """The checkpoint (the checkpoint namespace's latest when no id) with its pending
+        writes in LangGraph's order, read in one snapshot (None: no such checkpoint)."""
+
+    async def langgraph_list(self, query: CheckpointQuery) -> list[StoredCheckpoint]:
+        """The checkpoints ``query`` names, newest first, with their pending writes, read in
+        one snapshot."""
+
+    async def langgraph_delete_for_runs(self, agent_identity: str,
+                                        run_ids: Sequence[str]) -> int:
+        """One transaction: the namespace's checkpoints whose metadata names one of these
+        runs, with their writes (events stay); how many checkpoints went."""
+
+    async def langgraph_prune(self, agent_identity: str, session_ids: Sequence[str],
+                              keep_latest: bool) -> int:
+        """One transaction: these threads' checkpoints and writes, all of them or all but
+        each checkpoint namespace's latest (events stay); how many checkpoints went."""
+
+    async def langgraph_items(self, agent_identity: str, session_id: str) -> list[StoredItem]:
+        """The thread's LangGraph items with their events, in sequence order."""
+
+    async def langgraph_copy_thread(self, agent_identity: str, source_id: str, target_id: str,
+                                    now: str,
+                                    items: Sequence[tuple[StoredItem, PreparedMessage]],
+                                    context_messages: int, context_chars: int) -> None:
+        """One transaction: the source thread's checkpoints and writes under the target's id
+        (those the target holds kept), and ``items`` the target does not hold as its next
+        events, removal marks kept."""
+
+    async def removed_sequences(self, session_id: str) -> list[int]:
+        """The sequences of the session's events whose framework item (any framework's) was
+        removed: what the Sessions pane marks."""
 
     # -- meta and maintenance ----------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from core.storage import (
     events,
     facts,
     fts_segments,
+    langgraph_rows,
     logbook,
     note_listing,
     notes,
@@ -48,6 +49,7 @@ from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.saving import ensure_database_id, sqlite_saving
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
 from core.storage.executed import Executed
+from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import parse_location
 from core.storage.migrations import (
     current_version,
@@ -78,7 +80,7 @@ SQLITE_FEATURES = BackendFeatures(
 )
 
 
-class SqliteBackend(SharedOperations):
+class SqliteBackend(SharedOperations, LangGraphOperations):
     """Async storage operations over one SQLite file."""
 
     features = SQLITE_FEATURES
@@ -86,7 +88,8 @@ class SqliteBackend(SharedOperations):
     _ops = SimpleNamespace(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
-        session_snapshot=session_snapshot, summaries=summaries, vectors=vectors)
+        session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
+        langgraph_rows=langgraph_rows)
 
     def __init__(self, db: Database, warnings: list[str]) -> None:
         self._db = db

@@ -1,4 +1,5 @@
-"""``workbench import jsonl|aidaemon|oxydra|pynchy|crabtalk|locomo`` and ``workbench export``.
+"""``workbench import jsonl|aidaemon|oxydra|pynchy|crabtalk|langgraph-checkpoints|locomo`` and
+``workbench export``.
 
 Imports check the whole source first (a malformed file is refused before the memory file is
 opened or created), then land it through the engine and print, per kind, what was added,
@@ -50,7 +51,13 @@ IMPORTS = {
     "crabtalk": ("Import a crabtalk entry store exported as JSON: notes and archives with "
                  "their names and aliases.",
                  "The crabtalk JSON export (a list of entries, or {\"entries\": [...]})."),
+    "langgraph-checkpoints": (
+        "Import LangGraph checkpoints (SqliteSaver or PostgresSaver): each thread becomes a "
+        "session with its messages, checkpoints and pending writes.",
+        "The SqliteSaver file, or the PostgresSaver database's postgresql:// URL."),
 }
+URL_SOURCES = {"langgraph-checkpoints"}
+"""Formats whose source may also be a database's ``postgresql://`` URL."""
 EXPORT_FORMATS = ("jsonl", "markdown")
 
 
@@ -65,7 +72,19 @@ def _show_progress() -> Callable[[int, int], None] | None:
     return show
 
 
-async def _import(source_format: str, file: Path, db: Location, namespace: str | None,
+class _FileOrUrl(click.ParamType):
+    """An existing file, or a ``postgresql://`` URL (left for the importer to reach)."""
+
+    name = "file_or_url"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path | str:
+        if str(value).startswith(("postgresql://", "postgres://")):
+            return str(value)
+        return click.Path(exists=True, dir_okay=False, path_type=Path).convert(value, param, ctx)
+
+
+async def _import(source_format: str, file: Path | str, db: Location, namespace: str | None,
                   config: Any) -> Any:
     from core.importers import check_source, import_file
 
@@ -87,7 +106,8 @@ def _import_command(source_format: str) -> click.Command:
 
     @click.command(source_format, help=f"{summary}\n\nFILE: {file_help}\n\nImporting the "
                    "same file again adds nothing; nothing is skipped without saying why.")
-    @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+    @click.argument("file", type=_FileOrUrl() if source_format in URL_SOURCES
+                    else click.Path(exists=True, dir_okay=False, path_type=Path))
     @click.option("--db", "db", required=True, type=MEMORY,
                   help=f"{MEMORY_HELP} to import into (a file is created when missing).")
     @click.option("--namespace", default=None,
@@ -96,7 +116,7 @@ def _import_command(source_format: str) -> click.Command:
     @model_option
     @json_option
     @click.pass_context
-    def command(ctx: click.Context, file: Path, db: Location, namespace: str | None,
+    def command(ctx: click.Context, file: Path | str, db: Location, namespace: str | None,
                 model: str | None, as_json: bool) -> None:
         config = _load_config(ctx, model)
         report = _run(_import(source_format, file, db, namespace, config))

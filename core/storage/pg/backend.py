@@ -28,12 +28,14 @@ from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
+from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
 from core.storage.pg import (
     copying,
     events,
     facts,
+    langgraph_rows,
     logbook,
     note_listing,
     notes,
@@ -72,7 +74,7 @@ def _new_claimer() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-class PostgresBackend(SharedOperations):
+class PostgresBackend(SharedOperations, LangGraphOperations):
     """Async storage operations over one PostgreSQL database."""
 
     features = POSTGRES_FEATURES
@@ -80,7 +82,8 @@ class PostgresBackend(SharedOperations):
     _ops = SimpleNamespace(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
-        session_snapshot=session_snapshot, summaries=summaries, vectors=vectors)
+        session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
+        langgraph_rows=langgraph_rows)
 
     def __init__(self, db: PgDatabase, warnings: list[str], derived_memory_mb: int = 0) -> None:
         self._db = db

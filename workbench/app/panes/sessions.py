@@ -303,6 +303,7 @@ class SessionsPane(Pane):
         try:
             records = await engine.recall(session_id, limit=self._limit)
             summary = await engine.summary_state(session_id)
+            removed = frozenset(await engine.backend.removed_sequences(session_id))
         except NotFound:
             return  # deleted meanwhile: the list's reload moves the selection on
         if session_id != self.selected:
@@ -313,7 +314,7 @@ class SessionsPane(Pane):
         self.detail.show_events(
             records, max(info.event_count if info else 0, len(records)),
             summary.upper_sequence if summary.text else 0, keep_place=keep_place,
-            highlight_before=highlight_before)
+            highlight_before=highlight_before, removed=removed)
         self._preview_restore()
 
     def _preview_restore(self) -> None:

@@ -137,7 +137,8 @@ class SessionDetail(Vertical):
         self._static("session-summary").update(summary_content(summary))
 
     def show_events(self, records: list[MemoryRecord], total: int, summary_upper: int, *,
-                    keep_place: bool, highlight_before: int | None = None) -> None:
+                    keep_place: bool, highlight_before: int | None = None,
+                    removed: frozenset[int] = frozenset()) -> None:
         """Show the loaded events (the latest of ``total``): a new session at its end; a
         reload keeping the highlighted event and the scroll (or following the tail); after
         "load earlier", the event just before ``highlight_before``, the old first. Events
@@ -148,16 +149,17 @@ class SessionDetail(Vertical):
         if highlight_before is not None:
             before = [r.sequence for r in records if r.sequence < highlight_before]
             timeline.show(records, earlier, summary_upper, keep_folds=True,
-                          highlight=before[-1] if before else None)
+                          highlight=before[-1] if before else None, removed=removed)
         elif keep_place:
             previous = timeline.highlighted_record
             follow = previous is None or timeline.following_tail
             timeline.show(records, earlier, summary_upper, keep_folds=True,
                           keep_scroll=not follow,
-                          highlight=None if previous is None or follow else previous.sequence)
+                          highlight=None if previous is None or follow else previous.sequence,
+                          removed=removed)
         else:
             self._seen_last = None
-            timeline.show(records, earlier, summary_upper)
+            timeline.show(records, earlier, summary_upper, removed=removed)
         if timeline.following_tail or self._seen_last is None:
             self._seen_last = records[-1].sequence if records else 0
         self._shown_count = (len(records), total)

@@ -3,7 +3,9 @@
 Tool calls and tool results fold to one line ("→ weather_forecast(place="Cortina", …)")
 and long texts to a few; enter unfolds the highlighted event to its full arguments,
 result or text. Each event says whether it is in the context a restore would hand back
-(● in, ○ left out), and compact markers stand apart from the conversation.
+(● in, ○ left out), and compact markers stand apart from the conversation. A message its
+framework removed (a LangGraph RemoveMessage, an Agents SDK pop_item) keeps its place,
+tagged "removed".
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class EventView:
     summarized: bool = False         # the rolling summary covers it
     archived: bool = False           # a later compact marker folded it
     tool_name: str | None = None     # for a tool result, the call it answers
+    removed: bool = False            # its framework removed it (the event is kept)
 
 
 def foldable(record: MemoryRecord) -> bool:
@@ -118,6 +121,8 @@ def render_event(view: EventView, width: int | None = None) -> Content:
         parts.append(("  summarized", "italic $accent"))
     if view.archived:
         parts.append(("  archived", f"italic {MUTED}"))
+    if view.removed:
+        parts.append(("  removed", f"italic {MUTED}"))
     lines = [Content.assemble(*parts)]
     if marker is not None:
         lines.extend(_marker_lines(record, marker, view.unfolded, width))
@@ -198,6 +203,8 @@ class Timeline(OptionList):
         self.earlier = 0
         self.in_context: set[int] | None = None
         self.summary_upper = 0
+        self.removed: frozenset[int] = frozenset()
+        """Sequences of the events their framework removed."""
         self._unfolded: set[int] = set()
         self._tool_names: dict[str, str] = {}
         self._last_marker = 0
@@ -207,14 +214,16 @@ class Timeline(OptionList):
 
     def show(self, records: list[MemoryRecord], earlier: int, summary_upper: int, *,
              highlight: int | None = None, keep_scroll: bool = False,
-             keep_folds: bool = False) -> None:
+             keep_folds: bool = False, removed: frozenset[int] = frozenset()) -> None:
         """Show ``records`` (``earlier`` more exist before them) with the event ``highlight``
-        highlighted (None: the last one), at the same scroll position when ``keep_scroll``."""
+        highlighted (None: the last one), at the same scroll position when ``keep_scroll``;
+        the events of ``removed`` tagged so."""
         scroll_y = self.scroll_y
         if not keep_folds:
             self._unfolded.clear()
             self.in_context = None
         self.records, self.earlier, self.summary_upper = records, earlier, summary_upper
+        self.removed = removed
         self._tool_names = tool_names(records)
         self._last_marker = max((r.sequence for r in records if compact_marker(r)), default=0)
         self._rendered_width = self._width
@@ -304,7 +313,8 @@ class Timeline(OptionList):
             in_context=None if self.in_context is None else record.sequence in self.in_context,
             summarized=marker_after < record.sequence <= self.summary_upper,
             archived=record.sequence < marker_after,
-            tool_name=self._tool_names.get(str(record.payload.get("tool_call_id"))))
+            tool_name=self._tool_names.get(str(record.payload.get("tool_call_id"))),
+            removed=record.sequence in self.removed)
 
     def _options_for(self, records: list[MemoryRecord]) -> list[Option | None]:
         options: list[Option | None] = []
