@@ -130,7 +130,8 @@ async def test_two_processes_migrating_at_once_apply_each_migration_once(
     assert applied == ["[1, 2, 3, 4, 5]", "[]"]
     db = await opened(pg_url)
     try:
-        assert await fetch(db, "SELECT version FROM memory_migrations") == [(1,), (2,), (3,), (4,), (5,)]
+        versions = await fetch(db, "SELECT version FROM memory_migrations")
+        assert versions == [(1,), (2,), (3,), (4,), (5,)]
     finally:
         await db.close()
 
