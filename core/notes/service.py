@@ -358,6 +358,33 @@ class Notes:
         return await self._backend.note_names(
             self.namespace(namespace), None if category is None else clean_category(category))
 
+    # -- for a framework's store (core.integrations.langgraph.store) ---------------------------
+
+    async def add_draft(self, draft: NoteDraft) -> Note:
+        """Add a note drafted by the caller (its id and chunks chosen there), in one
+        transaction; ``NameTaken`` when its name is bound."""
+        return self._changed(await self._backend.add_note(draft, utc_now()))
+
+    async def write_changes(self, namespace: str, note_id: str, changes: NoteChanges) -> Note:
+        """Write prepared changes to the note of that id, in one transaction; ``NotFound``
+        when it is gone."""
+        row = await self._backend.write_note(namespace, NoteRef(note_id=note_id), changes,
+                                             utc_now())
+        return self._changed(row)
+
+    async def lookup(self, namespace: str, name: str) -> Note | None:
+        """The note a name (or alias) names in the namespace, or None."""
+        row = await self._backend.read_note(namespace, NoteRef(name=name))
+        return None if row is None else note_from_row(row)
+
+    async def under(self, namespace: str, source: str, prefix: str, *,
+                    children_only: bool = False, limit: int | None = None) -> list[Note]:
+        """The notes ``source`` wrote in the namespace whose names start with ``prefix``,
+        by note id."""
+        rows = await self._backend.notes_under(namespace, source, prefix,
+                                               children_only=children_only, limit=limit)
+        return [note_from_row(row) for row in rows]
+
     # -- for export and import (core.notes.transfer) -----------------------------------------
 
     async def all_rows(self, namespace: str) -> Sequence[dict[str, Any]]:

@@ -311,6 +311,13 @@ class Backend(Protocol):
     async def all_notes(self, namespace: str) -> list[dict[str, Any]]:
         """Every note of the namespace, by name."""
 
+    async def notes_under(self, namespace: str, source: str, prefix: str, *,
+                          children_only: bool = False,
+                          limit: int | None = None) -> list[dict[str, Any]]:
+        """The namespace's notes written by ``source`` whose names start with ``prefix``
+        (``children_only``: no ``/`` follows it in the name), by note id, at most ``limit``;
+        one snapshot. A framework's store items are such notes (:mod:`core.notes.store_items`)."""
+
     # -- facts -------------------------------------------------------------------------------
 
     async def upsert_fact(self, namespace: str, category: str, key: str, value: str,

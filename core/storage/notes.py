@@ -169,6 +169,34 @@ def all_notes(conn: Any, namespace: str) -> list[dict[str, Any]]:
                                      (namespace,)).fetchall())
 
 
+def name_range(prefix: str) -> tuple[str, str] | None:
+    """The (low, high) bounds of the names starting with ``prefix`` (ending in ``/``), as an
+    index range in binary order; None for the empty prefix (every name)."""
+    if not prefix:
+        return None
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def notes_under(conn: Any, namespace: str, source: str, prefix: str,
+                children_only: bool = False, limit: int | None = None) -> list[dict[str, Any]]:
+    """The namespace's notes written by ``source`` whose names start with ``prefix``
+    (``children_only``: with no ``/`` after it), by note id."""
+    where = ["n.namespace = ?", "n.source = ?"]
+    params: list[Any] = [namespace, source]
+    bounds = name_range(prefix)
+    if bounds is not None:
+        where.append("n.name >= ? AND n.name < ?")
+        params += bounds
+    if children_only:
+        where.append("instr(substr(n.name, ?), '/') = 0")
+        params.append(len(prefix) + 1)
+    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY n.note_id"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return _notes(conn, conn.execute(sql, params).fetchall())
+
+
 def _reindex(conn: Any, namespace: str, note_id: str, chunks: Iterable[PreparedChunk],
              now: str) -> dict[str, Any]:
     """Index a note's stored row again (after its old rows were deleted); the note, after."""

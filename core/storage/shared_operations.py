@@ -396,6 +396,13 @@ class SharedOperations:
         """Every note of a namespace, by name."""
         return await self._db.read(self._ops.notes.all_notes, namespace)
 
+    async def notes_under(self, namespace: str, source: str, prefix: str, *,
+                          children_only: bool = False,
+                          limit: int | None = None) -> list[dict[str, Any]]:
+        """A source's notes of a namespace under a name prefix, by note id."""
+        return await self._db.read(self._ops.notes.notes_under, namespace, source, prefix,
+                                   children_only, limit)
+
     async def import_notes(self, namespace: str, drafts: Sequence[notes.NoteDraft],
                            overwrite: bool, now: str,
                            new_id: Callable[[], str]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from core.storage.notes import (
     _names_of,
     _new_row,
     memory_session_id,
+    name_range,
     note_dicts,
 )
 from core.storage.pg.connection import Conn
@@ -112,6 +113,28 @@ async def all_notes(conn: Conn, namespace: str) -> list[dict[str, Any]]:
     """Every note of the namespace, by name (for export)."""
     cursor = await conn.execute(f"{SELECT} WHERE n.namespace = %s ORDER BY n.name",
                                 (namespace,))
+    return await rows_to_notes(conn, await cursor.fetchall())
+
+
+async def notes_under(conn: Conn, namespace: str, source: str, prefix: str,
+                      children_only: bool = False,
+                      limit: int | None = None) -> list[dict[str, Any]]:
+    """The namespace's notes written by ``source`` whose names start with ``prefix``
+    (``children_only``: with no ``/`` after it), by note id."""
+    where = ["n.namespace = %s", "n.source = %s"]
+    params: list[Any] = [namespace, source]
+    bounds = name_range(prefix)
+    if bounds is not None:
+        where.append("n.name >= %s AND n.name < %s")  # the names are COLLATE "C"
+        params += bounds
+    if children_only:
+        where.append("strpos(substr(n.name, %s), '/') = 0")
+        params.append(len(prefix) + 1)
+    sql = f"{SELECT} WHERE {' AND '.join(where)} ORDER BY n.note_id"
+    if limit is not None:
+        sql += " LIMIT %s"
+        params.append(limit)
+    cursor = await conn.execute(sql, params)
     return await rows_to_notes(conn, await cursor.fetchall())
 
 
