@@ -88,12 +88,15 @@ async def test_a_killed_writer_loses_no_acknowledged_message(memory: str) -> Non
         cwd=str(Path(__file__).resolve().parents[1]))
     assert child.stdout is not None
     acknowledged = 0
-    while acknowledged < 150:  # kill it mid-stream, with the embedding worker busy
-        line = await child.stdout.readline()
-        assert line, (await child.stderr.read()).decode()  # type: ignore[union-attr]
-        acknowledged = int(line)
-    child.kill()
-    await child.wait()
+    try:
+        async with asyncio.timeout(60):  # a writer that stops answering fails the test here
+            while acknowledged < 150:  # kill it mid-stream, with the embedding worker busy
+                line = await child.stdout.readline()
+                assert line, (await child.stderr.read()).decode()  # type: ignore[union-attr]
+                acknowledged = int(line)
+    finally:
+        child.kill()
+        await child.wait()
     async with Engine.open(memory, config=config) as engine:
         assert await engine.backend.integrity_check() == ["ok"]
         stored = [r.sequence for r in await engine.recall("victim")]

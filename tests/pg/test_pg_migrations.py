@@ -103,7 +103,10 @@ async def main(url: str, ready: str, go: str) -> None:
     db = PgDatabase(parse_location(url))
     await db.open()
     Path(ready).touch()
+    deadline = time.monotonic() + 60  # a test that died before releasing us: give up
     while not Path(go).exists():
+        if time.monotonic() > deadline:
+            sys.exit("never released")
         await asyncio.sleep(0.002)
     print(await db.migrate())
     await db.close()
@@ -130,7 +133,8 @@ async def test_two_processes_migrating_at_once_apply_each_migration_once(
     assert applied == ["[1, 2, 3, 4, 5]", "[]"]
     db = await opened(pg_url)
     try:
-        assert await fetch(db, "SELECT version FROM memory_migrations") == [(1,), (2,), (3,), (4,), (5,)]
+        assert await fetch(db, "SELECT version FROM memory_migrations") == [
+            (1,), (2,), (3,), (4,), (5,)]
     finally:
         await db.close()
 
