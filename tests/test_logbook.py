@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -134,6 +135,25 @@ def _row(n: int) -> LogRow:
     return LogRow("2026-01-01T00:00:00Z", "api", "session", "s", f"query {n}", "{}", "[]", "{}")
 
 
+class _Waits:
+    """``asyncio`` as :mod:`core.retrieval.log_writer` sees it, each ``sleep`` the flusher
+    waits recorded; ``enough`` is set once ``count`` have been."""
+
+    def __init__(self, count: int) -> None:
+        self.delays: list[float] = []
+        self.enough = asyncio.Event()
+        self._count = count
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
+
+    async def sleep(self, delay: float) -> None:
+        self.delays.append(delay)
+        if len(self.delays) >= self._count:
+            self.enough.set()
+        await asyncio.sleep(delay)
+
+
 def _writer(monkeypatch: pytest.MonkeyPatch, **constants: float,
             ) -> tuple[_RecordingBackend, log_writer.LogWriter]:
     """A log writer over a recording backend, its timing constants set to ``constants``."""
@@ -146,9 +166,15 @@ def _writer(monkeypatch: pytest.MonkeyPatch, **constants: float,
 async def test_the_log_waits_for_a_moment_with_no_query_in_flight(
         monkeypatch: pytest.MonkeyPatch) -> None:
     backend, writer = _writer(monkeypatch, QUIET=0.01, FLUSH_LATEST=60.0)
+    waits = _Waits(4)
+    monkeypatch.setattr(log_writer, "asyncio", waits)
     with writer.query():
         writer.add(_row(1))
-        await asyncio.sleep(0.2)  # far past the delay: a write would have been made by now
+        async with asyncio.timeout(10):
+            await waits.enough.wait()
+        # Past its delay, the flusher came back three times, found the query still in
+        # flight and waited for quiet again each time, writing nothing.
+        assert waits.delays[:4] == [0.01, 0.01, 0.01, 0.01]
         assert backend.batches == []
         writer.add(_row(2))
     assert writer._flusher is not None

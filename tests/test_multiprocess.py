@@ -40,14 +40,22 @@ async def test_two_processes_write_the_same_file_and_lose_nothing(memory: str) -
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=str(Path(__file__).resolve().parents[1]))
         assert child.stdout is not None
-        assert (await child.stdout.readline()).strip() == b"ready"
-        seen_from_child = 0
-        for i in range(1, count + 1):
-            await engine.store("this-process", i, {"role": "user", "content": f"local {i}"})
-            if i % 20 == 0:
-                seen_from_child = len(await engine.recall("other-process"))
-                await engine.hybrid_query(session_id="other-process", query="process", top_k=3)
-        out, err = await child.communicate()
+        try:
+            async with asyncio.timeout(120):  # a writer that hangs fails the test here
+                assert (await child.stdout.readline()).strip() == b"ready"
+                seen_from_child = 0
+                for i in range(1, count + 1):
+                    await engine.store("this-process", i,
+                                       {"role": "user", "content": f"local {i}"})
+                    if i % 20 == 0:
+                        seen_from_child = len(await engine.recall("other-process"))
+                        await engine.hybrid_query(session_id="other-process", query="process",
+                                                  top_k=3)
+                out, err = await child.communicate()
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
         assert child.returncode == 0, err.decode()
         assert b"locked" not in err and b"Traceback" not in err, err.decode()
         assert out.strip().endswith(b"done")
@@ -88,12 +96,15 @@ async def test_a_killed_writer_loses_no_acknowledged_message(memory: str) -> Non
         cwd=str(Path(__file__).resolve().parents[1]))
     assert child.stdout is not None
     acknowledged = 0
-    while acknowledged < 150:  # kill it mid-stream, with the embedding worker busy
-        line = await child.stdout.readline()
-        assert line, (await child.stderr.read()).decode()  # type: ignore[union-attr]
-        acknowledged = int(line)
-    child.kill()
-    await child.wait()
+    try:
+        async with asyncio.timeout(60):  # a writer that stops answering fails the test here
+            while acknowledged < 150:  # kill it mid-stream, with the embedding worker busy
+                line = await child.stdout.readline()
+                assert line, (await child.stderr.read()).decode()  # type: ignore[union-attr]
+                acknowledged = int(line)
+    finally:
+        child.kill()
+        await child.wait()
     async with Engine.open(memory, config=config) as engine:
         assert await engine.backend.integrity_check() == ["ok"]
         stored = [r.sequence for r in await engine.recall("victim")]

@@ -213,6 +213,11 @@ async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(memory:
         read = engine.backend.pending_chunks
         draining: list[asyncio.Task[None]] = []
         vectors_when_drained: list[int] = []
+        drained = asyncio.Event()
+
+        def count_vectors(_: asyncio.Task[None]) -> None:
+            vectors_when_drained.append(rows(memory, "SELECT count(*) FROM chunks_vec")[0][0])
+            drained.set()
 
         async def stale_read(limit: int, after_rowid: int = 0):
             if draining and engine.worker._idle.is_set():
@@ -221,14 +226,13 @@ async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(memory:
             if not draining and after_rowid == 0:
                 await engine.store("s", 2, {"role": "user", "content": "late words"})
                 draining.append(asyncio.create_task(engine.drain()))
-                draining[0].add_done_callback(lambda _: vectors_when_drained.append(
-                    rows(memory, "SELECT count(*) FROM chunks_vec")[0][0]))
+                draining[0].add_done_callback(count_vectors)
                 await asyncio.sleep(0)  # drain() wakes the worker before this read returns
             return found
 
         engine.backend.pending_chunks = stale_read
         engine.worker.wake()
-        while not vectors_when_drained:
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(30):  # a drain() that never returns fails the test here
+            await drained.wait()
         assert vectors_when_drained == [2]
         assert await engine.backend.backlog_count() == 0

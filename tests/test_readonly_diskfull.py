@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from core import Engine
+from core import Engine, embed_worker
 from core.embed_worker import EmbeddingWorker
 from core.errors import ReadOnlyDatabase, StorageFull
 from core.storage import refusals
@@ -82,6 +82,26 @@ def fill_disk(folder: Path) -> Path:
     finally:
         os.close(fd)
     return ballast
+
+
+class BackOffs:
+    """``asyncio`` as :mod:`core.embed_worker` sees it, with the delay of each
+    ``asyncio.timeout`` the worker waits on recorded (its back-off between refused saves);
+    each wait lasts a tenth of its delay, so a test sees several without taking seconds."""
+
+    def __init__(self, waits: int) -> None:
+        self.delays: list[float] = []
+        self.enough = asyncio.Event()  # set once ``waits`` delays are recorded
+        self._waits = waits
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
+
+    def timeout(self, delay: float) -> asyncio.Timeout:
+        self.delays.append(delay)
+        if len(self.delays) >= self._waits:
+            self.enough.set()
+        return asyncio.timeout(delay / 10)
 
 
 def digest(path: Path) -> str:
@@ -227,6 +247,8 @@ async def test_the_embedding_worker_waits_out_a_full_disk_and_saves_after(
             return await save(*args)
 
         monkeypatch.setattr(engine.backend, "save_vectors", counted)
+        backed_off = BackOffs(waits=4)
+        monkeypatch.setattr(embed_worker, "asyncio", backed_off)
         engine.worker = EmbeddingWorker(engine.backend, engine.embedder, batch_size=8,
                                         max_attempts=3)
         engine.worker.start()
@@ -235,9 +257,11 @@ async def test_the_embedding_worker_waits_out_a_full_disk_and_saves_after(
         pulse = await engine.pulse()
         assert pulse.backlog == 20 and pulse.failed == 0  # nothing lost, nothing marked failed
         assert pulse.storage_error and "disk is full" in pulse.storage_error
-        await asyncio.sleep(1.0)
-        # Backing off (0.1, 0.2, 0.4 s ...), not spinning: a handful of tries in a second.
-        assert 1 <= attempts <= 12, attempts
+        async with asyncio.timeout(30):
+            await backed_off.enough.wait()
+        # Backing off, not spinning: each refused save is followed by a wait that doubles.
+        assert backed_off.delays[:4] == [0.1, 0.2, 0.4, 0.8]
+        assert len(backed_off.delays) <= attempts <= len(backed_off.delays) + 1, attempts
         assert await engine.backend.integrity_check() == ["ok"]
         await engine.backend.cap_size(None)
         await engine.drain(timeout=30)
