@@ -120,7 +120,12 @@ async def test_a_stale_copy_is_caught_up(pg_url: str, monkeypatch: pytest.Monkey
         # Doctor counts log entries; caught_up, the chunks they named (read again once).
         assert [entry["state"][:10] for entry in saved] == ["behind by "]
         found = await answers(engine)
+        # Saved again: the loaded arrays with the chunks read since (removed, added).
+        assert await backend_of(engine).derived.indexes.save("a")
     assert found == await built_answers(pg_url, monkeypatch, tmp_path)
+    held, again = await opened(pg_url)
+    assert (held.origin, held.caught_up, held.refused) == ("loaded", 0, None)
+    assert again == found
 
 
 async def test_another_databases_copy_is_rebuilt(pg_url: str, pg_server: PgTestServer,
