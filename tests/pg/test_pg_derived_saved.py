@@ -105,6 +105,17 @@ async def test_a_new_process_loads_the_saved_index(pg_url: str, monkeypatch: pyt
     assert found == await built_answers(pg_url, monkeypatch, tmp_path)
 
 
+async def test_the_first_query_waits_for_the_load(pg_url: str) -> None:
+    """A fresh process's first namespace query is answered from the loaded copy (a load is
+    a fraction of a second), not from SQL while it loads."""
+    await saved_memory(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        result = await engine.search(namespace="a", query=QUERIES[0], top_k=8)
+        assert result.legs.vector_path == DERIVED_VECTOR_LEG and result.legs.fts_derived
+        held = backend_of(engine).derived.indexes.index("a")
+        assert held is not None and held.origin == "loaded"
+
+
 async def test_a_stale_copy_is_caught_up(pg_url: str, monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
     await saved_memory(pg_url)

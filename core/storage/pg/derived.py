@@ -28,6 +28,7 @@ above from the saved snapshot position, instead of reading the namespace from th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 
 _BATCH = 4096
 RETRY_AFTER_S = 30.0
+LOAD_WAIT_S = 30.0  # a query waits this long at most for a saved copy's load
 # Never dropped for the memory budget when queried this recently: two namespaces queried in
 # turn that do not fit together would otherwise each rebuild on every query.
 KEPT_AFTER_USE_S = 60.0
@@ -133,6 +135,8 @@ class PgDerivedIndexes:
         self.saving_problem: str | None = None
         """Why they are not (for doctor)."""
         self._saves: set[asyncio.Task[bool]] = set()
+        self._loading: dict[str, asyncio.Event] = {}
+        """Namespaces whose saved copy is being loaded: their queries wait for it."""
         self._saver: asyncio.Task[None] | None = None
 
     def index(self, namespace: str) -> NamespaceIndex | None:
@@ -145,7 +149,13 @@ class PgDerivedIndexes:
         held = self._held.get(namespace)
         if held is None or not held.ready:
             self.start_build(namespace)
-            return None
+            loading = self._loading.get(namespace)
+            if loading is not None:  # a saved copy is being loaded: a fraction of a second
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(loading.wait(), LOAD_WAIT_S)
+            held = self._held.get(namespace)
+            if held is None or not held.ready:
+                return None
         held.requests += 1
         held.last_used = time.monotonic()
         ticket = held.requests
@@ -171,7 +181,16 @@ class PgDerivedIndexes:
         if (held is not None and held.failed_at is not None
                 and time.monotonic() - held.failed_at < RETRY_AFTER_S):
             return  # a build that failed is not tried again by every query
+        if (held is None and self.saving is not None and (
+                self.saving.folder / f"{derived_saved.index_name(namespace)}.json").exists()):
+            self._loading[namespace] = asyncio.Event()
         self._builds[namespace] = asyncio.create_task(self._build(namespace))
+
+    def _load_over(self, namespace: str) -> None:
+        """Let the queries waiting for a load go on (it was used, or refused)."""
+        loading = self._loading.pop(namespace, None)
+        if loading is not None:
+            loading.set()
 
     async def build_now(self, namespace: str) -> NamespaceIndex:
         """Build the namespace's index (or wait for the build in flight) and return it."""
@@ -192,6 +211,7 @@ class PgDerivedIndexes:
             if old is None and await self._load_saved(fresh):
                 fresh.origin = "loaded"
             else:
+                self._load_over(namespace)  # the queries go to SQL while it is built
                 if old is None:  # a copy refused: start from nothing
                     fresh = NamespaceIndex(namespace, refused=fresh.refused)
                 await self._db.read(_load, fresh)
@@ -200,12 +220,14 @@ class PgDerivedIndexes:
             log.warning("derived index of namespace %r could not be built: %s", namespace, exc)
             failed = self._held.setdefault(namespace, fresh)
             failed.problem, failed.failed_at = str(exc), time.monotonic()
+            self._load_over(namespace)
             return
         fresh.build_seconds = time.perf_counter() - started
         fresh.ready = not self._closed
         fresh.last_used = time.monotonic()
         fresh.built_bytes = fresh.memory_bytes()
         self._held[namespace] = fresh
+        self._load_over(namespace)
         self._fit(namespace)
         if fresh.origin == "built" and fresh.ready:
             self._save_in_background(namespace)
