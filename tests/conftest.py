@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,10 @@ SHARED_MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "models" 
 # took the pane tests from 47 to 38 s; what they wait for is unchanged.
 textual._wait.SLEEP_GRANULARITY = 0.004
 textual._wait.SLEEP_IDLE = textual._wait.SLEEP_GRANULARITY / 20
+
+# PostgreSQL memories save their derived indexes under the user's cache folder: the tests'
+# go to a folder of the run's own (subprocesses inherit it).
+os.environ.setdefault("WORKBENCH_INDEX_CACHE", tempfile.mkdtemp(prefix="workbench-index-"))
 
 DETERMINISTIC = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
 

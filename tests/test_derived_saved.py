@@ -194,6 +194,94 @@ async def test_a_copy_whose_log_went_on_alone_is_rebuilt(db_path: Path, tmp_path
     assert found == await built_answers(twin, tmp_path)
 
 
+async def test_a_copy_that_went_on_alone_past_a_pruned_mark_is_rebuilt(db_path: Path,
+                                                                       tmp_path: Path) -> None:
+    """The same, once the copy's log was pruned up to the saved position and no further:
+    the entry at it (the only thing the saved copy tied itself to) is gone, later ones are
+    there, so the copy's log reads as a continuation of the original's."""
+    await saved_memory(db_path)
+    twin = tmp_path / "twin" / "twin.db"
+    twin.parent.mkdir()
+    shutil.copy(db_path, twin)
+    await more_writes(db_path, 10)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await answers(engine)
+        for name in NAMES:
+            assert backend_of(engine).derived.save(name)
+    saved_at = json.loads((persisted.sqlite_folder(db_path) / "full-text.json").read_text())[
+        "position"]
+    async with Engine.open(twin, config=DETERMINISTIC) as engine:
+        backend_of(engine).derived.saving.writable = False  # type: ignore[union-attr]
+        await fill(engine, {"ann": 120, "dora": 120}, 2, seed=5)
+    assert rows(twin, "SELECT max(seq) FROM chunk_changes")[0][0] > saved_at
+    execute(twin, "DELETE FROM chunk_changes WHERE seq <= ?", saved_at)  # as pruning does
+    shutil.copytree(persisted.sqlite_folder(db_path), persisted.sqlite_folder(twin))
+    origins, found = await origins_after_open(twin)
+    for name in NAMES:
+        assert origins[name][0] == "built" and "differs" in origins[name][2]
+    assert found == await built_answers(twin, tmp_path)
+
+
+_SAVER = """
+import asyncio, sys
+sys.path.insert(0, {root!r})
+from core import Engine
+from tests.conftest import DETERMINISTIC
+from tests.test_derived_saved import answers, backend_of
+async def main():
+    async with Engine.open({path!r}, config=DETERMINISTIC) as engine:
+        derived = backend_of(engine).derived
+        derived.saving.writable = False
+        await engine.store("late", 1, {{"role": "user", "content": "violin tennis"}}, agent="ann")
+        await engine.drain()
+        await answers(engine)
+        derived.saving.writable = True
+        saved = derived.save("full-text")
+        derived.saving.writable = False
+        print("saved" if saved else "not saved")
+asyncio.run(main())
+"""
+
+
+async def test_two_processes_saving_at_once_keep_a_whole_copy(db_path: Path,
+                                                               tmp_path: Path) -> None:
+    """A process saves while another's long save is under way (its folder's files untouched
+    for minutes): the saves do not remove each other's folders, and the copy named last
+    is whole and loaded."""
+    await saved_memory(db_path)
+    folder = persisted.sqlite_folder(db_path)
+    flag = tmp_path / "paused"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SAVER.format(root=str(Path.cwd()), path=str(db_path))],
+        env={**os.environ, "WORKBENCH_INDEX_SAVE_PAUSE": str(flag)},
+        stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not flag.exists() and child.poll() is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert flag.exists(), "the child never reached its save"
+    old = time.time() - 3600
+    for entry in folder.iterdir():  # the child's save as if it had been writing for an hour
+        if entry.is_dir():
+            os.utime(entry, (old, old))
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store("later", 1, {"role": "user", "content": "cello squash"}, agent="bob")
+        await engine.drain()
+        await answers(engine)
+        backend_of(engine).derived.save("full-text")
+        saving = backend_of(engine).derived.saving
+        assert saving is not None
+        saving.writable = False
+    flag.unlink()
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == 0
+    assert out.strip() == "saved"
+    manifest = json.loads((folder / "full-text.json").read_text())
+    assert (folder / manifest["folder"]).is_dir()
+    origins, found = await origins_after_open(db_path)
+    assert origins["full-text"][0] == "loaded" and origins["full-text"][2] is None
+    assert found == await built_answers(db_path, tmp_path)
+
+
 _CHILD = """
 import asyncio, sys
 sys.path.insert(0, {root!r})

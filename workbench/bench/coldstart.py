@@ -154,10 +154,16 @@ async def measure(target: str, config: Any, queries: list[str]) -> dict[str, Any
                     described = persisted.describe(saving.folder, name)
                     saved += described.bytes if described is not None else 0
         else:
-            held = backend.derived.indexes.index(AGENT)
+            from core.storage.pg.derived_saved import index_name
+
+            indexes = backend.derived.indexes
+            held = indexes.index(AGENT)
             if held is not None:
                 raw = held.vectors.raw_bytes()
                 text_bytes = held.postings.memory_bytes()
+            if indexes.saving is not None:
+                described = persisted.describe(indexes.saving.folder, index_name(AGENT))
+                saved = described.bytes if described is not None else 0
         chunks = (await engine.counts())["chunks"]
     return {"chunks": chunks, "backend": type(backend).__name__, "open_s": opened - started,
             "first_query_ms": first[0], "first_p50_ms": float(np.percentile(first, 50)),

@@ -9,6 +9,8 @@ written, so an index whose watermark fell off its start must be rebuilt.
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,3 +78,72 @@ def collapse(entries: Iterable[tuple[int, int | None, str]],
         last[rowid] = op
     inserted = [rowid for rowid, op in last.items() if op != "delete"]
     return inserted, list(replaced)
+
+
+# -- the log's lineage -------------------------------------------------------------------------
+#
+# A copy of the file shares its log up to the copy; from then on each goes on alone, with
+# seqs that may coincide (both hand out the same next seq, often for the same next rowid).
+# So every writable open of a file appends ``[random token, newest seq]`` to its lineage
+# (memory_meta, in one transaction): a copy opened to be written gets a token the original
+# never has, at the seq where it parted. A saved index records the lineage's last entry when
+# saved; it holds for a file whose lineage has that entry and no later one starting before
+# the saved position, i.e. one whose log up to that position is the log it was saved from.
+
+LINEAGE_KEY = "log_lineage"
+LINEAGE_KEPT = 1000
+"""Opens remembered; an index saved more opens ago than this is rebuilt."""
+
+
+def lineage(conn: Any) -> list[list[Any]]:
+    """The file's lineage, oldest first: ``[token, seq]`` per writable open."""
+    row = conn.execute("SELECT value FROM memory_meta WHERE key = ?",
+                       (LINEAGE_KEY,)).fetchone()
+    try:
+        found = json.loads(row[0]) if row is not None else []
+    except ValueError:
+        return []
+    return found if isinstance(found, list) else []
+
+
+def begin_lineage_entry(conn: Any) -> None:
+    """Append this open's entry to the file's lineage (the writer, at open)."""
+    began = not conn.in_transaction
+    if began:
+        conn.execute("BEGIN IMMEDIATE")  # the seq and the entry read and written as one
+    try:
+        entries = [*lineage(conn), [secrets.token_hex(8), newest_seq(conn)]]
+        conn.execute("INSERT OR REPLACE INTO memory_meta(key, value) VALUES (?, ?)",
+                     (LINEAGE_KEY, json.dumps(entries[-LINEAGE_KEPT:])))
+    except BaseException:
+        if began:
+            conn.execute("ROLLBACK")
+        raise
+    if began:
+        conn.execute("COMMIT")
+
+
+def lineage_mark(conn: Any) -> list[Any] | None:
+    """The lineage's last entry, recorded with an index saved now (None: no entry yet)."""
+    entries = lineage(conn)
+    return entries[-1] if entries else None
+
+
+def lineage_mismatch(conn: Any, position: int, mark: list[Any] | None) -> str | None:
+    """Why this file's log up to ``position`` may not be the one an index saved with
+    ``mark`` was saved from (a copy of the file that went on alone), or None."""
+    entries = lineage(conn)
+    if mark is None:  # saved before the file had a lineage
+        if len(entries) >= LINEAGE_KEPT:
+            return "saved too many opens ago to tell its change log"
+        after = entries[0] if entries else None
+    else:
+        at = next((i for i, entry in enumerate(entries) if entry == mark), None)
+        if at is None:
+            return ("the change log differs from the one it was saved at (saved by another"
+                    " copy of the file, or too many opens ago)")
+        after = entries[at + 1] if at + 1 < len(entries) else None
+    if after is not None and int(after[1]) < position:
+        return ("the change log differs from the one it was saved at (a copy of the file"
+                " went on alone)")
+    return None

@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeGuard
 
 from core.storage.derived import persisted
-from core.storage.derived.changes import changes_after, collapse, newest_seq
+from core.storage.derived.changes import (
+    changes_after,
+    collapse,
+    lineage_mark,
+    lineage_mismatch,
+    newest_seq,
+)
 
 log = logging.getLogger(__name__)
 
@@ -348,7 +354,7 @@ class DerivedIndexes:
                                            and behind < saving.close_after):
                             return False
                         fingerprint = saving.fingerprint(conn, state.index)
-                        entry = _entry(conn, position)
+                        entry = {"at": _entry(conn, position), "lineage": lineage_mark(conn)}
                         arrays, meta = state.index.export()
                     finally:
                         if conn.in_transaction:
@@ -356,12 +362,14 @@ class DerivedIndexes:
             finally:
                 conn.close()
             try:
-                persisted.save(saving.folder, name, fingerprint=fingerprint,
-                               database=saving.database, position=position, entry=entry,
-                               meta=meta, arrays=arrays)
+                written = persisted.save(saving.folder, name, fingerprint=fingerprint,
+                                         database=saving.database, position=position,
+                                         entry=entry, meta=meta, arrays=arrays)
             except OSError as exc:  # a full or read-only disk: the index still answers
                 log.warning("derived index %s could not be saved in %s: %s", name,
                             saving.folder, exc)
+                return False
+            if written is None:  # another process is saving it: tried again when quiet
                 return False
             state.saved_at = position
             return True
@@ -454,12 +462,15 @@ def _entry(conn: Any, seq: int) -> list[Any] | None:
     return None if row is None else [row[0], row[1]]
 
 
-def _log_mismatch(conn: Any, position: int, entry: list[Any] | None) -> str | None:
+def _log_mismatch(conn: Any, position: int, entry: Any) -> str | None:
     """Why the log at ``position`` is not the one the copy was saved at (a copy of the file
     that went on alone), or None."""
-    if entry is None:
-        return None
+    if not isinstance(entry, dict):
+        return "its change-log mark is missing"
+    why = lineage_mismatch(conn, position, entry.get("lineage"))
+    if why is not None:
+        return why
     found = _entry(conn, position)
-    if found is not None and found != entry:
+    if entry.get("at") is not None and found is not None and found != entry["at"]:
         return "the change log differs from the one it was saved at"
     return None

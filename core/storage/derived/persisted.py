@@ -9,9 +9,11 @@ position the index is current to, and each array's shape, dtype, byte size and C
 Writes are atomic: the arrays go to a fresh folder, are flushed to disk, and only then does
 ``os.replace`` put the new manifest (naming that folder) over the old one. A process killed
 at any point leaves the old manifest and its folder, or the new ones, never a mix; folders
-no manifest names are removed by the next save. Loading refuses (returns None, saying why)
-anything that does not match: the caller then builds from the database, so a bad file
-costs a build, never a wrong answer.
+no manifest names are removed by the next save. One process saves an index at a time (an
+advisory lock on ``.NAME.lock``, released by the kernel when its holder dies): another that
+wants to meanwhile skips its save, so no save removes a folder another is still writing.
+Loading refuses (returns None, saying why) anything that does not match: the caller then
+builds from the database, so a bad file costs a build, never a wrong answer.
 
 The CRC-32 of every array is checked on load: ~0.5 ms per MiB (~60 ms for 100k chunks'
 arrays), and it reads the pages the first queries would read anyway.
@@ -20,6 +22,7 @@ arrays), and it reads the pages the first queries would read anyway.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -27,15 +30,14 @@ import secrets
 import shutil
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-FORMAT = 1
-_IN_FLIGHT_S = 60.0
+FORMAT = 2
 _PAUSE_ENV = "WORKBENCH_INDEX_SAVE_PAUSE"
 """Tests only: a file that, when set, is created after the first array is written, and then
 the writer waits for it to be removed (a test kills the process in between)."""
@@ -46,8 +48,10 @@ class Loaded:
     """A saved index that passed every check: its arrays (mapped) and its manifest."""
 
     arrays: dict[str, np.ndarray]
-    position: int
-    entry: list[Any] | None
+    position: Any
+    """Where in the change log it is current to (a seq on SQLite, a snapshot on PostgreSQL)."""
+    entry: Any
+    """What else ties it to that log (the caller's, checked by the caller)."""
     meta: dict[str, Any]
     manifest: dict[str, Any]
 
@@ -58,7 +62,7 @@ class Saved:
 
     name: str
     bytes: int
-    position: int | None
+    position: Any
     problem: str | None
 
 
@@ -78,11 +82,40 @@ def _seal(manifest: dict[str, Any]) -> str:
 
 
 def save(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: str,
-         position: int, entry: list[Any] | None, meta: Mapping[str, Any],
-         arrays: Mapping[str, np.ndarray]) -> int:
+         position: Any, entry: Any, meta: Mapping[str, Any],
+         arrays: Mapping[str, np.ndarray]) -> int | None:
     """Write ``arrays`` and their manifest as index ``name`` in ``folder`` atomically;
-    returns the bytes written."""
-    folder.mkdir(parents=True, exist_ok=True)
+    returns the bytes written, or None when another process is saving ``name`` (its copy
+    will do)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with _saving_lock(folder, name) as held:
+        if not held:
+            return None
+        return _save(folder, name, {
+            "format": FORMAT, "index": name, "fingerprint": dict(fingerprint),
+            "database": database, "position": position, "entry": entry, "meta": dict(meta)},
+            arrays)
+
+
+@contextlib.contextmanager
+def _saving_lock(folder: Path, name: str) -> Iterator[bool]:
+    """Hold ``name``'s save lock inside (yields False, holding nothing, when another process
+    holds it)."""
+    fd = os.open(folder / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _save(folder: Path, name: str, manifest: dict[str, Any],
+          arrays: Mapping[str, np.ndarray]) -> int:
+    """The save itself, under ``name``'s lock."""
     data = folder / f"{name}.{secrets.token_hex(6)}"
     data.mkdir()
     described: dict[str, Any] = {}
@@ -101,10 +134,7 @@ def save(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: s
         if number == 0:
             _pause_for_tests()
     _fsync_dir(data)
-    manifest: dict[str, Any] = {
-        "format": FORMAT, "index": name, "folder": data.name,
-        "fingerprint": dict(fingerprint), "database": database, "position": position,
-        "entry": entry, "meta": dict(meta), "arrays": described}
+    manifest = {**manifest, "folder": data.name, "arrays": described}
     manifest["seal"] = _seal(manifest)
     staged = folder / f".{name}.json.{data.name}"
     staged.write_text(json.dumps(manifest))
@@ -119,6 +149,19 @@ def save(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: s
 def load(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: str,
          mmap_mode: Literal["r", "c"] = "r") -> Loaded | str:
     """Index ``name`` from ``folder``, mapped, once every check passed; else why not."""
+    found = _load(folder, name, fingerprint, database, mmap_mode)
+    if isinstance(found, str) and found.endswith(_GONE):
+        # A save replaced the manifest and removed the folder it named while this read it:
+        # the new one is whole.
+        found = _load(folder, name, fingerprint, database, mmap_mode)
+    return found
+
+
+_GONE = "(removed by a save meanwhile)"
+
+
+def _load(folder: Path, name: str, fingerprint: Mapping[str, Any], database: str,
+          mmap_mode: Literal["r", "c"]) -> Loaded | str:
     path = folder / f"{name}.json"
     try:
         manifest = json.loads(path.read_text())
@@ -143,6 +186,8 @@ def load(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: s
                 return f"{key}.npy is {target.stat().st_size} bytes, not {described['file_bytes']}"
             array = np.load(target, mmap_mode=mmap_mode if described["shape"] and np.prod(
                 described["shape"]) > 0 else None, allow_pickle=False)
+        except FileNotFoundError as exc:
+            return f"{key}.npy cannot be read ({exc}) {_GONE}"
         except (OSError, ValueError) as exc:
             return f"{key}.npy cannot be read ({exc})"
         if list(array.shape) != described["shape"] or array.dtype.str != described["dtype"]:
@@ -152,7 +197,7 @@ def load(folder: Path, name: str, *, fingerprint: Mapping[str, Any], database: s
         # A plain ndarray over the same pages: numpy's memmap subclass costs every small
         # operation on it a few microseconds more (a query makes hundreds).
         arrays[key] = np.asarray(array)
-    return Loaded(arrays, int(manifest["position"]), manifest.get("entry"),
+    return Loaded(arrays, manifest["position"], manifest.get("entry"),
                   dict(manifest.get("meta", {})), manifest)
 
 
@@ -165,7 +210,7 @@ def describe(folder: Path, name: str) -> Saved | None:
     try:
         manifest = json.loads(path.read_text())
         total = sum(int(a["file_bytes"]) for a in manifest["arrays"].values())
-        position = int(manifest["position"])
+        position = manifest["position"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return Saved(name, 0, None, f"its manifest cannot be read ({exc})")
     problem = None if manifest.get("seal") == _seal(manifest) else "its manifest is damaged"
@@ -186,18 +231,11 @@ def _difference(saved: Mapping[str, Any], wanted: Mapping[str, Any]) -> str:
 
 
 def _remove_unnamed(folder: Path, name: str, kept: str) -> None:
-    """Folders and staged manifests of ``name`` that no manifest names: earlier copies, or
-    what a killed writer left; never one touched in the last minute (another process's
-    save may be under way)."""
-    named = {kept}
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        named.add(str(json.loads((folder / f"{name}.json").read_text())["folder"]))
+    """Folders and staged manifests of ``name`` other than ``kept``: earlier copies, or what
+    a killed writer left (called under ``name``'s save lock: no other save is under way)."""
     for entry in folder.iterdir():
-        if entry.name in named or entry.name.endswith(tuple(named)):
+        if entry.name == kept:
             continue
-        with contextlib.suppress(OSError):
-            if time.time() - entry.stat().st_mtime < _IN_FLIGHT_S:
-                continue
         if entry.is_dir() and entry.name.startswith(f"{name}."):
             shutil.rmtree(entry, ignore_errors=True)
         elif entry.name.startswith(f".{name}.json."):

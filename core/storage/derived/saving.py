@@ -2,7 +2,9 @@
 
 The id is a random string written to ``memory_meta`` once (at the first writable open), so
 a saved copy is tied to the file it came from, not to its path: another file put in its
-place, or another file's folder copied beside it, is refused. The fingerprint names what
+place, or another file's folder copied beside it, is refused. A copy of the file shares the
+id; its change log's lineage (:mod:`core.storage.derived.changes`) tells it apart once
+either went on alone. The fingerprint names what
 an index was built from; any difference makes the next process build afresh.
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 
 from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.derived import persisted
+from core.storage.derived.changes import begin_lineage_entry
 from core.storage.derived.holder import DerivedIndex, Saving
 from core.storage.derived.tokenizer import TOKENIZER
 from core.storage.migrations import current_version
@@ -23,9 +26,11 @@ DATABASE_ID_KEY = "database_id"
 
 
 def ensure_database_id(conn: Any) -> None:
-    """Give the file its random id unless it has one (on the writer, at open)."""
+    """Give the file its random id unless it has one, and this open its lineage entry
+    (:func:`core.storage.derived.changes.begin_lineage_entry`); on the writer, at open."""
     conn.execute("INSERT OR IGNORE INTO memory_meta(key, value) VALUES (?, ?)",
                  (DATABASE_ID_KEY, secrets.token_hex(16)))
+    begin_lineage_entry(conn)
 
 
 def fingerprint(conn: Any, index: DerivedIndex) -> dict[str, Any]:

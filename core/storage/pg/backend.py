@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import os
 import socket
 import uuid
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
@@ -33,6 +35,7 @@ from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
 from core.storage.pg import (
     copying,
+    derived_saved,
     events,
     facts,
     langgraph_rows,
@@ -52,6 +55,8 @@ from core.storage.pg.derived_legs import DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
 from core.storage.search import FullTextRows, LegRequest, Scope, derived_answers
 from core.storage.shared_operations import SharedOperations
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from core.storage.backend import Backend
@@ -138,6 +143,8 @@ class PostgresBackend(SharedOperations, LangGraphOperations):
         backend = cls(db, warnings, config.derived_memory_mb)
         backend.schema_version = found
         backend.read_only_reason = forced
+        if found == known:
+            await backend._start_saving()
         if not read_only:
             try:
                 await backend._keep_claimer_alive()
@@ -145,6 +152,23 @@ class PostgresBackend(SharedOperations, LangGraphOperations):
                 await backend.close()
                 raise
         return backend
+
+    async def _start_saving(self) -> None:
+        """Load and save the namespaces' derived indexes in the local cache folder (see
+        :mod:`core.storage.pg.derived_saved`); a database whose identity this role cannot
+        read builds them in each process, as before."""
+        indexes = self.derived.indexes
+        if not self.read_only:
+            try:
+                await self._db.write(derived_saved.ensure_database_id)
+            except Exception as exc:  # a bound role may not write the key: no id, no cache
+                log.debug("the memory's id could not be written: %s", exc)
+        found = await self._db.read(functools.partial(derived_saved.pg_saving,
+                                                      writable=not self.read_only))
+        if isinstance(found, str):
+            indexes.saving_problem = found
+        else:
+            indexes.start_saving(found)
 
     async def close(self) -> None:
         """Close every connection of the pool, and the one holding the claimer's lock (after
@@ -166,13 +190,17 @@ class PostgresBackend(SharedOperations, LangGraphOperations):
     # -- the search legs --------------------------------------------------------------------
 
     def derived_origins(self, namespace: str) -> dict[str, str]:
-        """How the namespace's derived indexes came to be: built from the database by this
-        process (a matrix and postings, together)."""
+        """How the namespace's derived indexes came to be (a matrix and postings, together):
+        loaded from a saved copy and caught up, or built from the database."""
         held = self.derived.indexes.index(namespace)
         if held is None or not held.ready:
             return {}
-        seconds = f" in {held.build_seconds:.1f} s" if held.build_seconds else ""
-        return {"namespace": f"built from the database{seconds}"}
+        return {"namespace": held.describe()}
+
+    async def saved_indexes(self) -> list[dict[str, Any]]:
+        """The namespaces' indexes saved in this database's cache folder: where, bytes,
+        state (for doctor)."""
+        return await self.derived.indexes.check_saved()
 
     async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
                          tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:

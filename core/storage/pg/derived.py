@@ -18,11 +18,17 @@ before the previous snapshot, so its entries were read then (or were in the buil
 The entries are applied idempotently: each named chunk is dropped and read again as the
 snapshot holds it (gone, or with its text and vector). A sync with nothing new is one indexed
 query. Entries pruned before a reader read them make it rebuild.
+
+With a :class:`~core.storage.pg.derived_saved.PgSaving`, each index is saved to a local
+cache folder once built, after quiet periods and at close (:mod:`.derived_saved`); the next
+process's first query of the namespace loads it (mapped) and catches it up with the sync
+above from the saved snapshot position, instead of reading the namespace from the server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -31,14 +37,18 @@ from typing import Any
 
 import numpy as np
 
+from core.storage.derived import persisted
 from core.storage.derived.vector_matrix import NamespaceVectors
+from core.storage.pg import derived_saved
 from core.storage.pg.connection import Conn, PgDatabase
+from core.storage.pg.derived_saved import PgSaving
 from core.storage.pg.postings_index import NamespacePostings
 
 log = logging.getLogger(__name__)
 
 _BATCH = 4096
 RETRY_AFTER_S = 30.0
+LOAD_WAIT_S = 30.0  # a query waits this long at most for a saved copy's load
 # Never dropped for the memory budget when queried this recently: two namespaces queried in
 # turn that do not fit together would otherwise each rebuild on every query.
 KEPT_AFTER_USE_S = 60.0
@@ -78,6 +88,24 @@ class NamespaceIndex:
     built_bytes: int = 0
     """What it held once built (syncs add little before a rebuild: ``REBUILD_CHURN``)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    origin: str | None = None
+    """"loaded" (from a saved copy) or "built" (from the database), once ready."""
+    caught_up: int = 0
+    """Chunks read again to bring a loaded copy to the database's last commit."""
+    refused: str | None = None
+    """Why a saved copy was not used (None: used, or none saved)."""
+    unsaved: int | None = None
+    """Chunks changed since the copy on disk (None: none saved from this index)."""
+    changed_at: float = 0.0
+
+    def describe(self) -> str:
+        """How the index came to be, for explain."""
+        if self.origin == "loaded":
+            return f"loaded from disk, caught up {self.caught_up:,} changes"
+        seconds = f" in {self.build_seconds:.1f} s" if self.build_seconds else ""
+        return f"built from the database{seconds}" + (
+            f" (saved copy not used: {self.refused})" if self.refused
+            and self.refused != "none saved" else "")
 
     @property
     def xmin(self) -> int:
@@ -102,6 +130,14 @@ class PgDerivedIndexes:
         self._closed = False
         self.dropped = 0
         """How many indexes were dropped to keep within the budget."""
+        self.saving: PgSaving | None = None
+        """Where the indexes are saved (set at open; None: never saved)."""
+        self.saving_problem: str | None = None
+        """Why they are not (for doctor)."""
+        self._saves: set[asyncio.Task[bool]] = set()
+        self._loading: dict[str, asyncio.Event] = {}
+        """Namespaces whose saved copy is being loaded: their queries wait for it."""
+        self._saver: asyncio.Task[None] | None = None
 
     def index(self, namespace: str) -> NamespaceIndex | None:
         """The namespace's index, built or building; None before its first use."""
@@ -113,7 +149,13 @@ class PgDerivedIndexes:
         held = self._held.get(namespace)
         if held is None or not held.ready:
             self.start_build(namespace)
-            return None
+            loading = self._loading.get(namespace)
+            if loading is not None:  # a saved copy is being loaded: a fraction of a second
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(loading.wait(), LOAD_WAIT_S)
+            held = self._held.get(namespace)
+            if held is None or not held.ready:
+                return None
         held.requests += 1
         held.last_used = time.monotonic()
         ticket = held.requests
@@ -139,7 +181,16 @@ class PgDerivedIndexes:
         if (held is not None and held.failed_at is not None
                 and time.monotonic() - held.failed_at < RETRY_AFTER_S):
             return  # a build that failed is not tried again by every query
+        if (held is None and self.saving is not None and (
+                self.saving.folder / f"{derived_saved.index_name(namespace)}.json").exists()):
+            self._loading[namespace] = asyncio.Event()
         self._builds[namespace] = asyncio.create_task(self._build(namespace))
+
+    def _load_over(self, namespace: str) -> None:
+        """Let the queries waiting for a load go on (it was used, or refused)."""
+        loading = self._loading.pop(namespace, None)
+        if loading is not None:
+            loading.set()
 
     async def build_now(self, namespace: str) -> NamespaceIndex:
         """Build the namespace's index (or wait for the build in flight) and return it."""
@@ -157,18 +208,57 @@ class PgDerivedIndexes:
             fresh.rebuilds = old.rebuilds + 1
         self._held.setdefault(namespace, fresh)
         try:
-            await self._db.read(_load, fresh)
+            if old is None and await self._load_saved(fresh):
+                fresh.origin = "loaded"
+            else:
+                self._load_over(namespace)  # the queries go to SQL while it is built
+                if old is None:  # a copy refused: start from nothing
+                    fresh = NamespaceIndex(namespace, refused=fresh.refused)
+                await self._db.read(_load, fresh)
+                fresh.origin = "built"
         except Exception as exc:  # the driver's errors: the SQL path keeps answering
             log.warning("derived index of namespace %r could not be built: %s", namespace, exc)
             failed = self._held.setdefault(namespace, fresh)
             failed.problem, failed.failed_at = str(exc), time.monotonic()
+            self._load_over(namespace)
             return
         fresh.build_seconds = time.perf_counter() - started
         fresh.ready = not self._closed
         fresh.last_used = time.monotonic()
         fresh.built_bytes = fresh.memory_bytes()
         self._held[namespace] = fresh
+        self._load_over(namespace)
         self._fit(namespace)
+        if fresh.origin == "built" and fresh.ready:
+            self._save_in_background(namespace)
+
+    async def _load_saved(self, held: NamespaceIndex) -> bool:
+        """Fill ``held`` from its saved copy and catch it up to the database's last commit;
+        False (and why, in ``refused``) to build instead."""
+        saving = self.saving
+        if saving is None:
+            return False
+        fingerprint = await self._db.read(_fingerprint)
+        found = await asyncio.to_thread(derived_saved.load, saving, held.namespace,
+                                        fingerprint)
+        if isinstance(found, str):
+            held.refused = found
+        else:
+            try:
+                await asyncio.to_thread(derived_saved.restore, held, found.arrays, found.meta)
+                held.xmax = int(found.position["xmax"])
+                held.in_progress = [int(x) for x in found.position["in_progress"]]
+            except (KeyError, ValueError, TypeError, IndexError) as exc:
+                held.refused = f"its arrays do not fit together ({str(exc)[:100]})"
+            else:
+                held.refused = await self._db.read(self._sync, held)
+        if held.refused is not None:
+            if held.refused != "none saved":
+                log.info("derived index of namespace %r: saved copy not used: %s",
+                         held.namespace, held.refused)
+            return False
+        held.unsaved = held.caught_up
+        return True
 
     def held_bytes(self) -> int:
         """What the built indexes held together once built (what the budget counts)."""
@@ -203,6 +293,18 @@ class PgDerivedIndexes:
                         " are kept", total / 2**20, self.budget_bytes / 2**20, KEPT_AFTER_USE_S)
 
     async def _catch_up(self, conn: Conn, held: NamespaceIndex) -> None:
+        why = await self._sync(conn, held)
+        if why is not None:
+            log.info("derived index of namespace %r: rebuilding: %s", held.namespace, why)
+            held.ready = False
+            self.start_build(held.namespace)
+            return
+        if held.postings.churn() > REBUILD_CHURN:
+            self._refresh(held.namespace)
+
+    async def _sync(self, conn: Conn, held: NamespaceIndex) -> str | None:
+        """Apply the entries ``held``'s last snapshot could not see (see the module's
+        docstring); why it must be rebuilt instead, or None."""
         cursor = await conn.execute(
             "SELECT 'entry', fts_rowid, NULL::bigint[] FROM chunk_changes"
             " WHERE (xid >= %(xmax)s::text::xid8"
@@ -215,21 +317,18 @@ class PgDerivedIndexes:
         rows = await cursor.fetchall()
         pruned = next(int(value) for kind, value, _ in rows if kind == "pruned")
         if pruned >= held.xmin:
-            log.info("derived index of namespace %r: rebuilding: the changes since its last"
-                     " sync were pruned", held.namespace)
-            held.ready = False
-            self.start_build(held.namespace)
-            return
+            return "the changes since its last sync were pruned"
         touched = sorted({int(value) for kind, value, _ in rows if kind == "entry"})
         if touched and not await _reread(conn, held, touched):
-            log.info("derived index of namespace %r: rebuilding: its vectors changed size"
-                     " (reindexed to another model)", held.namespace)
-            held.ready = False
-            self.start_build(held.namespace)
-            return
+            return "its vectors changed size (reindexed to another model)"
         _remember_snapshot(held, rows)
-        if held.postings.churn() > REBUILD_CHURN:
-            self._refresh(held.namespace)
+        if touched:
+            if held.origin is None:
+                held.caught_up += len(touched)
+            if held.unsaved is not None:
+                held.unsaved += len(touched)
+            held.changed_at = time.monotonic()
+        return None
 
     def _refresh(self, namespace: str) -> None:
         """Build the namespace's index again while the one held keeps answering (the new
@@ -238,13 +337,140 @@ class PgDerivedIndexes:
         if not self._closed and (task is None or task.done()):
             self._builds[namespace] = asyncio.create_task(self._build(namespace))
 
+    # -- saving ----------------------------------------------------------------------------
+
+    def start_saving(self, saving: PgSaving) -> None:
+        """Load and save the indexes in ``saving``'s folder from now on (at open)."""
+        self.saving = saving
+        if saving.writable and self._saver is None:
+            self._saver = asyncio.create_task(self._save_when_quiet())
+
+    def _save_in_background(self, namespace: str) -> None:
+        if self._closed or self.saving is None or not self.saving.writable:
+            return
+        task = asyncio.create_task(self.save(namespace))
+        self._saves.add(task)
+        task.add_done_callback(self._saves.discard)
+
+    async def save(self, namespace: str, *, at_close: bool = False) -> bool:
+        """Bring the namespace's index up to the database and save it; False when there was
+        nothing to save (not built, no saving, the copy on disk current, or another
+        process saving it). The index's lock is held while it is synced and its arrays
+        copied (a query's sync waits for that); the write is a thread's."""
+        saving, held = self.saving, self._held.get(namespace)
+        if saving is None or not saving.writable or held is None or not held.ready:
+            return False
+        async with held.lock:
+            fingerprint = await self._db.read(self._synced_fingerprint, held)
+            unsaved = held.unsaved
+            if not held.ready or unsaved == 0 or (
+                    at_close and unsaved is not None and unsaved < saving.close_after):
+                return False
+            arrays, meta = await asyncio.to_thread(derived_saved.export, held)
+            position = {"xmax": held.xmax, "in_progress": list(held.in_progress)}
+            held.unsaved = 0  # what syncs apply from now on is unsaved
+        try:
+            written = await asyncio.to_thread(derived_saved.save, saving, held, fingerprint,
+                                              arrays, meta, position)
+        except OSError as exc:  # a full or read-only disk: the index still answers
+            log.warning("derived index of namespace %r could not be saved in %s: %s",
+                        namespace, saving.folder, exc)
+            written = None
+        if written is None:  # not saved (or another process was saving it)
+            held.unsaved = None if unsaved is None else held.unsaved + unsaved
+            return False
+        return True
+
+    async def _synced_fingerprint(self, conn: Conn, held: NamespaceIndex) -> dict[str, Any]:
+        """Catch ``held`` up and read the fingerprint, in one snapshot."""
+        why = await self._sync(conn, held)
+        if why is not None:
+            held.ready = False
+            self.start_build(held.namespace)
+        return await _fingerprint(conn)
+
+    async def _save_when_quiet(self) -> None:
+        """Save each index changed since its copy once it was neither changed nor queried
+        for ``quiet_s``."""
+        assert self.saving is not None
+        quiet = self.saving.quiet_s
+        while not self._closed:
+            await asyncio.sleep(quiet)
+            now = time.monotonic()
+            for namespace, held in list(self._held.items()):
+                if (held.ready and held.unsaved and now - held.changed_at >= quiet
+                        and now - held.last_used >= quiet):
+                    try:
+                        await self.save(namespace)
+                    except Exception as exc:  # the driver's errors: tried again later
+                        log.warning("derived index of namespace %r could not be saved: %s",
+                                    namespace, exc)
+
+    async def check_saved(self) -> list[dict[str, Any]]:
+        """Each saved copy in this database's folder: where, its bytes, and whether it is
+        current, behind the database by some changes (caught up on load), or invalid and
+        why (rebuilt on load)."""
+        saving = self.saving
+        if saving is None or not saving.folder.exists():
+            return []
+        fingerprint = await self._db.read(_fingerprint)
+        found = []
+        for manifest in sorted(saving.folder.glob("ns-*.json")):
+            described = persisted.describe(saving.folder, manifest.stem)
+            if described is None:
+                continue
+            loaded = await asyncio.to_thread(persisted.load, saving.folder, manifest.stem,
+                                             fingerprint=fingerprint,
+                                             database=saving.database)
+            if isinstance(loaded, str):
+                state, name = f"invalid: {loaded}", manifest.stem
+            else:
+                name = f"namespace {str(loaded.meta.get('namespace'))[:60]!r}"
+                behind = await self._db.read(_behind, str(loaded.meta.get("namespace")),
+                                             loaded.position)
+                state = (f"invalid: {behind}" if isinstance(behind, str) else "current"
+                         if behind == 0 else f"behind by {behind:,} changes")
+            found.append({"index": name, "folder": str(saving.folder),
+                          "bytes": described.bytes, "state": state})
+        return found
+
     async def close(self) -> None:
-        """Stop the builds in flight."""
+        """Stop the builds in flight; save what changed enough since its copy."""
         self._closed = True
         tasks = [task for task in self._builds.values() if not task.done()]
+        if self._saver is not None:
+            tasks.append(self._saver)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._saves, return_exceptions=True)
+        for namespace in list(self._held):
+            try:
+                await self.save(namespace, at_close=True)
+            except Exception as exc:  # the driver's errors: the next process builds
+                log.warning("derived index of namespace %r could not be saved at close: %s",
+                            namespace, exc)
+
+
+async def _fingerprint(conn: Conn) -> dict[str, Any]:
+    return await derived_saved.fingerprint(conn)
+
+
+async def _behind(conn: Conn, namespace: str, position: dict[str, Any]) -> int | str:
+    """The change-log entries a copy saved at ``position`` has not seen, or why it can no
+    longer be caught up."""
+    xmax, in_progress = int(position["xmax"]), [int(x) for x in position["in_progress"]]
+    cursor = await conn.execute(
+        "SELECT (SELECT max_xid::text::bigint FROM chunk_changes_pruned),"
+        " (SELECT count(*) FROM chunk_changes WHERE (xid >= %(xmax)s::text::xid8"
+        "  OR xid = ANY(%(in_progress)s::text[]::xid8[]))"
+        "  AND (namespace = %(ns)s OR namespace IS NULL))",
+        {"xmax": str(xmax), "in_progress": [str(x) for x in in_progress], "ns": namespace})
+    row = await cursor.fetchone()
+    assert row is not None
+    if row[0] is not None and int(row[0]) >= min([*in_progress, xmax]):
+        return "the changes since it was saved were pruned"
+    return int(row[1])
 
 
 async def _load(conn: Conn, held: NamespaceIndex) -> None:

@@ -12,6 +12,9 @@ the chunk's length and ``mean`` the namespace's mean length; ties by fts_rowid.
 Each chunk has a slot (its postings' row in the arrays). Postings are only ever added: a
 deleted chunk's slot is marked dead and its postings are skipped, a chunk read again gets a
 new slot. The postings loaded at build are one array per lexeme; those added since, a list.
+A saved copy (:meth:`NamespacePostings.export`) holds every lexeme's live postings end to
+end; read back (:meth:`NamespacePostings.restore`, mapped), a lexeme's are sliced out when a
+query first asks for them.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from core.storage.pg.fts_bm25 import BM25_B, BM25_K1
 
 _GROWTH = 1.25
+_NO_POSTINGS = (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int32))
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,10 @@ class NamespacePostings:
         self._added: dict[str, list[tuple[int, int, int]]] = {}
         self._added_count = 0
         self._base_count = 0
+        # A saved copy read back: lexeme -> its number, and the postings end to end by
+        # lexeme number (offsets, slots, f_text, f_context), mapped.
+        self._saved: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray,
+                           np.ndarray] | None = None
 
     # -- keeping it -------------------------------------------------------------------------
 
@@ -117,13 +126,78 @@ class NamespacePostings:
         dead = self._slots - len(self._slot_of)
         return (dead + self._added_count) / max(1, self._slots + self.postings_count())
 
+    # -- saving it --------------------------------------------------------------------------
+
+    def export(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Everything held, as arrays: the slots' rowids, lengths and liveness, and every
+        lexeme's live postings end to end (lexemes NUL-separated: PostgreSQL text holds no
+        NUL). Postings added since the build join their lexeme's, in slot order."""
+        lexemes = sorted(set(self._base) | set(self._added)
+                         | (set(self._saved[0]) if self._saved is not None else set()))
+        parts = [self._postings(lexeme) if lexeme in self._added else self._stored(lexeme)
+                 for lexeme in lexemes]
+        counts = np.fromiter((len(part[0]) for part in parts), dtype=np.int64,
+                             count=len(parts))
+        slots = (np.concatenate([part[0] for part in parts]) if parts
+                 else np.empty(0, np.int32)).astype(np.int32, copy=False)
+        live = self._alive[slots] if len(slots) else np.empty(0, bool)
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        running = np.concatenate(([0], np.cumsum(live, dtype=np.int64)))
+        kept_counts = running[bounds[1:]] - running[bounds[:-1]]
+        keep = kept_counts > 0
+        arrays = {
+            "rowids": self._rowids[:self._slots].copy(),
+            "lengths": self._lengths[:self._slots].copy(),
+            "alive": self._alive[:self._slots].copy(),
+            "offsets": np.concatenate(([0], np.cumsum(kept_counts[keep]))).astype(np.int64),
+            "slots": slots[live],
+            "f_text": (np.concatenate([part[1] for part in parts]).astype(np.int32)[live]
+                       if parts else np.empty(0, np.int32)),
+            "f_context": (np.concatenate([part[2] for part in parts]).astype(np.int32)[live]
+                          if parts else np.empty(0, np.int32)),
+            "lexemes": np.frombuffer("\x00".join(
+                lexeme for lexeme, kept in zip(lexemes, keep.tolist(), strict=True) if kept)
+                .encode(), dtype=np.uint8)}
+        return arrays, {"lexeme_count": int(keep.sum())}
+
+    def restore(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Hold what :meth:`export` gave (the postings as they are, mapped)."""
+        self.__init__()  # type: ignore[misc]
+        used = len(arrays["rowids"])
+        size = max(used, 1024)
+        self._rowids, self._lengths = np.zeros(size, np.int64), np.zeros(size, np.float64)
+        self._alive = np.zeros(size, bool)
+        self._rowids[:used], self._lengths[:used] = arrays["rowids"], arrays["lengths"]
+        self._alive[:used] = arrays["alive"]
+        self._slots = used
+        live = np.flatnonzero(self._alive[:used])
+        self._slot_of = dict(zip(self._rowids[live].tolist(), live.tolist(), strict=True))
+        self._total_length = float(self._lengths[live].sum())
+        names = (bytes(arrays["lexemes"]).decode().split("\x00")
+                 if meta["lexeme_count"] else [])
+        if len(names) + 1 != len(arrays["offsets"]):
+            raise ValueError(f"{len(names)} lexemes for {len(arrays['offsets']) - 1} offsets")
+        self._saved = (dict(zip(names, range(len(names)), strict=True)), arrays["offsets"],
+                       arrays["slots"], arrays["f_text"], arrays["f_context"])
+        self._base_count = len(arrays["slots"])
+
     # -- reading it -------------------------------------------------------------------------
+
+    def _stored(self, lexeme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``lexeme``'s postings of the build (or of the saved copy), dead slots included."""
+        found = self._base.get(lexeme)
+        if found is None and self._saved is not None:
+            numbers, offsets, slots, f_text, f_context = self._saved
+            at = numbers.get(lexeme)
+            if at is not None:
+                start, end = int(offsets[at]), int(offsets[at + 1])
+                found = (slots[start:end], f_text[start:end], f_context[start:end])
+        return _NO_POSTINGS if found is None else found
 
     def _postings(self, lexeme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The live postings of ``lexeme``, by slot: slots, f_text, f_context (the postings
         added after the build hold newer slots than the build's)."""
-        slots, f_text, f_context = self._base.get(
-            lexeme, (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int32)))
+        slots, f_text, f_context = self._stored(lexeme)
         added = self._added.get(lexeme)
         if added:
             extra = np.asarray(sorted(added), dtype=np.int32).reshape(-1, 3)
@@ -221,6 +295,8 @@ class NamespacePostings:
     def memory_bytes(self) -> int:
         """The bytes its arrays hold (the per-lexeme arrays and the per-slot ones)."""
         arrays = sum(a.nbytes + b.nbytes + c.nbytes for a, b, c in self._base.values())
+        if self._saved is not None:  # mapped: in the page cache, but held all the same
+            arrays += sum(int(a.nbytes) for a in self._saved[1:])
         return int(arrays + self._rowids.nbytes + self._lengths.nbytes + self._alive.nbytes
                    + 40 * self._added_count)
 
