@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionABC, SessionSettings
@@ -28,10 +28,10 @@ from agents.memory.session_settings import resolve_session_limit
 
 from core import inputs
 from core.clock import utc_now
-from core.errors import InvalidInput, OutOfNamespace
-from core.integrations.openai_agents.items import to_message
+from core.errors import OutOfNamespace
+from core.integrations.openai_agents.storing import item_json, store_items
 from core.notes.fields import clean_namespace
-from core.storage.messages import PreparedMessage, out_of_namespace
+from core.storage.messages import out_of_namespace
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -98,37 +98,6 @@ class WorkbenchSession(SessionABC):
     async def _add(self, items: Sequence[TResponseInputItem], *, replace: bool) -> None:
         if not items and not replace:
             return
-        now = utc_now()
-        raw = [_item_json(item, index) for index, item in enumerate(items)]
-        prepared: list[PreparedMessage] = []
-        for index, item in enumerate(items):
-            try:
-                prepared.append(self.engine.prepare_message(
-                    self.session_id, None, to_message(item), self.namespace, now, bound=True))
-            except InvalidInput as error:
-                raise type(error)(f"item {index} of add_items was refused: {error}; "
-                                  "nothing was stored") from None
-        chunking = self.engine.config.chunking
-        sequences = await self.engine.backend.agent_items_add(
-            self.session_id, self.namespace, now, prepared, raw, replace,
-            chunking.context_messages, chunking.context_chars)
-        if sequences:
-            self.engine.working_memory.drop(self.session_id)
-            self.engine.model.wake()
-            self.engine.upkeep.wrote()
-            for message, sequence in zip(prepared, sequences, strict=True):
-                self.engine.summaries.after_store(self.session_id, message.payload_json,
-                                                  sequence)
-
-
-def _item_json(item: Any, index: int) -> str:
-    """The item as SQLiteSession stores it (``json.dumps`` with its defaults), or a refusal
-    naming the item."""
-    if not isinstance(item, dict):
-        raise InvalidInput(f"item {index} of add_items must be a dict (a Responses input "
-                           f"item); got {type(item).__name__}; nothing was stored")
-    try:
-        return json.dumps(item)
-    except (TypeError, ValueError, RecursionError) as error:
-        raise InvalidInput(f"item {index} of add_items is not JSON ({inputs.shown(str(error))});"
-                           " nothing was stored") from None
+        raw = [item_json(item, index) for index, item in enumerate(items)]
+        await store_items(self.engine, self.session_id, self.namespace, utc_now(), items, raw,
+                          replace=replace)
