@@ -14,7 +14,8 @@ a ``check(path)`` that refuses a malformed source without touching a memory file
 
 and ``langgraph-checkpoints``: LangGraph SqliteSaver checkpoints (a file) or PostgresSaver
 ones (a ``postgresql://`` URL), threads as sessions (:mod:`.langgraph_checkpoints`; it needs
-the ``langgraph`` extra, imported only when it runs).
+the ``langgraph`` extra, imported only when it runs); ``openai-agents-session``: an OpenAI
+Agents SDK SQLiteSession file, sessions with their items (:mod:`.openai_agents_session`).
 
 (LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)
 
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
     from core.engine import Engine
     from core.importers.report import ImportReport, Progress
 
-FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk", "langgraph-checkpoints")
+FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk", "langgraph-checkpoints",
+           "openai-agents-session")
 
 
 def _module(source_format: str) -> ModuleType:

@@ -517,6 +517,34 @@ class Backend(Protocol):
         (those the target holds kept), and ``items`` the target does not hold as its next
         events, removal marks kept."""
 
+    # -- OpenAI Agents SDK sessions (core/integrations/openai_agents) -----------------------
+    # A session is of ``agent_identity``: a write makes it when new and refuses
+    # (``OutOfNamespace``) another agent's; a read finds only that namespace's sessions.
+
+    async def agent_items_add(self, session_id: str, agent_identity: str, now: str,
+                              prepared: Sequence[PreparedMessage], raw_json: Sequence[str],
+                              replace: bool, context_messages: int,
+                              context_chars: int) -> list[int]:
+        """One transaction, all or nothing: the session (made when new), with ``replace``
+        every item it held marked removed at ``now``, then ``prepared`` as its next events,
+        each with a ``framework_items`` row holding the item's ``raw_json`` (the writer
+        holds the session's lock, so concurrent writers never share a sequence); the new
+        events' sequences."""
+
+    async def agent_items_get(self, agent_identity: str, session_id: str,
+                              limit: int | None) -> list[str]:
+        """The ``raw_json`` of the session's items not marked removed, oldest first: the
+        latest ``limit`` (None or negative: all; 0: none)."""
+
+    async def agent_items_pop(self, session_id: str, agent_identity: str,
+                              now: str) -> str | None:
+        """One transaction: the session's latest item not removed marked removed at ``now``
+        (its event stays); its ``raw_json``, None when there is none."""
+
+    async def agent_items_clear(self, session_id: str, agent_identity: str, now: str) -> int:
+        """One transaction: every item of the session not removed marked removed at ``now``
+        (the events stay); how many."""
+
     async def removed_sequences(self, session_id: str) -> list[int]:
         """The sequences of the session's events whose framework item (any framework's) was
         removed: what the Sessions pane marks."""

@@ -25,6 +25,7 @@ import numpy as np
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
 from core.storage import (
+    agent_items,
     chunk_rows,
     copying,
     events,
@@ -41,6 +42,7 @@ from core.storage import (
     summaries,
     vectors,
 )
+from core.storage.agent_items_operations import AgentItemsOperations
 from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
 from core.storage.connection import Database
 from core.storage.derived.fulltext import FullTextIndex
@@ -80,7 +82,7 @@ SQLITE_FEATURES = BackendFeatures(
 )
 
 
-class SqliteBackend(SharedOperations, LangGraphOperations):
+class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations):
     """Async storage operations over one SQLite file."""
 
     features = SQLITE_FEATURES
@@ -89,7 +91,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations):
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
-        langgraph_rows=langgraph_rows)
+        langgraph_rows=langgraph_rows, agent_items=agent_items)
 
     def __init__(self, db: Database, warnings: list[str]) -> None:
         self._db = db

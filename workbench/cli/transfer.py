@@ -1,5 +1,5 @@
-"""``workbench import jsonl|aidaemon|oxydra|pynchy|crabtalk|langgraph-checkpoints|locomo`` and
-``workbench export``.
+"""``workbench import FORMAT`` (jsonl, aidaemon, oxydra, pynchy, crabtalk,
+langgraph-checkpoints, openai-agents-session, locomo) and ``workbench export``.
 
 Imports check the whole source first (a malformed file is refused before the memory file is
 opened or created), then land it through the engine and print, per kind, what was added,
@@ -55,6 +55,10 @@ IMPORTS = {
         "Import LangGraph checkpoints (SqliteSaver or PostgresSaver): each thread becomes a "
         "session with its messages, checkpoints and pending writes.",
         "The SqliteSaver file, or the PostgresSaver database's postgresql:// URL."),
+    "openai-agents-session": (
+        "Import an OpenAI Agents SDK SQLiteSession file: each session becomes a session "
+        "whose items WorkbenchSession gives back.",
+        "The SQLiteSession file (tables agent_sessions and agent_messages)."),
 }
 URL_SOURCES = {"langgraph-checkpoints"}
 """Formats whose source may also be a database's ``postgresql://`` URL."""

@@ -27,6 +27,7 @@ import psycopg
 
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
+from core.storage.agent_items_operations import AgentItemsOperations
 from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
@@ -34,6 +35,7 @@ from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import Location
 from core.storage.migrations import schema_too_new_message
 from core.storage.pg import (
+    agent_items,
     copying,
     derived_saved,
     events,
@@ -79,7 +81,7 @@ def _new_claimer() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-class PostgresBackend(SharedOperations, LangGraphOperations):
+class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperations):
     """Async storage operations over one PostgreSQL database."""
 
     features = POSTGRES_FEATURES
@@ -88,7 +90,7 @@ class PostgresBackend(SharedOperations, LangGraphOperations):
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
-        langgraph_rows=langgraph_rows)
+        langgraph_rows=langgraph_rows, agent_items=agent_items)
 
     def __init__(self, db: PgDatabase, warnings: list[str], derived_memory_mb: int = 0) -> None:
         self._db = db
