@@ -14,7 +14,9 @@ a ``check(path)`` that refuses a malformed source without touching a memory file
 
 and ``langgraph-checkpoints``: LangGraph SqliteSaver checkpoints (a file) or PostgresSaver
 ones (a ``postgresql://`` URL), threads as sessions (:mod:`.langgraph_checkpoints`; it needs
-the ``langgraph`` extra, imported only when it runs).
+the ``langgraph`` extra, imported only when it runs); ``langgraph-store``: LangGraph
+SqliteStore items (a file) or PostgresStore ones (a URL), as the notes ``WorkbenchStore``
+reads (:mod:`.langgraph_store`; read directly, without LangGraph).
 
 (LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)
 
@@ -52,7 +54,8 @@ if TYPE_CHECKING:
     from core.engine import Engine
     from core.importers.report import ImportReport, Progress
 
-FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk", "langgraph-checkpoints")
+FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk", "langgraph-checkpoints",
+           "langgraph-store")
 
 
 def _module(source_format: str) -> ModuleType:
