@@ -14,8 +14,11 @@ a ``check(path)`` that refuses a malformed source without touching a memory file
 
 and ``langgraph-checkpoints``: LangGraph SqliteSaver checkpoints (a file) or PostgresSaver
 ones (a ``postgresql://`` URL), threads as sessions (:mod:`.langgraph_checkpoints`; it needs
-the ``langgraph`` extra, imported only when it runs); ``openai-agents-session``: an OpenAI
-Agents SDK SQLiteSession file, sessions with their items (:mod:`.openai_agents_session`).
+the ``langgraph`` extra, imported only when it runs); ``langgraph-store``: LangGraph
+SqliteStore items (a file) or PostgresStore ones (a URL), as the notes ``WorkbenchStore``
+reads (:mod:`.langgraph_store`; read directly, without LangGraph); ``openai-agents-session``:
+an OpenAI Agents SDK SQLiteSession file, sessions with their items
+(:mod:`.openai_agents_session`).
 
 (LoCoMo conversations import through :mod:`core.evaluation`, with their questions.)
 
@@ -54,7 +57,7 @@ if TYPE_CHECKING:
     from core.importers.report import ImportReport, Progress
 
 FORMATS = ("jsonl", "aidaemon", "oxydra", "pynchy", "crabtalk", "langgraph-checkpoints",
-           "openai-agents-session")
+           "langgraph-store", "openai-agents-session")
 
 
 def _module(source_format: str) -> ModuleType:

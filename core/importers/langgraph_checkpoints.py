@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from core import inputs
 from core.errors import InvalidInput, OutOfNamespace
 from core.importers.report import ImportReport, Progress
-from core.importers.source import open_source
+from core.importers.source import is_url, open_source, postgres_source, shown_source
 
 if TYPE_CHECKING:
     from core.engine import Engine
@@ -58,10 +58,6 @@ class SourceCheckpoint:
     """(task_id, channel, value, task_path, idx), in LangGraph's order."""
 
 
-def _is_url(source: str | Path) -> bool:
-    return str(source).startswith(("postgresql://", "postgres://"))
-
-
 def _langgraph() -> Any:
     """LangGraph's serializer module, or ``InvalidInput`` naming the extra to install."""
     try:
@@ -77,8 +73,8 @@ def check(source: str | Path) -> None:
     """Refuse a source that is not a SqliteSaver file or a PostgresSaver database
     (``InvalidInput``), touching no memory file."""
     _langgraph()
-    if _is_url(source):
-        with _postgres(str(source)) as conn:
+    if is_url(source):
+        with postgres_source(str(source), "LangGraph") as conn:
             missing = [t for t in POSTGRES_TABLES if conn.execute(
                 "SELECT to_regclass(%s)", (t,)).fetchone()["to_regclass"] is None]
         if missing:
@@ -99,11 +95,11 @@ async def import_langgraph_checkpoints(engine: Engine, source: str | Path, *,
     from core.integrations.langgraph.saver import MESSAGES_CHANNEL, WorkbenchSaver
 
     namespace = engine.notes.namespace(namespace)
-    shown = _shown_source(source)
+    shown = shown_source(source)
     report = ImportReport(shown, FORMAT, str(engine.location), namespace)
     for kind in ("checkpoints", "writes", "messages"):
         report.kind(kind)
-    threads = (await _read_postgres(str(source), report) if _is_url(source)
+    threads = (await _read_postgres(str(source), report) if is_url(source)
                else _read_sqlite(source, report))
     saver = WorkbenchSaver(engine, namespace=namespace)
     total = sum(len(found) for found in threads.values())
@@ -248,7 +244,7 @@ def _read_postgres_now(url: str, report: ImportReport) -> dict[str, list[SourceC
         raise InvalidInput("importing PostgresSaver checkpoints needs LangGraph's PostgreSQL "
                            "saver: pip install langgraph-checkpoint-postgres") from None
     threads: dict[str, list[SourceCheckpoint]] = defaultdict(list)
-    with _postgres(url) as conn:
+    with postgres_source(url, "LangGraph") as conn:
         for found in PostgresSaver(conn).list(None):
             configurable = found.config["configurable"]
             thread_id = str(configurable["thread_id"])
@@ -260,39 +256,6 @@ def _read_postgres_now(url: str, report: ImportReport) -> dict[str, list[SourceC
                 [(task_id, channel, value, "", idx) for idx, (task_id, channel, value)
                  in enumerate(found.pending_writes or [])]))
     return threads
-
-
-class _postgres:  # noqa: N801  (a context manager named as what it opens)
-    """A read-only connection to a PostgresSaver database, as its saver wants one
-    (autocommit, rows as dicts); ``InvalidInput`` when it cannot be reached."""
-
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._conn: Any = None
-
-    def __enter__(self) -> Any:
-        import psycopg
-        from psycopg.rows import dict_row
-
-        try:
-            self._conn = psycopg.connect(self._url, autocommit=True, row_factory=dict_row,
-                                         options="-c default_transaction_read_only=on")
-        except psycopg.Error as exc:
-            raise InvalidInput(f"cannot connect to the LangGraph database: "
-                               f"{_short(exc)}") from None
-        return self._conn
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.close()
-
-
-def _shown_source(source: str | Path) -> str:
-    """The source as a report shows it (a URL without its password)."""
-    if _is_url(source):
-        from core.storage.locations import parse_location
-
-        return str(parse_location(str(source)))
-    return str(source)
 
 
 def _short(exc: BaseException) -> str:

@@ -130,3 +130,44 @@ def engine_time(value: Any) -> str | None:
     except (ValueError, OverflowError, OSError):
         return None
     return None
+
+
+def is_url(source: str | Path) -> bool:
+    """Whether an import source is a PostgreSQL database's URL rather than a file."""
+    return str(source).startswith(("postgresql://", "postgres://"))
+
+
+def shown_source(source: str | Path) -> str:
+    """The source as a report shows it (a URL without its password)."""
+    if is_url(source):
+        from core.storage.locations import parse_location
+
+        return str(parse_location(str(source)))
+    return str(source)
+
+
+class postgres_source:  # noqa: N801  (a context manager named as what it opens)
+    """A read-only connection to another program's PostgreSQL database (autocommit, rows as
+    dicts, every transaction read-only, so an import can never change it);
+    ``InvalidInput`` when it cannot be reached."""
+
+    def __init__(self, url: str, what: str) -> None:
+        self._url = url
+        self._what = what
+        self._conn: Any = None
+
+    def __enter__(self) -> Any:
+        import psycopg
+        from psycopg.rows import dict_row
+
+        try:
+            self._conn = psycopg.connect(self._url, autocommit=True, row_factory=dict_row,
+                                         options="-c default_transaction_read_only=on")
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise InvalidInput(f"cannot connect to the {self._what} database: "
+                               f"{reason[:100]}") from None
+        return self._conn
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.close()

@@ -1,5 +1,5 @@
 """``workbench import FORMAT`` (jsonl, aidaemon, oxydra, pynchy, crabtalk,
-langgraph-checkpoints, openai-agents-session, locomo) and ``workbench export``.
+langgraph-checkpoints, langgraph-store, openai-agents-session, locomo) and ``workbench export``.
 
 Imports check the whole source first (a malformed file is refused before the memory file is
 opened or created), then land it through the engine and print, per kind, what was added,
@@ -55,12 +55,16 @@ IMPORTS = {
         "Import LangGraph checkpoints (SqliteSaver or PostgresSaver): each thread becomes a "
         "session with its messages, checkpoints and pending writes.",
         "The SqliteSaver file, or the PostgresSaver database's postgresql:// URL."),
+    "langgraph-store": (
+        "Import a LangGraph store (SqliteStore or PostgresStore): each item becomes the note "
+        "WorkbenchStore reads, with its times; expired items are skipped.",
+        "The SqliteStore file, or the PostgresStore database's postgresql:// URL."),
     "openai-agents-session": (
         "Import an OpenAI Agents SDK SQLiteSession file: each session becomes a session "
         "whose items WorkbenchSession gives back.",
         "The SQLiteSession file (tables agent_sessions and agent_messages)."),
 }
-URL_SOURCES = {"langgraph-checkpoints"}
+URL_SOURCES = {"langgraph-checkpoints", "langgraph-store"}
 """Formats whose source may also be a database's ``postgresql://`` URL."""
 EXPORT_FORMATS = ("jsonl", "markdown")
 
