@@ -84,9 +84,10 @@ def test_the_command_prints_the_figures(runner: CliRunner) -> None:
 
 def test_the_check_finds_a_lost_a_repeated_and_a_reordered_message() -> None:
     texts = [("hi", "hello"), ("how?", "like this")]
-    said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
-            {"role": "user", "content": "how?"},
-            {"role": "assistant", "content": [{"type": "output_text", "text": "like this"}]}]
+    said: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "how?"},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "like this"}]}]
     assert check_conversation(said, texts) == []
     assert check_conversation(said[:3], texts)                       # lost
     assert check_conversation(said[:2] + said[1:], texts)             # repeated
