@@ -263,7 +263,7 @@ async def run_frameworks_bench(config: Any, turns: int, *, model_config: Any = N
                                       "(core.integrations.openai_agents); ours not measured")
     ours: list[tuple[str, Any, bool]] = [(OURS, config, True), (WORKER_OFF, config, False)]
     if model_config is not None:
-        ours.append((f"ours, model2vec {model}", model_config, True))
+        ours.append((f"ours, model2vec {Path(str(model)).name[:24]}", model_config, True))
     with tempfile.TemporaryDirectory(prefix="workbench-bench-frameworks-") as where:
         folder = Path(where)
         say(f"langgraph: AsyncSqliteSaver, {turns} turns")
