@@ -1,6 +1,6 @@
 """``workbench bench``: the group, its ingest, query, peers and app benchmarks, and the
-drills kept in their own modules (concurrency, crash, isolation, disk full, MCP fuzz), added
-here."""
+drills and benches kept in their own modules (concurrency, crash, isolation, disk full, MCP
+fuzz, frameworks), added here."""
 
 from __future__ import annotations
 
@@ -207,6 +207,9 @@ def _add_drills() -> None:
     from workbench.bench.mcp_fuzz import mcp_fuzz_command
 
     bench.add_command(mcp_fuzz_command)
+    from workbench.bench.frameworks_command import frameworks_command
+
+    bench.add_command(frameworks_command)
 
 
 _add_drills()
