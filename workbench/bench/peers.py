@@ -234,7 +234,8 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
                                   "peers fills an empty memory (--reuse measures it as it is)")
         if reuse and not counts["chunks"]:
             raise NothingToMeasure(f"{path} holds no chunks to measure (--reuse)")
-        built, ingest_seconds, parts = 0, None, {}
+        built, ingest_seconds = 0, None
+        parts: dict[str, float] = {}
         if reuse:
             say(f"reusing {counts['chunks']:,} chunks from {counts['conversation_events']:,} "
                 f"messages in {counts['sessions']:,} sessions …")
