@@ -44,6 +44,11 @@ BulkItem = (tuple[str, int | None, dict[str, Any]]
             | tuple[str, int | None, dict[str, Any], MessageTime])
 
 
+# Messages per transaction: with FTS5's automerge off, 4,000 wrote 30k chunks in 10.7 s of
+# writes where 1,000 took 16.7 (fewer, larger segments and commits).
+BATCH_MESSAGES = 4000
+
+
 class BulkIngest:
     """The engine's bulk path, and the embedding helper process it starts when it pays."""
 
@@ -64,7 +69,7 @@ class BulkIngest:
             await self.process.close()
 
     async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,
-                         batch_size: int = 1000) -> BulkStoreResult:
+                         batch_size: int = BATCH_MESSAGES) -> BulkStoreResult:
         """The importers' bulk path: many messages per transaction, refusals reported.
 
         Each item is ``(session_id, sequence or None, payload)`` or, to keep a message's
@@ -251,11 +256,18 @@ class BulkIngest:
             last_turn = turn
             pending_items = []
 
+        importing = False
         try:
             for index, item in enumerate(items):
                 pending_items.append((index, item))
                 if len(pending_items) >= batch_size:
                     launch()
+                    if not importing:
+                        # A second batch on its way means a real import: the full-text index
+                        # is tuned for large transactions until it ends (one call costs two
+                        # small writes, which a single batch does not pay).
+                        importing = True
+                        await backend.bulk_writes(True)
                     if len(in_flight) > 2:
                         await in_flight.pop(0)
             if pending_items:
@@ -266,5 +278,7 @@ class BulkIngest:
             unfinished = [task for task in in_flight if not task.done()]
             if unfinished:
                 await asyncio.wait(unfinished)
+            if importing:
+                await backend.bulk_writes(False)
         rejected.sort(key=lambda r: r.index)
         return BulkStoreResult(stored, inserted, deduplicated, rejected)
