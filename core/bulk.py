@@ -279,6 +279,10 @@ class BulkIngest:
             if unfinished:
                 await asyncio.wait(unfinished)
             if importing:
-                await backend.bulk_writes(False)
+                try:
+                    await backend.bulk_writes(False)
+                except Exception as exc:  # never hides the import's own error; see bulk_writes
+                    log.warning("could not set the full-text index back after an import "
+                                "(the next import does): %s", exc)
         rejected.sort(key=lambda r: r.index)
         return BulkStoreResult(stored, inserted, deduplicated, rejected)
