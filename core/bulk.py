@@ -44,9 +44,10 @@ BulkItem = (tuple[str, int | None, dict[str, Any]]
             | tuple[str, int | None, dict[str, Any], MessageTime])
 
 
-# Messages per transaction: with FTS5's automerge off, 4,000 wrote 30k chunks in 10.7 s of
-# writes where 1,000 took 16.7 (fewer, larger segments and commits).
-BATCH_MESSAGES = 4000
+# Messages per transaction. 4,000 wrote 30k chunks in 10.7 s of writes where 1,000 took
+# 16.7 (automerge off both), but the importers hand over 2,000 messages a call: as one
+# batch, nothing would overlap its writes and the helper process would never start.
+BATCH_MESSAGES = 1000
 
 
 class BulkIngest:

@@ -53,10 +53,10 @@ def set_automerge(conn: Any, segments: int) -> None:
 
     An import turns it off while it writes (:meth:`core.storage.backend.Backend.bulk_writes`):
     with it on, each transaction's new segment was merged into older ones as it was
-    written, so an import rewrote its postings again and again (20k chunks: full-text inserts
-    3.0 s with it, 2.1 s without, and 1.7 s with 4,000 messages a transaction). Off, FTS5's
-    crisis merge still caps a level at 16 segments, and the upkeep's merge steps
-    (:func:`merge_step`) tidy the rest once the memory is quiet. It is stored in the index's
+    written, so an import rewrote its postings again and again (20k chunks: full-text
+    inserts 3.0 s with it, 2.1 s without). Off, FTS5's crisis merge still caps a level at 16
+    segments, and the upkeep's merge steps (:func:`merge_step`) tidy the rest once the
+    memory is quiet. It is stored in the index's
     config, in the transaction that sets it: an import killed before it set it back leaves it
     off, which costs queries nothing they are not spared by those merges, and the next
     import sets it back.
