@@ -56,10 +56,9 @@ def set_automerge(conn: Any, segments: int) -> None:
     written, so an import rewrote its postings again and again (20k chunks: full-text
     inserts 3.0 s with it, 2.1 s without). Off, FTS5's crisis merge still caps a level at 16
     segments, and the upkeep's merge steps (:func:`merge_step`) tidy the rest once the
-    memory is quiet. It is stored in the index's
-    config, in the transaction that sets it: an import killed before it set it back leaves it
-    off, which costs queries nothing they are not spared by those merges, and the next
-    import sets it back.
+    memory is quiet. It is stored in the index's config, in the transaction that sets it:
+    an import killed before it set it back leaves it off, which costs queries nothing those
+    merges do not spare them, and the next import sets it back.
     """
     with transaction(conn):
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)",
