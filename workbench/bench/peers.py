@@ -333,6 +333,7 @@ async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: rand
                 say: Callable[[str], None]) -> tuple[list[tuple[str, str]], dict[str, float]]:
     """Fill an empty memory as ``bench query`` does, until searchable; its query texts and
     the seconds spent, by part (see :attr:`PeersFigures.ours_parts`)."""
+    from core.bulk import IMPORT_BATCH
     from workbench.bench import synthetic
 
     say(f"generating messages for about {chunks:,} chunks over {sessions:,} sessions …")
@@ -345,7 +346,7 @@ async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: rand
         wanted = max(1, int((chunks - have) / per_message + 0.5))
         piece = data[stored:stored + min(step, wanted)]
         began = time.perf_counter()
-        result = await engine.store_many(piece, agent=AGENT)
+        result = await engine.store_many(piece, agent=AGENT, batch_size=IMPORT_BATCH)
         ingest_seconds += time.perf_counter() - began
         if result.rejected:
             raise RuntimeError(f"bench messages were refused: {result.rejected[:3]}")
