@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core import sessions_export
-from core.bulk import BulkIngest, BulkItem, MessageTime
+from core.bulk import BATCH_MESSAGES, BulkIngest, BulkItem, MessageTime
 from core.config import Config, load_config
 from core.conversations import Conversations, require_session_in
 from core.embed_worker import EmbeddingWorker
@@ -258,7 +258,7 @@ class Engine(NoteOperations):
 
     @needs_model
     async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,
-                         batch_size: int = 1000) -> BulkStoreResult:
+                         batch_size: int = BATCH_MESSAGES) -> BulkStoreResult:
         """The importers' bulk path: many messages per transaction, refusals reported."""
         return await self.bulk.store_many(items, agent=agent, batch_size=batch_size)
 

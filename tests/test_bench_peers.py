@@ -55,12 +55,21 @@ def test_bench_peers_times_both_systems_on_the_same_data() -> None:
     assert figures.theirs_encode_seconds > 0 and figures.theirs_index_seconds > 0
     assert any("ours:" in line and "chunks from" in line for line in said)
     assert any("derived namespace indexes" in line for line in said)  # built before timing
+    # End to end: store_many, drain and the derived indexes, until both legs answer from them.
+    parts = figures.ours_parts
+    assert set(parts) == {"store_many", "drain", "derived indexes", "matrix", "full text"}
+    assert parts["store_many"] > 0 and parts["matrix"] > 0 and parts["full text"] > 0
+    assert parts["derived indexes"] >= max(parts["matrix"], parts["full text"]) * 0.5
+    assert figures.ours_end_to_end_per_s is not None
+    assert figures.ours_end_to_end_per_s < figures.ours_ingest_per_s
+    assert any("searchable from the derived indexes" in line for line in said)
 
     text = "\n".join(figures.lines())
     for label in ("session hybrid", "namespace hybrid", "vector only", "full text only",
-                  "bulk ingest", "ours/LanceDB", "top-10 overlap", "peak RSS"):
+                  "bulk ingest", "ours/LanceDB", "top-10 overlap", "peak RSS",
+                  "from nothing to searchable", "ours' share", "LanceDB's share"):
         assert label in text, label
-    assert text.count("goal met") + text.count("goal missed") == 2
+    assert text.count("goal met") + text.count("goal missed") == 3
 
 
 def test_bench_peers_measures_a_reused_file_as_it_is(tmp_path: Path,
@@ -85,6 +94,7 @@ def test_bench_peers_measures_a_reused_file_as_it_is(tmp_path: Path,
     assert again.theirs_rows == again.chunks  # LanceDB got every chunk, streamed from the file
     assert again.overlap["vector only"] >= 0.95
     assert not any("ours:" in line for line in said)
+    assert again.ours_parts == {} and again.ours_end_to_end_per_s is None
     assert "ours not measured" in "\n".join(again.lines())
 
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.bulk import IMPORT_BATCH
 from core.clock import normalise_timestamp
 from core.errors import InvalidInput
 from core.importers.report import ImportReport, Progress
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
     from core.engine import Engine
 
 KIND = "messages"
-STORE_BATCH = 2000  # messages handed to store_many at a time (progress moves between them)
+# Messages handed to store_many at a time (progress moves between them): several of its
+# import batches, so that writing one overlaps embedding the next.
+STORE_BATCH = 4 * IMPORT_BATCH
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ async def land_messages(engine: Engine, planned: Sequence[PlannedMessage], repor
         batch = to_store[start:start + STORE_BATCH]
         result = await engine.store_many(
             [(m.session_id, m.sequence, m.payload, m.created_at) for m in batch],
-            agent=namespace)
+            agent=namespace, batch_size=IMPORT_BATCH)
         refused = {r.index: r.reason for r in result.rejected}
         for index, item in enumerate(batch):
             if index in refused:

@@ -571,6 +571,11 @@ class Backend(Protocol):
         """The store's own consistency checks, full-text index included; ``["ok"]`` when
         sound, else one line per problem."""
 
+    async def bulk_writes(self, importing: bool) -> None:
+        """Tune the full-text index for an import's large transactions (``importing``) or
+        back for single writes; either way every write stays durable and found as before
+        (SQLite: FTS5's automerge off during the import, its segments merged later)."""
+
     async def merge_full_text(self) -> bool:
         """One bounded step of tidying the full-text index (SQLite: merging FTS5 segments,
         :mod:`core.storage.fts_segments`); False when nothing is left to do."""

@@ -21,6 +21,9 @@ from typing import Any
 
 from core.storage.connection import transaction
 
+# FTS5's automerge while no import runs: its default (merge four segments of a level).
+AUTOMERGE = 4
+
 # Pages written per step: on the 100k bench file, 295 steps of at most 12.5 ms (0.96 s in all).
 MERGE_PAGES = 64
 
@@ -43,3 +46,20 @@ def segment_count(conn: Any) -> int:
     """How many segments ``chunks_fts`` holds now (each has its own rows in the ``_idx``
     table, which maps a segment's leaf pages by their first terms)."""
     return int(conn.execute("SELECT count(DISTINCT segid) FROM chunks_fts_idx").fetchone()[0])
+
+
+def set_automerge(conn: Any, segments: int) -> None:
+    """Set FTS5's automerge (0: off) for every connection to the file.
+
+    An import turns it off while it writes (:meth:`core.storage.backend.Backend.bulk_writes`):
+    with it on, each transaction's new segment was merged into older ones as it was
+    written, so an import rewrote its postings again and again (20k chunks: full-text
+    inserts 3.0 s with it, 2.1 s without). Off, FTS5's crisis merge still caps a level at 16
+    segments, and the upkeep's merge steps (:func:`merge_step`) tidy the rest once the
+    memory is quiet. It is stored in the index's config, in the transaction that sets it:
+    an import killed before it set it back leaves it off, which costs queries nothing those
+    merges do not spare them, and the next import sets it back.
+    """
+    with transaction(conn):
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)",
+                     (int(segments),))

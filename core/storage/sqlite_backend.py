@@ -381,6 +381,14 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         self.require_writable()
         return await self._db.write(cap)
 
+    async def bulk_writes(self, importing: bool) -> None:
+        """FTS5's automerge off while an import writes, back on after it
+        (:func:`core.storage.fts_segments.set_automerge`)."""
+        if self.read_only:
+            return
+        await self._db.write(fts_segments.set_automerge,
+                             0 if importing else fts_segments.AUTOMERGE)
+
     async def merge_full_text(self) -> bool:
         """One step of merging chunks_fts's segments (:mod:`core.storage.fts_segments`);
         False when it is one segment, or the file is read-only."""

@@ -290,6 +290,10 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
         """Not offered: a server's storage is the administrator's (``features.can_cap_size``)."""
         raise InvalidInput("a PostgreSQL memory cannot be capped in size from here")
 
+    async def bulk_writes(self, importing: bool) -> None:
+        """Nothing to tune: each batch's GIN entries go to its pending list, merged by
+        PostgreSQL itself."""
+
     async def merge_full_text(self) -> bool:
         """Nothing to merge here: PostgreSQL keeps its GIN index's pending entries itself
         (``gin_pending_list_limit`` and autovacuum)."""
