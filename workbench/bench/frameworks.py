@@ -227,7 +227,7 @@ SessionFactory = Callable[[str, Any], Any]
 
 def workbench_session_factory() -> SessionFactory:
     """WorkbenchSession; ImportError when this install has none."""
-    from core.integrations.openai_agents import WorkbenchSession  # type: ignore[import-not-found,unused-ignore]
+    from core.integrations.openai_agents import WorkbenchSession
 
     return WorkbenchSession  # type: ignore[no-any-return]
 

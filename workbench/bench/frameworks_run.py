@@ -146,7 +146,8 @@ async def drive_agents(engine: Any, texts: list[tuple[str, str]], pause: float,
                        say: Callable[[str], None]) -> None:
     """Run an Agent over ``SESSION`` with a canned model."""
     from agents import Agent, Runner, set_tracing_disabled
-    from core.integrations.openai_agents import WorkbenchSession  # type: ignore[import-not-found,unused-ignore]
+
+    from core.integrations.openai_agents import WorkbenchSession
 
     set_tracing_disabled(True)
     agent = Agent(name="bench", instructions="Answer briefly.",
