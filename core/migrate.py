@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from core.errors import InvalidInput
 from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.copying import copy_table, decode_key, encode_key, row_key
+from core.storage.derived.changes import LINEAGE_KEY
+from core.storage.derived.saving import DATABASE_ID_KEY
 from core.storage.locations import Location, parse_location
 from core.storage.opening import open_backend
 
@@ -42,8 +44,11 @@ Progress = Callable[[str, int, int], None]
 SOURCE_KEY = "migrate.source"
 DONE = "done"
 # memory_meta keys that are not copied: the vector index's own (set when the destination's
-# vector table is made) and a migration's progress (this one's, or the source's own).
+# vector table is made), the memory's identity and change-log lineage (the destination's own,
+# which its saved derived indexes are checked against) and a migration's progress (this
+# one's, or the source's own).
 _VECTOR_KEYS = frozenset({"embedding_dimension", "embedding_model", VECTOR_IDENTITY_KEY})
+_IDENTITY_KEYS = frozenset({DATABASE_ID_KEY, LINEAGE_KEY})
 # Columns a destination re-embedding the chunks itself holds its own values in.
 _EMBEDDING_COLUMNS = ("embedding_status", "embedding_error", "embedding_attempts")
 
@@ -90,7 +95,8 @@ def _source_name(location: Location) -> str:
 
 
 def _copied_meta(key: str) -> bool:
-    return key not in _VECTOR_KEYS and not key.startswith("migrate.")
+    return (key not in _VECTOR_KEYS and key not in _IDENTITY_KEYS
+            and not key.startswith("migrate."))
 
 
 async def migrate(source: str | os.PathLike[str] | Location,

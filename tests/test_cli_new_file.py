@@ -49,6 +49,7 @@ NEEDS: dict[str, list[str]] = {
 # or are benchmarks and server administration with their own rules.
 NEITHER = {"open", "mcp", "doctor", "import locomo",
            "import aidaemon", "import oxydra", "import pynchy", "import crabtalk",
+           "import langgraph-checkpoints", "import langgraph-store", "import openai-agents-session",
            "pg grant", "pg revoke", "pg roles"}
 
 

@@ -154,8 +154,10 @@ async def test_its_memory_stays_near_the_raw_vectors(db_path: Path) -> None:
 async def test_explain_says_which_path_answered(db_path: Path) -> None:
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         await fill(engine, {"ann": 50}, sessions_per_agent=5)
+        # The build starts in the background with the first namespace query: on a quiet
+        # machine it can be done before that query runs, so its path is either.
         first = await engine.search(namespace="ann", query="apple pie")
-        assert first.explain()["legs"]["vector_path"] == "sqlite-vec"
+        assert first.explain()["legs"]["vector_path"] in ("sqlite-vec", DERIVED_VECTOR_LEG)
         await built(engine)
         second = await engine.search(namespace="ann", query="apple pie")
         assert second.explain()["legs"]["vector_path"] == DERIVED_VECTOR_LEG

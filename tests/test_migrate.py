@@ -61,7 +61,8 @@ async def build_memory(path: Path) -> None:
 
 
 async def everything(where: str | Path) -> dict[str, list[dict[str, Any]]]:
-    """Every row of every copied table, as the backend reads it (migrate's keys aside)."""
+    """Every row of every copied table, as the backend reads it (migrate's keys and the
+    memory's own identity and log lineage aside: each memory has its own)."""
     backend = await open_backend(where, StorageConfig(reader_pool_size=1), read_only=True)
     try:
         tables: dict[str, list[dict[str, Any]]] = {}
@@ -74,7 +75,7 @@ async def everything(where: str | Path) -> dict[str, list[dict[str, Any]]]:
                 if (after := page.after) is None:
                     break
             tables[table] = [row for row in rows if not str(row.get("key", "")).startswith(
-                "migrate.")]
+                "migrate.") and row.get("key") not in ("database_id", "log_lineage")]
         return tables
     finally:
         await backend.close()

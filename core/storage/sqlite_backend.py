@@ -169,13 +169,15 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         elif not read_only:
             try:
                 writer.run_sync(migrate, str(path))
+                # Every writable open records itself in the change log's lineage, so it is
+                # refused (busy, full) as the schema step is, not with the driver's error.
+                writer.run_sync(ensure_database_id)
             except Exception as exc:
                 db.close()
-                refusal = storage_refusal(path, exc)
+                refusal = storage_refusal(path, exc, busy_timeout_ms=config.busy_timeout_ms)
                 if refusal is None:
                     raise
                 raise refusal from exc
-            writer.run_sync(ensure_database_id)
             found = known
         elif found < known:
             warnings.append(f"{path} has schema version {found}, older than this workbench "
