@@ -4,15 +4,12 @@ messages keep their order."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from core import Engine
 from tests.langgraph_support import ENGINE_CONFIG
+from tests.writers_race import run_together
 
-ROOT = Path(__file__).resolve().parents[1]
 WRITERS = 4
 STEPS = 20
 
@@ -63,17 +60,7 @@ async def test_the_same_on_postgresql(tmp_path: Path, pg_url: str) -> None:
 
 async def race(path: str, tmp_path: Path) -> None:
     """Four writer processes on ``path`` started together; then check what they stored."""
-    async with Engine.open(path, config=ENGINE_CONFIG):
-        pass  # made and migrated once, before the writers race
-    go = tmp_path / "go"
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n), str(STEPS),
-                                 str(go)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-               for n in range(WRITERS)]
-    time.sleep(0.5)  # the writers are opening the file; the go file starts them together
-    go.touch()
-    for writer in writers:
-        _, errors = writer.communicate(timeout=180)
-        assert writer.returncode == 0, errors[-2000:]
+    await run_together(path, tmp_path, WRITER, WRITERS, STEPS, ENGINE_CONFIG)
 
     async with Engine.open(path, config=ENGINE_CONFIG) as engine:
         records = await engine.recall("shared")
