@@ -69,13 +69,13 @@ class ColdstartFigures:
 async def _fill(engine: Any, chunks: int, sessions: int, say: Callable[[str], None]) -> int:
     """Store generated messages until the memory holds ``chunks`` chunks."""
     from workbench.bench import synthetic
-    from workbench.bench.query import _round_robin
+    from workbench.bench.query import round_robin
 
     have = (await engine.counts())["chunks"]
     if have >= chunks:
         return int(have)
     per_session = math.ceil((chunks * 1.1 + 10) / sessions)
-    data = _round_robin(synthetic.messages(per_session * sessions, sessions))
+    data = round_robin(synthetic.messages(per_session * sessions, sessions))
     stored = (await engine.counts())["conversation_events"]
     started = time.perf_counter()
     per_message = 1.08
@@ -97,10 +97,10 @@ def _queries(count: int) -> list[str]:
     import random
 
     from workbench.bench import synthetic
-    from workbench.bench.query import _query_texts
+    from workbench.bench.query import query_texts
 
     data = synthetic.messages(max(count * 4, 400), 20)
-    return [text for _, text in _query_texts(data, count, random.Random(5))]
+    return [text for _, text in query_texts(data, count, random.Random(5))]
 
 
 async def _warm(target: str, config: Any, queries: list[str]) -> None:

@@ -50,7 +50,7 @@ from workbench.bench.peers_lancedb import (
     lancedb_searches,
     stored_query_texts,
 )
-from workbench.bench.query import AGENT, TOP_K, _query_texts, _round_robin, _time_each
+from workbench.bench.query import AGENT, TOP_K, _time_each, query_texts, round_robin
 
 # The goals, at p95: ours at least this many times faster than LanceDB's.
 NAMESPACE_GOAL_SPEEDUP = 5.0
@@ -338,7 +338,7 @@ async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: rand
 
     say(f"generating messages for about {chunks:,} chunks over {sessions:,} sessions …")
     per_session = math.ceil((chunks * 1.1 + 10) / sessions)  # as bench query generates them
-    data = _round_robin(synthetic.messages(per_session * sessions, sessions))
+    data = round_robin(synthetic.messages(per_session * sessions, sessions))
     have = stored = 0
     ingest_seconds = 0.0
     per_message, step = 1.08, max(1000, min(10_000, chunks // 10))
@@ -357,7 +357,7 @@ async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: rand
     began = time.perf_counter()
     await engine.drain()
     drained = time.perf_counter()
-    asked = _query_texts(data[:stored], queries, rng)
+    asked = query_texts(data[:stored], queries, rng)
     parts = {"store_many": ingest_seconds, "drain": drained - began,
              **await _searchable(engine, asked[0][1])}
     say(f"  ours: searchable from the derived indexes after {parts['derived indexes']:,.1f} s")

@@ -189,7 +189,7 @@ class QueryFigures:
         ]
 
 
-def _query_texts(data: list[tuple[str, int, dict[str, Any]]], count: int,
+def query_texts(data: list[tuple[str, int, dict[str, Any]]], count: int,
                  rng: random.Random) -> list[tuple[str, str]]:
     """``count`` (session_id, query text) pairs: 3-6 word spans of random stored messages."""
     from core.indexing import extract_indexable_text, normalize_text
@@ -210,7 +210,7 @@ def _query_texts(data: list[tuple[str, int, dict[str, Any]]], count: int,
     return picked
 
 
-def _round_robin(data: list[tuple[str, int, dict[str, Any]]],
+def round_robin(data: list[tuple[str, int, dict[str, Any]]],
                  ) -> list[tuple[str, int, dict[str, Any]]]:
     """The messages interleaved across sessions, so every prefix spans every session.
 
@@ -290,7 +290,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
     # ``chunks`` messages and stop storing once the file holds enough chunks.
     say(f"generating messages for about {chunks:,} chunks over {sessions:,} sessions …")
     per_session = math.ceil((chunks * 1.1 + 10) / sessions)  # whole sessions: no stragglers
-    data = _round_robin(synthetic.messages(per_session * sessions, sessions))
+    data = round_robin(synthetic.messages(per_session * sessions, sessions))
 
     holder = (tempfile.TemporaryDirectory(prefix="workbench-bench-query-")
               if keep is None and db is None else nullcontext(None))
@@ -335,7 +335,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                 f"{build_seconds:,.1f} s")
 
             # -- queries ---------------------------------------------------------------
-            asked = _query_texts(stored_data, queries, rng)
+            asked = query_texts(stored_data, queries, rng)
             del data, stored_data  # the harness's, not the engine's
             freeze_the_heap()
             await merged_full_text(engine, say)
