@@ -36,6 +36,7 @@ async def built(engine: Engine) -> SqliteBackend:
     """The engine's backend with its namespace matrix built and in use."""
     backend = sqlite_backend(engine)
     await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
+    await asyncio.to_thread(backend.derived.settle)  # its save caught up: nothing moves it
     return backend
 
 

@@ -237,6 +237,14 @@ class DerivedIndexes:
             return
         self._build(state)
 
+    def settle(self) -> None:
+        """Wait for the builds and saves in flight (tests, benchmarks: a save catches its
+        index up to the file, so a test that wants an index behind waits for it first)."""
+        with self._lock:
+            threads = [t for t in self._threads if t.is_alive()]
+        for thread in threads:
+            thread.join()
+
     def _build(self, state: IndexState) -> None:
         started = time.perf_counter()
         try:
