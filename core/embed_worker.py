@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,15 @@ log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]  # (embedded so far, backlog left)
 
+GATHER_SECONDS = 0.1
+"""How long the worker, woken from idle, waits for stores to pause before it embeds: a
+store a turn woke it for every turn, and each wake was a backlog read, an embedding call
+and a vector write beside the agent's next turn (its p50 doubled in ``workbench bench
+frameworks``). Gathered, a burst of stores is embedded in a batch, in the pause after it."""
+
+GATHER_AT_MOST_SECONDS = 1.0
+"""How long stores that never pause hold the worker back at most."""
+
 
 class EmbeddingWorker:
     """Embeds the backlog of one backend with one embedder, in the background."""
@@ -45,6 +55,8 @@ class EmbeddingWorker:
         self._max_attempts = max_attempts
         self._poll_interval = poll_interval
         self._wake = asyncio.Event()
+        self._woken_at = 0.0
+        self._hurry = asyncio.Event()  # a drain is waiting: no gathering
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._failures_in_a_row = 0
@@ -61,9 +73,13 @@ class EmbeddingWorker:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="embedding-worker")
 
-    def wake(self) -> None:
-        """Tell the worker there is new work (a store just added chunks)."""
+    def wake(self, *, hurry: bool = False) -> None:
+        """Tell the worker there is new work (a store just added chunks); it starts once
+        stores pause (:data:`GATHER_SECONDS`), at once with ``hurry``."""
         self._idle.clear()
+        self._woken_at = time.monotonic()
+        if hurry:
+            self._hurry.set()
         self._wake.set()
 
     async def drain(self, timeout: float | None = None) -> None:
@@ -75,7 +91,7 @@ class EmbeddingWorker:
             return
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        self.wake()
+        self.wake(hurry=True)
         while True:
             self._refused.clear()
             waiter = asyncio.ensure_future(self._idle.wait())
@@ -131,12 +147,15 @@ class EmbeddingWorker:
                     if self._wake.is_set():
                         continue  # a store woke us while that read ran: it may have missed it
                     self.storage_error = None  # nothing is pending: nothing is paused
+                    self._hurry.clear()
                     self._idle.set()
                     # asyncio.timeout, not wait_for: 3.11's wait_for can swallow the
                     # cancellation that stop() sends and hang shutdown.
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(self._poll_interval):
                             await self._wake.wait()
+                    if self._wake.is_set():
+                        await self._gather()
                     continue
                 cursor = batch[-1][3]
                 try:
@@ -162,6 +181,18 @@ class EmbeddingWorker:
                 with contextlib.suppress(Exception):
                     await saving
             raise
+
+    async def _gather(self) -> None:
+        """Wait until stores pause for :data:`GATHER_SECONDS` (at most
+        :data:`GATHER_AT_MOST_SECONDS`), or a drain hurries the worker."""
+        at_most = time.monotonic() + GATHER_AT_MOST_SECONDS
+        while not self._hurry.is_set():
+            left = min(self._woken_at + GATHER_SECONDS, at_most) - time.monotonic()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._hurry.wait()
 
     async def _save(self, rows: list[tuple[str, str, str]], matrix: np.ndarray) -> bool:
         """Save one batch; False when the file refused it (the chunks stay pending).

@@ -1,4 +1,11 @@
-"""Index upkeep while the memory is quiet: the full-text index's segments are merged.
+"""Upkeep while the memory is quiet: the write-ahead log copied in, the full-text index's
+segments merged.
+
+Every commit appends to SQLite's write-ahead log, and copying the log into the file (a
+checkpoint) is work no write has to wait for either: :class:`Upkeep` runs it once this
+engine has written nothing for :data:`LOG_QUIET_SECONDS` (an agent's pause for its model
+between turns is enough), instead of the commit that crosses SQLite's threshold
+(:data:`core.storage.connection.WAL_AUTOCHECKPOINT_PAGES`).
 
 Writes leave SQLite's full-text index in many segments, and every full-text query reads
 each of its terms in each segment (see :mod:`core.storage.fts_segments` for the figures).
@@ -26,9 +33,13 @@ log = logging.getLogger(__name__)
 QUIET_SECONDS = 2.0
 """How long after this engine's last write (or its opening) the merging starts."""
 
+LOG_QUIET_SECONDS = 0.25
+"""How long after this engine's last write the write-ahead log is copied in."""
+
 
 class Upkeep:
-    """Merges the full-text index when the memory has been quiet; one task per engine."""
+    """Copies the log in and merges the full-text index when the memory has been quiet;
+    one task per engine."""
 
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
@@ -37,6 +48,8 @@ class Upkeep:
         self._task: asyncio.Task[None] | None = None
         self.steps = 0
         """Merge steps that did work since the engine opened."""
+        self.log_copies = 0
+        """Times the write-ahead log was copied in since the engine opened."""
 
     def start(self) -> None:
         """Start waiting for a quiet moment (nothing on a read-only memory)."""
@@ -69,15 +82,33 @@ class Upkeep:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    async def _quiet_for(self, seconds: float) -> None:
+        while (left := self._last_write + seconds - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+
     async def _run(self) -> None:
         assert self._due is not None
         while True:
             await self._due.wait()
             self._due.clear()
-            while (left := self._last_write + QUIET_SECONDS - time.monotonic()) > 0:
-                await asyncio.sleep(left)
+            await self._quiet_for(LOG_QUIET_SECONDS)
             try:
+                await self._backend.checkpoint_log()
+                self.log_copies += 1
+            except Exception as exc:  # a full disk, a lock held past the busy timeout: later
+                log.warning("copying the write-ahead log in stopped for now: %s", exc)
+            if self._due.is_set():
+                continue  # written meanwhile: its log first
+            await self._quiet_for(QUIET_SECONDS)
+            if self._due.is_set():
+                continue
+            try:
+                merged = 0
                 while not self._due.is_set() and await self._backend.merge_full_text():
-                    self.steps += 1
+                    merged += 1
+                self.steps += merged
+                if merged:
+                    await self._backend.checkpoint_log()  # the merge's own writes
+                    self.log_copies += 1
             except Exception as exc:  # a lock held past the busy timeout, a full disk: later
                 log.warning("merging the full-text index stopped for now: %s", exc)

@@ -576,6 +576,12 @@ class Backend(Protocol):
         back for single writes; either way every write stays durable and found as before
         (SQLite: FTS5's automerge off during the import, its segments merged later)."""
 
+    async def checkpoint_log(self) -> int:
+        """Copy the write-ahead log into the store as far as no reader needs it, waiting for
+        nobody (SQLite: a passive checkpoint; PostgreSQL: nothing, the server does it); the
+        log's frames left uncopied (0: all of them). The upkeep runs it once writes pause,
+        so no write pays for it."""
+
     async def merge_full_text(self) -> bool:
         """One bounded step of tidying the full-text index (SQLite: merging FTS5 segments,
         :mod:`core.storage.fts_segments`); False when nothing is left to do."""

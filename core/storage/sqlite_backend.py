@@ -44,7 +44,7 @@ from core.storage import (
 )
 from core.storage.agent_items_operations import AgentItemsOperations
 from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
-from core.storage.connection import Database
+from core.storage.connection import Database, checkpoint_wal
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.fulltext_leg import DerivedFullText
 from core.storage.derived.holder import DerivedIndexes
@@ -390,6 +390,13 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
             return
         await self._db.write(fts_segments.set_automerge,
                              0 if importing else fts_segments.AUTOMERGE)
+
+    async def checkpoint_log(self) -> int:
+        """Copy the write-ahead log into the file (a passive checkpoint, on the writer's
+        lane); the log's frames left uncopied, 0 on a read-only file."""
+        if self.read_only:
+            return 0
+        return await self._db.write(checkpoint_wal)
 
     async def merge_full_text(self) -> bool:
         """One step of merging chunks_fts's segments (:mod:`core.storage.fts_segments`);

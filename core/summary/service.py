@@ -16,10 +16,12 @@ path does not: an import is summarised on demand or by consolidation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -125,6 +127,13 @@ class _Tally:
 
 
 _RECOUNT_EVERY = 32
+QUIET_SECONDS = 0.3
+"""How long a session's stores must pause before its check runs: counting and summarising
+run on the event loop, and in the middle of an agent's turns they were its slowest turns
+(p95 x3 in ``workbench bench frameworks``); after the turn, in the agent's wait for its
+model, they cost it nothing. :meth:`Summaries.settle` does not wait for the pause."""
+QUIET_AT_MOST_SECONDS = 5.0
+"""How long stores that never pause hold a session's check back at most."""
 _ESTIMATE_MARGIN = 1.25
 _DEFAULT_TOKENS_PER_CHAR = 0.5
 _TALLIES_KEPT = 4096
@@ -142,6 +151,9 @@ class Summaries:
         self._summarizer: Summarizer = build_summarizer(config, model.tokens)
         self._checks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
+        self._stored_at: dict[str, float] = {}  # sessions with a check: their last store
+        self._hurry = asyncio.Event()  # settle() is waiting: no check waits for a pause
+        self._settling = 0
         self._tallies: OrderedDict[str, _Tally] = OrderedDict()
 
     @property
@@ -332,6 +344,8 @@ class Summaries:
         """
         if not self._config.auto or self._backend.read_only:
             return
+        if session_id in self._checks:
+            self._stored_at[session_id] = time.monotonic()
         self._counter()  # tallies counted with a replaced model's counter are dropped
         tally = self._tallies.get(session_id)
         if tally is not None and sequence > tally.last and tally.added < _RECOUNT_EVERY:
@@ -345,6 +359,7 @@ class Summaries:
         if session_id in self._checks:
             self._again.add(session_id)
             return
+        self._stored_at[session_id] = time.monotonic()
         self._checks[session_id] = asyncio.create_task(self._check(session_id),
                                                        name=f"summary-check:{session_id}")
 
@@ -355,6 +370,7 @@ class Summaries:
     async def _check(self, session_id: str) -> None:
         try:
             while True:
+                await self._pause_in(session_id)
                 self._again.discard(session_id)
                 try:
                     if self._over(await self._recount(session_id)):
@@ -368,6 +384,20 @@ class Summaries:
                     return
         finally:
             self._checks.pop(session_id, None)
+            self._stored_at.pop(session_id, None)
+
+    async def _pause_in(self, session_id: str) -> None:
+        """Wait until the session's stores pause for :data:`QUIET_SECONDS` (at most
+        :data:`QUIET_AT_MOST_SECONDS`), or :meth:`settle` hurries every check."""
+        at_most = time.monotonic() + QUIET_AT_MOST_SECONDS
+        while not self._hurry.is_set():
+            last = self._stored_at.get(session_id, 0.0)
+            left = min(last + QUIET_SECONDS, at_most) - time.monotonic()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._hurry.wait()
 
     async def _recount(self, session_id: str) -> _Tally:
         """The session's tally counted from the file (and kept for the next stores)."""
@@ -394,9 +424,17 @@ class Summaries:
         self._tallies.pop(session_id, None)
 
     async def settle(self) -> None:
-        """Wait for every scheduled check (and the checks they queue) to finish."""
-        while self._checks:
-            await asyncio.gather(*self._checks.values(), return_exceptions=True)
+        """Wait for every scheduled check (and the checks they queue) to finish, none of
+        them waiting for its session's stores to pause."""
+        self._settling += 1
+        self._hurry.set()
+        try:
+            while self._checks:
+                await asyncio.gather(*self._checks.values(), return_exceptions=True)
+        finally:
+            self._settling -= 1
+            if not self._settling:
+                self._hurry.clear()
 
     async def stop(self) -> None:
         """Cancel the checks in flight (a cancelled check writes nothing)."""

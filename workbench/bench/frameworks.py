@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.embed_worker import GATHER_AT_MOST_SECONDS
+from core.summary.service import QUIET_AT_MOST_SECONDS as SUMMARY_AT_MOST_SECONDS
 from workbench.bench.measure import percentile
 from workbench.bench.synthetic import conversation
 
@@ -81,6 +83,10 @@ class FrameworksFigures:
         out.append(f"{'where':<14}'worker off' takes the embedding worker away (chunks and "
                    "full text are still written in the turn's transaction)"
                    + ("; the model line embeds with " + self.model if self.model else ""))
+        out.append(f"{'':<14}the turns run back to back: the worker's embedding (within "
+                   f"{GATHER_AT_MOST_SECONDS:g} s), a session's summary check (within "
+                   f"{SUMMARY_AT_MOST_SECONDS:g} s) and the log's copy into the file wait for "
+                   "a pause, as an agent's wait for its model gives them")
         return out
 
 

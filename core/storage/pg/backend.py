@@ -294,6 +294,10 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
         """Nothing to tune: each batch's GIN entries go to its pending list, merged by
         PostgreSQL itself."""
 
+    async def checkpoint_log(self) -> int:
+        """Nothing to copy: PostgreSQL checkpoints its own write-ahead log."""
+        return 0
+
     async def merge_full_text(self) -> bool:
         """Nothing to merge here: PostgreSQL keeps its GIN index's pending entries itself
         (``gin_pending_list_limit`` and autovacuum)."""
