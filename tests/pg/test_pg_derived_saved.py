@@ -116,6 +116,18 @@ async def test_the_first_query_waits_for_the_load(pg_url: str) -> None:
         assert held is not None and held.origin == "loaded"
 
 
+async def test_the_load_starts_at_open(pg_url: str) -> None:
+    """The saved namespaces start loading with the open (the first query waits for a load
+    under way, not one it starts), and only namespaces that were saved."""
+    await saved_memory(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        indexes = backend_of(engine).derived.indexes
+        held = indexes.index("a")  # asked for by nothing yet
+        assert held is not None and indexes.index("b") is None
+        await indexes.build_now("a")
+        assert held.origin == "loaded" and held.ready
+
+
 async def test_a_stale_copy_is_caught_up(pg_url: str, monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
     await saved_memory(pg_url)

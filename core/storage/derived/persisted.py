@@ -217,6 +217,16 @@ def describe(folder: Path, name: str) -> Saved | None:
     return Saved(name, total + path.stat().st_size, position, problem)
 
 
+def saved_meta(folder: Path, name: str) -> dict[str, Any] | None:
+    """The ``meta`` a saved index's manifest carries (unchecked: for choosing what to load,
+    never for trusting it); None when it cannot be read."""
+    try:
+        meta = json.loads((folder / f"{name}.json").read_text()).get("meta")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
 def folder_bytes(folder: Path) -> int:
     """Every byte under ``folder`` (0 when there is none)."""
     if not folder.exists():
