@@ -66,6 +66,23 @@ async def imported(db: Path) -> dict[str, Any]:
         }
 
 
+async def stored_writes(db: Path) -> list[tuple[Any, ...]]:
+    """Every pending write the memory holds: (thread, ns, checkpoint, task, path, idx,
+    channel)."""
+    found = []
+    async with Engine.open(db, config=CONFIG) as engine:
+        saver = WorkbenchSaver(engine)
+        for thread in ("t-1", "t-2"):
+            async for item in saver.alist({"configurable": {"thread_id": thread}}):
+                mark = item.config["configurable"]
+                stored = await engine.backend.langgraph_get(
+                    saver.namespace, thread, mark["checkpoint_ns"], mark["checkpoint_id"])
+                assert stored is not None
+                found += [(w.session_id, w.checkpoint_ns, w.checkpoint_id, w.task_id,
+                           w.task_path, w.idx, w.channel) for w in stored.writes]
+    return sorted(found)
+
+
 def counts(output: str) -> dict[str, Any]:
     """The report's counts, from the JSON after the "created" line (stderr, which the
     runner mixes in)."""
@@ -152,3 +169,12 @@ def test_a_postgres_saver_database_becomes_sessions(tmp_path: Path, runner: CliR
     assert got["events"]["t-1"][3][2] == normalise_timestamp(forget_ts)
     assert got["removed"] == {"t-1": [3], "t-2": []}
     assert got["read"] == read
+    # Each pending write keeps the task path and index it was stored at.
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        source = sorted(tuple(row) for row in conn.execute(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel"
+            " FROM checkpoint_writes").fetchall())
+    assert any(row[4] for row in source)  # the case: writes with a task path
+    assert asyncio.run(stored_writes(db)) == source

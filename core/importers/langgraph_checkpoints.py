@@ -245,17 +245,45 @@ def _read_postgres_now(url: str, report: ImportReport) -> dict[str, list[SourceC
                            "saver: pip install langgraph-checkpoint-postgres") from None
     threads: dict[str, list[SourceCheckpoint]] = defaultdict(list)
     with postgres_source(url, "LangGraph") as conn:
-        for found in PostgresSaver(conn).list(None):
+        saver = PostgresSaver(conn)
+        writes = _postgres_writes(conn, saver.serde)
+        for found in saver.list(None):
             configurable = found.config["configurable"]
             thread_id = str(configurable["thread_id"])
+            key = (thread_id, configurable["checkpoint_ns"], configurable["checkpoint_id"])
             parent = (found.parent_config or {}).get("configurable", {})
             threads[thread_id].append(SourceCheckpoint(
                 f"thread {inputs.shown(thread_id)} checkpoint {configurable['checkpoint_id']}",
                 thread_id, configurable["checkpoint_ns"], configurable["checkpoint_id"],
                 parent.get("checkpoint_id"), dict(found.checkpoint), dict(found.metadata),
-                [(task_id, channel, value, "", idx) for idx, (task_id, channel, value)
-                 in enumerate(found.pending_writes or [])]))
+                writes.get(key, [(task_id, channel, value, "", idx) for idx, (task_id, channel,
+                           value) in enumerate(found.pending_writes or [])])))
     return threads
+
+
+def _postgres_writes(conn: Any, serde: Any) -> dict[tuple[str, str, str], list[Any]]:
+    """A PostgresSaver's pending writes by checkpoint, with the task path and index each
+    was stored at (``list`` hands them back without either); none when a write's value
+    cannot be read (the saver's own reading is used for that checkpoint then)."""
+    has_path = conn.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_name = 'checkpoint_writes'"
+        " AND column_name = 'task_path' AND table_schema = current_schema()").fetchone()
+    task_path = "task_path" if has_path else "''"
+    found: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
+    unreadable: set[tuple[str, str, str]] = set()
+    for row in conn.execute(
+            f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, {task_path} AS task_path,"
+            " idx, channel, type, blob FROM checkpoint_writes"
+            " ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_path, task_id, idx"):
+        key = (str(row["thread_id"]), row["checkpoint_ns"], row["checkpoint_id"])
+        try:
+            value = serde.loads_typed((row["type"], row["blob"]))
+        except Exception:  # noqa: BLE001 (whatever the serializer raises)
+            unreadable.add(key)
+            continue
+        found[key].append((row["task_id"], row["channel"], value, row["task_path"],
+                           row["idx"]))
+    return {key: writes for key, writes in found.items() if key not in unreadable}
 
 
 def _short(exc: BaseException) -> str:
