@@ -87,6 +87,10 @@ async def test_a_removed_message_is_marked_and_its_event_kept(tmp_path: Path) ->
         assert "tool-Lisbon" not in [m.id for m in state.values["messages"]]
         assert len(await engine.recall("t-2")) == 4
         assert await engine.backend.removed_sequences("t-2") == [3]
+        # The context replayed for the thread is the graph's: the removed message is not in.
+        restored = await engine.restore("t-2", 100_000)
+        assert restored.sequences == [1, 2, 4]
+        assert len(restored.messages) == len(state.values["messages"])
         await graph.ainvoke({"messages": [HumanMessage("forget everything", id="u-3")]},
                             thread)
         records = await engine.recall("t-2")

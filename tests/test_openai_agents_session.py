@@ -89,7 +89,10 @@ async def test_pop_item_and_clear_session_keep_the_events_marked_removed(
         assert dumped(await session.get_items()) == dumped(CONVERSATION[:-1])
         assert len(await engine.recall("s")) == len(CONVERSATION)
         assert await engine.backend.removed_sequences("s") == [len(CONVERSATION)]
+        restored = await engine.restore("s", 100_000)  # the context replayed: as the SDK's
+        assert restored.sequences == list(range(1, len(CONVERSATION)))
         await session.clear_session()
+        assert (await engine.restore("s", 100_000)).messages == []
         assert await session.get_items() == []
         assert await session.pop_item() is None
         assert await engine.backend.removed_sequences("s") == list(

@@ -194,8 +194,11 @@ class Summaries:
         marker = None
         if marker_sequence and records and records[0].sequence == marker_sequence:
             marker = records.pop(0)
+        # What the agent's framework took out of its context (LangGraph's RemoveMessage, the
+        # Agents SDK's pop_item and clear_session) is not in the context replayed for it.
+        removed = set(await self._backend.removed_sequences(session_id)) if records else set()
         return Replay(state, marker, text, upper, int(summary.get("epoch", 0)),
-                      [r for r in records if r.sequence > upper])
+                      [r for r in records if r.sequence > upper and r.sequence not in removed])
 
     async def state(self, session_id: str) -> SummaryState:
         """The session's rolling summary as stored (empty text before the first)."""
