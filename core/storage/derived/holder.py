@@ -220,7 +220,7 @@ class DerivedIndexes:
             thread = threading.Thread(target=self._build, args=(state,),
                                       name=f"derived-{name}", daemon=True)
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
+            thread.start()  # under the lock: close() never joins a thread not started yet
 
     def build_now(self, name: str) -> None:
         """Build ``name`` on this thread and wait for it (benchmarks, tests, warm-up)."""
@@ -291,7 +291,7 @@ class DerivedIndexes:
             thread = threading.Thread(target=work, args=(name,), name=f"derived-save-{name}",
                                       daemon=True)
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
+            thread.start()  # under the lock, as in start_build
 
     @staticmethod
     def _loaded(state: IndexState) -> None:
