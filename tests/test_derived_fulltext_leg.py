@@ -24,13 +24,23 @@ async def _fill(engine: Engine) -> None:
                              for n, text in enumerate(TEXTS * 5)])
 
 
-async def test_namespace_queries_switch_to_the_index_once_it_is_built(db_path: Path) -> None:
+async def test_namespace_queries_switch_to_the_index_once_it_is_built(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()  # the build waits for it: the first query comes first
+    build = FullTextIndex.build
+
+    def held_build(index: FullTextIndex, conn: object) -> None:
+        release.wait(30)
+        build(index, conn)
+
+    monkeypatch.setattr(FullTextIndex, "build", held_build)
     async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
         await _fill(engine)
         holder = engine.backend.derived  # type: ignore[attr-defined]
         assert not holder.state(FullTextIndex.name).ready
         first = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         assert first.explain()["legs"]["fts_path"] == "database"  # FTS5 while it builds
+        release.set()
         assert await _built(engine)
         second = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         explained = second.explain()
