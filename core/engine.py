@@ -29,7 +29,7 @@ import numpy as np
 from core import sessions_export
 from core.bulk import BATCH_MESSAGES, BulkIngest, BulkItem, MessageTime
 from core.config import Config, load_config
-from core.conversations import Conversations, require_session_in
+from core.conversations import Conversations
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, LoadingEmbedder
 from core.model import CurrentModel
@@ -287,10 +287,6 @@ class Engine(NoteOperations):
         """The session's state (last_sequence, summary_state, scratchpad)."""
         return await self.conversations.session_state(session_id)
 
-    async def require_session_in(self, session_id: str, namespace: str) -> None:
-        """Refuse (``OutOfNamespace``) a session that exists and is not ``namespace``'s."""
-        await require_session_in(self.backend, session_id, namespace)
-
     async def export_session(self, session_id: str,
                              path: str | os.PathLike[str]) -> SessionExportResult:
         """Write a session to one JSON file (see :mod:`core.sessions_export`)."""
@@ -358,9 +354,29 @@ class Engine(NoteOperations):
         return found.results
 
     @needs_model
-    async def search(self, **request: Any) -> SearchResult:
-        """:meth:`hybrid_query` with its legs kept, so the result re-ranks without I/O."""
-        return await self.retrieval.search(**request)
+    async def search(self, *, query: str, session_id: str | None = None,
+                     namespace: str | None = None, top_k: int = 10,
+                     vector_weight: float | None = None, fts_weight: float | None = None,
+                     tags: Sequence[str] | None = None,
+                     query_embedding: Sequence[float] | None = None,
+                     fusion: str | None = None, rrf_k: int | None = None,
+                     mode: str | None = None, min_score: float | None = None,
+                     raw_fts: bool = False, speaker_boost: float | None = None,
+                     date_boost: float | None = None, neighbour_weight: float | None = None,
+                     neighbour_window: int | None = None,
+                     candidate_depth: int | None = None,
+                     caller: str = "api", require_session: bool = False) -> SearchResult:
+        """:meth:`hybrid_query` with its legs kept, so the result re-ranks without I/O; the
+        boosts and ``candidate_depth`` None take the configured values, ``require_session``
+        refuses a session that does not exist (see :meth:`Retrieval.search`)."""
+        return await self.retrieval.search(
+            query=query, session_id=session_id, namespace=namespace, top_k=top_k,
+            vector_weight=vector_weight, fts_weight=fts_weight, tags=tags,
+            query_embedding=query_embedding, fusion=fusion, rrf_k=rrf_k, mode=mode,
+            min_score=min_score, raw_fts=raw_fts, speaker_boost=speaker_boost,
+            date_boost=date_boost, neighbour_weight=neighbour_weight,
+            neighbour_window=neighbour_window, candidate_depth=candidate_depth, caller=caller,
+            require_session=require_session)
 
     async def retrieval_log(self, limit: int = 50, **filters: Any) -> list[dict[str, Any]]:
         """Logged queries, newest first (``caller=``, ``session_id=``, ``namespace=``)."""
@@ -368,8 +384,26 @@ class Engine(NoteOperations):
 
     @needs_model
     async def replay(self, log_id: int, *, namespace: str | None = None,
-                     **changes: Any) -> SearchResult:
-        """Run a logged query again in its logged scope; ``changes`` override ranking knobs."""
+                     session_id: str | None = None, top_k: int | None = None,
+                     vector_weight: float | None = None, fts_weight: float | None = None,
+                     tags: Sequence[str] | None = None, fusion: str | None = None,
+                     rrf_k: int | None = None, mode: str | None = None,
+                     min_score: float | None = None, raw_fts: bool | None = None,
+                     speaker_boost: float | None = None, date_boost: float | None = None,
+                     neighbour_weight: float | None = None,
+                     neighbour_window: int | None = None,
+                     candidate_depth: int | None = None) -> SearchResult:
+        """Run a logged query again in its logged scope; a knob given overrides the logged
+        one, None keeps it. ``session_id`` is refused (``InvalidInput``): the scope is the
+        logged one, and ``namespace`` only binds the call (see :meth:`Retrieval.replay`)."""
+        knobs = {"top_k": top_k, "vector_weight": vector_weight, "fts_weight": fts_weight,
+                 "tags": tags, "fusion": fusion, "rrf_k": rrf_k, "mode": mode,
+                 "min_score": min_score, "raw_fts": raw_fts, "speaker_boost": speaker_boost,
+                 "date_boost": date_boost, "neighbour_weight": neighbour_weight,
+                 "neighbour_window": neighbour_window, "candidate_depth": candidate_depth}
+        changes = {name: value for name, value in knobs.items() if value is not None}
+        if session_id is not None:
+            changes["session_id"] = session_id
         return await self.retrieval.replay(log_id, namespace=namespace, **changes)
 
     async def judge(self, query: str, chunk_id: str, grade: int, **scope: Any) -> None:
