@@ -154,7 +154,8 @@ class JudgedSearches:
             found = kept.get(query)
             if found is None or found.legs.depth < top_k:
                 found = await engine.search(query=query, top_k=top_k, caller="judged",
-                                            **scope)
+                                            session_id=scope.get("session_id"),
+                                            namespace=scope.get("namespace"))
                 kept[query] = found
             queries.append(query)
             judgments.append(grades)
