@@ -378,9 +378,12 @@ class Engine(NoteOperations):
             neighbour_window=neighbour_window, candidate_depth=candidate_depth, caller=caller,
             require_session=require_session)
 
-    async def retrieval_log(self, limit: int = 50, **filters: Any) -> list[dict[str, Any]]:
-        """Logged queries, newest first (``caller=``, ``session_id=``, ``namespace=``)."""
-        return await self.retrieval.retrieval_log(limit, **filters)
+    async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
+                            session_id: str | None = None,
+                            namespace: str | None = None) -> list[dict[str, Any]]:
+        """Logged queries, newest first, by caller and scope when given."""
+        return await self.retrieval.retrieval_log(limit, caller=caller, session_id=session_id,
+                                                  namespace=namespace)
 
     @needs_model
     async def replay(self, log_id: int, *, namespace: str | None = None,
@@ -406,17 +409,22 @@ class Engine(NoteOperations):
             changes["session_id"] = session_id
         return await self.retrieval.replay(log_id, namespace=namespace, **changes)
 
-    async def judge(self, query: str, chunk_id: str, grade: int, **scope: Any) -> None:
-        """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
-        await self.retrieval.judge(query, chunk_id, grade, **scope)
+    async def judge(self, query: str, chunk_id: str, grade: int, *,
+                    session_id: str | None = None, namespace: str | None = None) -> None:
+        """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right), in
+        the scope of one session or one namespace."""
+        await self.retrieval.judge(query, chunk_id, grade, session_id=session_id,
+                                   namespace=namespace)
 
-    async def judgments(self, query: str, **scope: Any) -> dict[str, int]:
+    async def judgments(self, query: str, *, session_id: str | None = None,
+                        namespace: str | None = None) -> dict[str, int]:
         """chunk_id -> grade recorded for a query in a scope."""
-        return await self.retrieval.judgments(query, **scope)
+        return await self.retrieval.judgments(query, session_id=session_id, namespace=namespace)
 
-    async def judged_queries(self, **scope: Any) -> dict[str, dict[str, int]]:
+    async def judged_queries(self, *, session_id: str | None = None,
+                             namespace: str | None = None) -> dict[str, dict[str, int]]:
         """query -> {chunk_id: grade} for every query judged in a scope."""
-        return await self.retrieval.judged_queries(**scope)
+        return await self.retrieval.judged_queries(session_id=session_id, namespace=namespace)
 
     @needs_model
     async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,

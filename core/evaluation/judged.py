@@ -146,7 +146,8 @@ class JudgedSearches:
         """Every query judged in ``scope`` with something judged relevant, searched deep
         enough for ``top_k``; the grades are read afresh each time."""
         kept = self._searched.setdefault(tuple(sorted(scope.items())), {})
-        judged = await engine.judged_queries(**scope)
+        judged = await engine.judged_queries(session_id=scope.get("session_id"),
+                                             namespace=scope.get("namespace"))
         queries, judgments, results = [], [], []
         for query, grades in judged.items():
             if not relevant_chunks(grades):
