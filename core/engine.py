@@ -43,7 +43,6 @@ from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
 from core.storage.locations import Location, parse_location
-from core.storage.messages import PreparedMessage
 from core.storage.opening import configured_location, open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries
@@ -188,12 +187,7 @@ class Engine(NoteOperations):
         """True when the file could not be (or was asked not to be) opened for writing."""
         return self.backend.read_only
 
-    @property
-    def read_only_reason(self) -> str | None:
-        """Why the file is read-only when it was not asked to be; None otherwise."""
-        return self.backend.read_only_reason
-
-    # -- the current model (see core/model.py) ---------------------------------------------
+    # -- the current model (core/model.py: ``engine.model`` holds the rest) ----------------
 
     @property
     def embedder(self) -> Embedder:
@@ -206,21 +200,6 @@ class Engine(NoteOperations):
         return self.model.tokens
 
     @property
-    def embedding_fell_back(self) -> bool:
-        """True when the configured model could not load and the fallback runs."""
-        return self.model.fell_back
-
-    @property
-    def embedding_warning(self) -> str | None:
-        """What the user should know about the model, or None."""
-        return self.model.warning
-
-    @property
-    def vectors_usable(self) -> bool:
-        """Whether the file's vectors come from the model running now."""
-        return self.model.vectors_usable
-
-    @property
     def worker(self) -> EmbeddingWorker | None:
         """The background embedding worker, when one runs."""
         return self.model.worker
@@ -230,13 +209,6 @@ class Engine(NoteOperations):
         self.model.worker = worker
 
     # -- conversations (see core/conversations.py) -----------------------------------------
-
-    def prepare_message(self, session_id: str, sequence: int | None, payload: object,
-                        agent: str | None, created_at: str,
-                        bound: bool = False) -> PreparedMessage:
-        """Validate a message and compute its rows; writes nothing."""
-        return self.conversations.prepare_message(session_id, sequence, payload, agent,
-                                                  created_at, bound)
 
     @needs_model
     async def store(self, session_id: str, sequence: int, payload: dict[str, Any],

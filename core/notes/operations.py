@@ -68,10 +68,6 @@ class NoteOperations:
                                      content=content, kind=kind, category=category, tags=tags,
                                      source=source, importance=importance)
 
-    async def note_namespaces(self) -> list[str]:
-        """Every namespace that holds a note, in order."""
-        return await self.notes.namespaces()
-
     async def rename_note(self, ref: str, new_name: str, *,
                           namespace: str | None = None) -> Note:
         """Change a note's name (crabtalk's Rename); the old name is released."""

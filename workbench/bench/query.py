@@ -299,8 +299,8 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                               else Path(keep) if keep is not None else str(db))
         path = Path(target) if url is None else None
         async with Engine.open(target, config=cfg) as engine:
-            if engine.embedding_warning:
-                say(f"warning: {engine.embedding_warning}")
+            if engine.model.warning:
+                say(f"warning: {engine.model.warning}")
             model, dimension = engine.embedder.name, engine.embedder.dimension
             exact_vectors = engine.backend.features.exact_vector_search
             counts = await engine.counts()
