@@ -367,9 +367,10 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                                             for scope in ("session", "namespace")
                                             for leg in ("fts", "vector", "fetch")}
             for session_id, text in asked:
-                for scope, where in (("session", {"session_id": session_id}),
-                                     ("namespace", {"namespace": AGENT})):
-                    found = await engine.search(query=text, top_k=TOP_K, **where)
+                for scope, session, namespace in (("session", session_id, None),
+                                                  ("namespace", None, AGENT)):
+                    found = await engine.search(query=text, top_k=TOP_K, session_id=session,
+                                                namespace=namespace)
                     for leg in ("fts", "vector", "fetch"):
                         legs[f"{scope} {leg}"].append(found.legs.timings_ms.get(leg, 0.0))
                     if scope == "namespace":
