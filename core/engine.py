@@ -29,7 +29,7 @@ import numpy as np
 from core import sessions_export
 from core.bulk import BATCH_MESSAGES, BulkIngest, BulkItem, MessageTime
 from core.config import Config, load_config
-from core.conversations import Conversations, require_session_in
+from core.conversations import Conversations
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, LoadingEmbedder
 from core.model import CurrentModel
@@ -43,7 +43,6 @@ from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
 from core.storage.locations import Location, parse_location
-from core.storage.messages import PreparedMessage
 from core.storage.opening import configured_location, open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries
@@ -188,12 +187,7 @@ class Engine(NoteOperations):
         """True when the file could not be (or was asked not to be) opened for writing."""
         return self.backend.read_only
 
-    @property
-    def read_only_reason(self) -> str | None:
-        """Why the file is read-only when it was not asked to be; None otherwise."""
-        return self.backend.read_only_reason
-
-    # -- the current model (see core/model.py) ---------------------------------------------
+    # -- the current model (core/model.py: ``engine.model`` holds the rest) ----------------
 
     @property
     def embedder(self) -> Embedder:
@@ -206,21 +200,6 @@ class Engine(NoteOperations):
         return self.model.tokens
 
     @property
-    def embedding_fell_back(self) -> bool:
-        """True when the configured model could not load and the fallback runs."""
-        return self.model.fell_back
-
-    @property
-    def embedding_warning(self) -> str | None:
-        """What the user should know about the model, or None."""
-        return self.model.warning
-
-    @property
-    def vectors_usable(self) -> bool:
-        """Whether the file's vectors come from the model running now."""
-        return self.model.vectors_usable
-
-    @property
     def worker(self) -> EmbeddingWorker | None:
         """The background embedding worker, when one runs."""
         return self.model.worker
@@ -230,13 +209,6 @@ class Engine(NoteOperations):
         self.model.worker = worker
 
     # -- conversations (see core/conversations.py) -----------------------------------------
-
-    def prepare_message(self, session_id: str, sequence: int | None, payload: object,
-                        agent: str | None, created_at: str,
-                        bound: bool = False) -> PreparedMessage:
-        """Validate a message and compute its rows; writes nothing."""
-        return self.conversations.prepare_message(session_id, sequence, payload, agent,
-                                                  created_at, bound)
 
     @needs_model
     async def store(self, session_id: str, sequence: int, payload: dict[str, Any],
@@ -286,10 +258,6 @@ class Engine(NoteOperations):
     async def session_state(self, session_id: str) -> dict[str, Any]:
         """The session's state (last_sequence, summary_state, scratchpad)."""
         return await self.conversations.session_state(session_id)
-
-    async def require_session_in(self, session_id: str, namespace: str) -> None:
-        """Refuse (``OutOfNamespace``) a session that exists and is not ``namespace``'s."""
-        await require_session_in(self.backend, session_id, namespace)
 
     async def export_session(self, session_id: str,
                              path: str | os.PathLike[str]) -> SessionExportResult:
@@ -358,31 +326,77 @@ class Engine(NoteOperations):
         return found.results
 
     @needs_model
-    async def search(self, **request: Any) -> SearchResult:
-        """:meth:`hybrid_query` with its legs kept, so the result re-ranks without I/O."""
-        return await self.retrieval.search(**request)
+    async def search(self, *, query: str, session_id: str | None = None,
+                     namespace: str | None = None, top_k: int = 10,
+                     vector_weight: float | None = None, fts_weight: float | None = None,
+                     tags: Sequence[str] | None = None,
+                     query_embedding: Sequence[float] | None = None,
+                     fusion: str | None = None, rrf_k: int | None = None,
+                     mode: str | None = None, min_score: float | None = None,
+                     raw_fts: bool = False, speaker_boost: float | None = None,
+                     date_boost: float | None = None, neighbour_weight: float | None = None,
+                     neighbour_window: int | None = None,
+                     candidate_depth: int | None = None,
+                     caller: str = "api", require_session: bool = False) -> SearchResult:
+        """:meth:`hybrid_query` with its legs kept, so the result re-ranks without I/O; the
+        boosts and ``candidate_depth`` None take the configured values, ``require_session``
+        refuses a session that does not exist (see :meth:`Retrieval.search`)."""
+        return await self.retrieval.search(
+            query=query, session_id=session_id, namespace=namespace, top_k=top_k,
+            vector_weight=vector_weight, fts_weight=fts_weight, tags=tags,
+            query_embedding=query_embedding, fusion=fusion, rrf_k=rrf_k, mode=mode,
+            min_score=min_score, raw_fts=raw_fts, speaker_boost=speaker_boost,
+            date_boost=date_boost, neighbour_weight=neighbour_weight,
+            neighbour_window=neighbour_window, candidate_depth=candidate_depth, caller=caller,
+            require_session=require_session)
 
-    async def retrieval_log(self, limit: int = 50, **filters: Any) -> list[dict[str, Any]]:
-        """Logged queries, newest first (``caller=``, ``session_id=``, ``namespace=``)."""
-        return await self.retrieval.retrieval_log(limit, **filters)
+    async def retrieval_log(self, limit: int = 50, *, caller: str | None = None,
+                            session_id: str | None = None,
+                            namespace: str | None = None) -> list[dict[str, Any]]:
+        """Logged queries, newest first, by caller and scope when given."""
+        return await self.retrieval.retrieval_log(limit, caller=caller, session_id=session_id,
+                                                  namespace=namespace)
 
     @needs_model
     async def replay(self, log_id: int, *, namespace: str | None = None,
-                     **changes: Any) -> SearchResult:
-        """Run a logged query again in its logged scope; ``changes`` override ranking knobs."""
+                     session_id: str | None = None, top_k: int | None = None,
+                     vector_weight: float | None = None, fts_weight: float | None = None,
+                     tags: Sequence[str] | None = None, fusion: str | None = None,
+                     rrf_k: int | None = None, mode: str | None = None,
+                     min_score: float | None = None, raw_fts: bool | None = None,
+                     speaker_boost: float | None = None, date_boost: float | None = None,
+                     neighbour_weight: float | None = None,
+                     neighbour_window: int | None = None,
+                     candidate_depth: int | None = None) -> SearchResult:
+        """Run a logged query again in its logged scope; a knob given overrides the logged
+        one, None keeps it. ``session_id`` is refused (``InvalidInput``): the scope is the
+        logged one, and ``namespace`` only binds the call (see :meth:`Retrieval.replay`)."""
+        knobs = {"top_k": top_k, "vector_weight": vector_weight, "fts_weight": fts_weight,
+                 "tags": tags, "fusion": fusion, "rrf_k": rrf_k, "mode": mode,
+                 "min_score": min_score, "raw_fts": raw_fts, "speaker_boost": speaker_boost,
+                 "date_boost": date_boost, "neighbour_weight": neighbour_weight,
+                 "neighbour_window": neighbour_window, "candidate_depth": candidate_depth}
+        changes = {name: value for name, value in knobs.items() if value is not None}
+        if session_id is not None:
+            changes["session_id"] = session_id
         return await self.retrieval.replay(log_id, namespace=namespace, **changes)
 
-    async def judge(self, query: str, chunk_id: str, grade: int, **scope: Any) -> None:
-        """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right)."""
-        await self.retrieval.judge(query, chunk_id, grade, **scope)
+    async def judge(self, query: str, chunk_id: str, grade: int, *,
+                    session_id: str | None = None, namespace: str | None = None) -> None:
+        """Record how relevant a chunk is to a query (0 not relevant … 3 exactly right), in
+        the scope of one session or one namespace."""
+        await self.retrieval.judge(query, chunk_id, grade, session_id=session_id,
+                                   namespace=namespace)
 
-    async def judgments(self, query: str, **scope: Any) -> dict[str, int]:
+    async def judgments(self, query: str, *, session_id: str | None = None,
+                        namespace: str | None = None) -> dict[str, int]:
         """chunk_id -> grade recorded for a query in a scope."""
-        return await self.retrieval.judgments(query, **scope)
+        return await self.retrieval.judgments(query, session_id=session_id, namespace=namespace)
 
-    async def judged_queries(self, **scope: Any) -> dict[str, dict[str, int]]:
+    async def judged_queries(self, *, session_id: str | None = None,
+                             namespace: str | None = None) -> dict[str, dict[str, int]]:
         """query -> {chunk_id: grade} for every query judged in a scope."""
-        return await self.retrieval.judged_queries(**scope)
+        return await self.retrieval.judged_queries(session_id=session_id, namespace=namespace)
 
     @needs_model
     async def get_context(self, session_id: str, query: str, *, namespace: str | None = None,

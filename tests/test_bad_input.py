@@ -281,8 +281,8 @@ def test_query_text_is_answered_or_refused_clearly(
         query_embedding=query_embedding))
     harness.attempt("query", lambda: engine.search(**where, query=query, mode=mode,
                                                    raw_fts=raw_fts, tags=tags))
-    harness.attempt("query", lambda: engine.memory_search(query, tags=tags))
-    harness.attempt("query", lambda: engine.recall_memories(query))
+    harness.attempt("query", lambda: engine.notes.memory_search(query, tags=tags))
+    harness.attempt("query", lambda: engine.notes.recall_memories(query))
     harness.attempt("query", lambda: engine.get_context(where.get("session_id", "s-fuzz"),
                                                         query))
 
@@ -863,7 +863,7 @@ def test_a_query_may_ask_for_more_results_than_sqlite_vec_gives_one_leg(harness:
     OperationalError); memory_search's top_k of 1000 did so too. Above 4096 it is refused."""
     engine = harness.engine
     assert harness.run(engine.hybrid_query(session_id="s-fuzz", query="hello", top_k=1000))
-    assert harness.run(engine.memory_search("target note", top_k=1000))
+    assert harness.run(engine.notes.memory_search("target note", top_k=1000))
     for top_k in (4097, 2**70):
         ok, refusal = harness.attempt("query", lambda k=top_k: engine.hybrid_query(
             session_id="s-fuzz", query="hello", top_k=k))
@@ -872,7 +872,8 @@ def test_a_query_may_ask_for_more_results_than_sqlite_vec_gives_one_leg(harness:
 
 def test_memory_search_refuses_tags_given_as_one_string(harness: Harness) -> None:
     """Regression: ``tags="abc"`` was searched as the tags a, b and c."""
-    ok, refusal = harness.attempt("tags", lambda: harness.engine.memory_search("x", tags="abc"))
+    ok, refusal = harness.attempt("tags",
+                                  lambda: harness.engine.notes.memory_search("x", tags="abc"))
     assert not ok and "single str" in str(refusal)
 
 

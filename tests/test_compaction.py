@@ -67,7 +67,7 @@ async def test_compaction_archives_marks_and_replays_across_several(memory: str)
         assert rows(memory, "SELECT count(*) FROM chunks WHERE session_id = 's'"
                              " AND sequence_start IN (7, 10)") == [(0,)]
         # The archive is found through memory search, like any note.
-        hits = await engine.recall_memories("Lisbon")
+        hits = await engine.notes.recall_memories("Lisbon")
         assert any(hit.key == "archive s #1" and hit.category == "conversation" for hit in hits)
 
 

@@ -67,15 +67,15 @@ async def test_a_note_over_the_limit_is_refused_by_every_way_in(engine: Engine) 
     for attempt in (lambda: engine.add_note("m", big),
                     lambda: engine.write_note(note.note_id, big),
                     lambda: engine.edit_note(note.note_id, content=big),
-                    lambda: engine.save_memory("k", big),
-                    lambda: engine.save_memory("n", big),
-                    lambda: engine.memory_save(big)):
+                    lambda: engine.notes.save_memory("k", big),
+                    lambda: engine.notes.save_memory("n", big),
+                    lambda: engine.notes.memory_save(big)):
         with pytest.raises(InvalidInput) as refused:
             await attempt()
         assert_one_line_with_size_and_limit(refused.value, "2,000 bytes")
         assert "note content" in str(refused.value)
     assert (await engine.get_note("n")).content == "small"
-    assert await engine.list_memories() == ["n"]
+    assert await engine.notes.list_memories() == ["n"]
 
 
 async def test_importers_skip_rows_over_the_limit_with_the_reason(

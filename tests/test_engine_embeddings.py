@@ -79,7 +79,7 @@ async def test_http_backend_end_to_end(memory: str, server: EmbeddingServer) -> 
     path = memory
     async with Engine.open(path, config=http_config(server, dimensions=8)) as engine:
         assert (engine.embedder.name, engine.embedder.dimension) == ("http:test-embed", 8)
-        assert not engine.embedding_fell_back and engine.warnings == []
+        assert not engine.model.fell_back and engine.warnings == []
         assert engine.config.embedding.api_key == TEST_KEY  # ${TEST_KEY} read from os.environ
         assert TEST_KEY not in repr(engine.config) and TEST_KEY not in repr(engine.embedder)
         chunks = await store_all(engine)
@@ -110,7 +110,7 @@ async def test_failing_endpoint_keeps_stores_and_hides_the_key(
     config = http_config(server, max_attempts=2)
     raised: list[BaseException] = []
     async with Engine.open(path, config=config) as engine:
-        assert not engine.embedding_fell_back and engine.embedder.dimension == 8
+        assert not engine.model.fell_back and engine.embedder.dimension == 8
         chunks = await store_all(engine)
 
         # FTS sees the text at once, whatever the embedder is doing.
@@ -171,7 +171,7 @@ async def test_offline_model_falls_back_to_deterministic(memory: str,
     config = {"embedding": {"backend": "model2vec", "model": "no-such-org/no-such-model",
                             "allow_download": False}}
     async with Engine.open(memory, config=config) as engine:
-        assert engine.embedding_fell_back is True
+        assert engine.model.fell_back is True
         assert len(engine.warnings) == 1
         (warning,) = engine.warnings
         assert "no-such-org/no-such-model" in warning and "deterministic" in warning
@@ -208,7 +208,7 @@ async def test_reindex_moves_a_file_to_another_dimension(tmp_path: Path, explici
 
     # fallback_dimensions only sizes a file that has no vectors yet: the file's 32 wins.
     async with Engine.open(path, config=deterministic(48)) as engine:
-        assert engine.embedder.dimension == 32 and engine.vectors_usable
+        assert engine.embedder.dimension == 32 and engine.model.vectors_usable
 
     with pytest.raises(DimensionMismatch) as info:
         await Engine.open(path, config=deterministic(48, explicit=True))
@@ -228,7 +228,7 @@ async def test_reindex_moves_a_file_to_another_dimension(tmp_path: Path, explici
         assert (status.dimension, status.backlog, status.embedded) == (48, 0, chunks)
 
     async with Engine.open(path, config=cfg48) as engine:
-        assert engine.vectors_usable and engine.warnings == []
+        assert engine.model.vectors_usable and engine.warnings == []
         status = await engine.embedding_status()
         assert (status.dimension, status.backlog, status.failed, status.embedded) == \
             (48, 0, 0, chunks)
@@ -253,8 +253,8 @@ async def test_same_dimension_other_model_turns_the_vector_leg_off(
         await engine.drain(timeout=30)
 
     async with Engine.open(path, config=deterministic(16)) as engine:
-        assert engine.embedder.dimension == 16 and not engine.embedding_fell_back
-        assert engine.vectors_usable is False
+        assert engine.embedder.dimension == 16 and not engine.model.fell_back
+        assert engine.model.vectors_usable is False
         assert engine.worker is None
         assert any("workbench reindex" in w and "model2vec:tiny-m2v" in w
                    for w in engine.warnings)
@@ -273,7 +273,7 @@ async def test_same_dimension_other_model_turns_the_vector_leg_off(
 
         # What the warning asks for: reindexing in place turns the vector leg back on.
         assert await engine.reindex() == first + more
-        assert engine.vectors_usable and engine.warnings == []
+        assert engine.model.vectors_usable and engine.warnings == []
         status = await engine.embedding_status()
         assert (status.backlog, status.embedded, status.other_models) == (0, first + more, {})
         assert status.warning is None

@@ -440,10 +440,10 @@ async def test_seed002_memories_land_as_memories_of_the_namespace(
     skipped = {s.where: s.reason for s in report.skipped}
     assert "category must be one of" in skipped["memories row 4 (key 'bad')"]
     assert "also claimed by memories row 1" in skipped["memories row 5 (key 'favorite color')"]
-    assert await engine.list_memories(namespace="group-a") == [
+    assert await engine.notes.list_memories(namespace="group-a") == [
         "archive 1", "favorite color", "standup"]
-    assert await engine.list_memories(namespace="group-b") == []
-    hits = await engine.recall_memories("teal", namespace="group-a")
+    assert await engine.notes.list_memories(namespace="group-b") == []
+    hits = await engine.notes.recall_memories("teal", namespace="group-a")
     assert [(h.key, h.category) for h in hits] == [("favorite color", "core")]
     note = await engine.get_note("standup", namespace="group-a")
     assert (note.category, note.created_at) == ("daily", "2024-03-01T09:30:00.000Z")
@@ -454,7 +454,7 @@ async def test_seed002_memories_land_as_memories_of_the_namespace(
 
 async def test_seed002_key_with_other_content_is_skipped_not_overwritten(
         engine: Engine, tmp_path: Path) -> None:
-    await engine.save_memory("favorite color", "green", namespace="group-a")
+    await engine.notes.save_memory("favorite color", "green", namespace="group-a")
     source = make_seed002(tmp_path / "memories.db", [("favorite color", "teal", "core")])
     report = await import_file("pynchy", engine, source, namespace="group-a")
     assert counts(report, "memories") == (0, 0, 1)
@@ -548,7 +548,7 @@ async def test_seed001_file_with_notes_state_and_vectors(engine: Engine, tmp_pat
     standup = await engine.get_note("note-99999999-8888-4777-8666-555555555555",
                                     namespace="team")
     assert standup.content == "Standup moves to ten on Mondays"
-    hits = await engine.recall_memories("tea", namespace="team")
+    hits = await engine.notes.recall_memories("tea", namespace="team")
     assert [h.note_id for h in hits] == [tea.note_id]
     owners = {s.session_id: s.agent_identity for s in await engine.list_sessions()}
     assert owners == {"s1": "team", "memory:team": "team"}

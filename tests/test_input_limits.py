@@ -156,7 +156,7 @@ def test_a_fifty_kilobyte_query_is_refused_by_its_length(memory: Memory) -> None
         query=query, namespace=memory.engine.config.agent))
     assert f"{MAX_QUERY_CHARS:,}" in message
     memory.refusal(lambda: memory.engine.list_notes(text=query))
-    memory.refusal(lambda: memory.engine.recall_memories(query))
+    memory.refusal(lambda: memory.engine.notes.recall_memories(query))
     memory.refusal(lambda: memory.engine.schedules.search_schedules(text=query))
 
 

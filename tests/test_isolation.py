@@ -106,11 +106,11 @@ async def test_a_replay_runs_only_in_its_logged_scope(db_path: Path) -> None:
                             namespace="victim")
         await engine.append("mallory-chat", {"role": "user", "content": "aurora mine"},
                             namespace="mallory")
-        await engine.save_memory("key", "aurora memory", namespace="victim")
+        await engine.notes.save_memory("key", "aurora memory", namespace="victim")
         await engine.drain()
         asked = await engine.hybrid_query(session_id="victim-chat", query="hxq aurora")
         await engine.hybrid_query(namespace="victim", query="hxq aurora wide")
-        await engine.recall_memories("aurora", namespace="victim")
+        await engine.notes.recall_memories("aurora", namespace="victim")
         in_memory, in_namespace, in_session = [e["log_id"] for e in await engine.retrieval_log()]
 
         for log_id in (in_session, in_namespace, in_memory):

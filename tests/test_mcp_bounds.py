@@ -21,13 +21,13 @@ async def test_content_over_the_limit_is_a_one_line_tool_error(tmp_path: Path) -
         assert result is None and error is not None and "\n" not in error
         assert error.startswith("save_memory: note content is 10,000 bytes, over the limit "
                                 "of 4 KB")
-        assert await engine.list_memories(namespace="alice") == []
+        assert await engine.notes.list_memories(namespace="alice") == []
 
 
 async def test_list_memories_answers_a_page(tmp_path: Path) -> None:
     async with Engine.open(tmp_path / "m.db", config=CONFIG) as engine:
         for i in range(5):
-            await engine.save_memory(f"k{i}", "v", namespace="alice")
+            await engine.notes.save_memory(f"k{i}", "v", namespace="alice")
         tools = MemoryTools(engine, "alice")
         first, _ = await call(tools, "list_memories", {"limit": 2})
         assert first == {"keys": ["k0", "k1"], "total": 5, "next_offset": 2}

@@ -98,13 +98,13 @@ async def test_an_agent_saves_and_recalls_while_a_second_connection_reads(
 
         # The developer's connection sees what the agent saved, while the server runs...
         async with Engine.open(db, config=DETERMINISTIC) as watcher:
-            assert await watcher.list_memories(namespace="alice") == ["deadline",
-                                                                      "favourite colour"]
+            assert await watcher.notes.list_memories(namespace="alice") == ["deadline",
+                                                                            "favourite colour"]
             note = await watcher.get_note("favourite colour", namespace="alice")
             assert note.content == "The user's favourite colour is teal."
             # ...and the agent sees what the developer writes.
-            await watcher.save_memory("timezone", "The user lives in Lisbon (WET).",
-                                      namespace="alice")
+            await watcher.notes.save_memory("timezone", "The user lives in Lisbon (WET).",
+                                            namespace="alice")
 
         found = await agent.ok("recall_memories", query="Lisbon")
         assert [m["key"] for m in found["memories"]] == ["timezone"]
@@ -118,7 +118,8 @@ async def test_an_agent_saves_and_recalls_while_a_second_connection_reads(
         assert (await agent.ok("forget_memory", key="deadline"))["forgotten"] is False
 
     async with Engine.open(db, config=DETERMINISTIC) as after:
-        assert await after.list_memories(namespace="alice") == ["favourite colour", "timezone"]
+        assert await after.notes.list_memories(namespace="alice") == ["favourite colour",
+                                                                      "timezone"]
         # Every search the server ran is in the log, marked as the agent's (the log is
         # written behind the caller, so it is read once the server has closed).
         logged = await after.retrieval_log(10, caller="agent")
@@ -228,9 +229,9 @@ async def test_bad_arguments_come_back_as_one_line_tool_errors(tmp_path: Path) -
 async def test_no_argument_reaches_another_namespace(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     async with Engine.open(db, config=DETERMINISTIC) as engine:
-        await engine.save_memory("secret", "Bob's launch code is 0000.", namespace="bob")
-        bob_note = await engine.memory_save("Bob's private note about launches",
-                                            tags=["launch"], namespace="bob")
+        await engine.notes.save_memory("secret", "Bob's launch code is 0000.", namespace="bob")
+        bob_note = await engine.notes.memory_save("Bob's private note about launches",
+                                                  tags=["launch"], namespace="bob")
         await engine.append("bob-chat", {"role": "user", "content": "launch code 0000"},
                             namespace="bob")
         await engine.write_scratchpad("bob-chat", ["bob's plan"], namespace="bob")

@@ -52,7 +52,7 @@ async def test_same_name_other_weights_is_a_mismatch(tmp_path: Path,
         await store_and_embed(engine)
     async with Engine.open(path, config=model2vec(other)) as engine:
         assert engine.embedder.name == "model2vec:tiny-m2v"
-        assert engine.vectors_usable is False
+        assert engine.model.vectors_usable is False
         off = engine.model.vectors_off
         assert off is not None
         message = off.message
@@ -67,7 +67,7 @@ async def test_same_name_other_weights_is_a_mismatch(tmp_path: Path,
         assert any(message in note for note in found.explain()["notes"])
     # The same model again: the vectors are its own.
     async with Engine.open(path, config=model2vec(tiny_model_dir)) as engine:
-        assert engine.vectors_usable and engine.model.vectors_off is None
+        assert engine.model.vectors_usable and engine.model.vectors_off is None
 
 
 async def test_same_size_other_name_is_a_mismatch(memory: str, tiny_model_dir: Path) -> None:
@@ -76,7 +76,7 @@ async def test_same_size_other_name_is_a_mismatch(memory: str, tiny_model_dir: P
     deterministic = {"embedding": {"backend": "deterministic", "dimensions": 16}}
     async with Engine.open(memory, config=deterministic) as engine:
         off = engine.model.vectors_off
-        assert off is not None and not engine.vectors_usable
+        assert off is not None and not engine.model.vectors_usable
         assert off.message.startswith(
             "vectors made by model2vec:tiny-m2v, engine runs deterministic-")
         assert "`workbench reindex --model deterministic` to replace them" in off.message
@@ -84,7 +84,7 @@ async def test_same_size_other_name_is_a_mismatch(memory: str, tiny_model_dir: P
         assert status.warning == off.message
         # Reindexing records the new model's identity; the mismatch is gone.
         await engine.reindex()
-        assert engine.vectors_usable and engine.model.vectors_off is None
+        assert engine.model.vectors_usable and engine.model.vectors_off is None
         assert (await engine.pulse()).vectors_off is None
         recorded = parse_identity(await engine.backend.vector_identity())
         assert recorded is not None and recorded.name.startswith("deterministic-")
@@ -99,7 +99,7 @@ async def test_a_fallback_never_advises_replacing_real_vectors(
     missing = {"embedding": {"backend": "model2vec", "model": "no-such-org/no-such-model",
                              "allow_download": False}}
     async with Engine.open(path, config=missing) as engine:
-        assert engine.embedding_fell_back
+        assert engine.model.fell_back
         off = engine.model.vectors_off
         assert off is not None
         assert "could not load" in off.message and "do not reindex" in off.message
@@ -125,12 +125,12 @@ async def test_an_older_file_gets_the_identity_of_its_own_model(
         conn.execute("DELETE FROM memory_meta WHERE key = 'embedding_fingerprint'")
     conn.close()
     async with Engine.open(path, config=model2vec(tiny_model_dir)) as engine:
-        assert engine.vectors_usable
+        assert engine.model.vectors_usable
     assert rows(path, "SELECT count(*) FROM memory_meta WHERE key = 'embedding_fingerprint'") \
         == [(1,)]
     other = build_tiny_model(tmp_path / "elsewhere" / "tiny-m2v", seed=2)
     async with Engine.open(path, config=model2vec(other)) as engine:
-        assert not engine.vectors_usable
+        assert not engine.model.vectors_usable
 
 
 def test_identity_tolerates_arithmetic_noise_but_not_other_weights(

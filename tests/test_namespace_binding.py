@@ -69,10 +69,10 @@ async def test_the_bound_write_checks_the_owner_inside_its_transaction(
 async def test_memory_save_and_search_one_hit_per_note_with_tags(memory: str) -> None:
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         long_text = " ".join(f"Paragraph {n} about the quarterly deploy plan." for n in range(60))
-        big = await engine.memory_save(long_text, tags=["Plan", "plan", " ops "],
-                                       namespace="alice")
-        small = await engine.memory_save("The deploy window is Friday.", namespace="alice")
-        await engine.memory_save("The deploy window is Friday.", namespace="bob")
+        big = await engine.notes.memory_save(long_text, tags=["Plan", "plan", " ops "],
+                                             namespace="alice")
+        small = await engine.notes.memory_save("The deploy window is Friday.", namespace="alice")
+        await engine.notes.memory_save("The deploy window is Friday.", namespace="bob")
         await engine.drain()
 
         assert big.name == f"Paragraph 0 about the quarterly deploy ({big.note_id[5:13]})"
@@ -80,16 +80,16 @@ async def test_memory_save_and_search_one_hit_per_note_with_tags(memory: str) ->
         assert sum(json.loads(meta or "{}").get("note_id") == big.note_id for (meta,) in
                    rows(memory, "SELECT metadata_json FROM chunks")) > 1
 
-        hits = await engine.memory_search("deploy", namespace="alice", top_k=10)
+        hits = await engine.notes.memory_search("deploy", namespace="alice", top_k=10)
         assert sorted(hit.note_id for hit in hits) == sorted([big.note_id, small.note_id])
-        tagged = await engine.memory_search("deploy", tags=["ops"], namespace="alice")
+        tagged = await engine.notes.memory_search("deploy", tags=["ops"], namespace="alice")
         assert [hit.note_id for hit in tagged] == [big.note_id]
         assert tagged[0].tags == ["plan", "ops"] and tagged[0].content == long_text
-        assert len(await engine.memory_search("deploy", namespace="alice", top_k=1)) == 1
+        assert len(await engine.notes.memory_search("deploy", namespace="alice", top_k=1)) == 1
         with pytest.raises(InvalidInput, match="top_k"):
-            await engine.memory_search("deploy", namespace="alice", top_k=0)
+            await engine.notes.memory_search("deploy", namespace="alice", top_k=0)
         # The search is logged under the caller it names.
-        await engine.memory_search("window", namespace="alice", caller="agent")
+        await engine.notes.memory_search("window", namespace="alice", caller="agent")
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         logged = await engine.retrieval_log(5, caller="agent")
         assert [entry["query"] for entry in logged] == ["window"]
@@ -98,8 +98,8 @@ async def test_memory_save_and_search_one_hit_per_note_with_tags(memory: str) ->
 async def test_memory_save_names_what_has_no_words(memory: str) -> None:
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         with pytest.raises(InvalidInput):
-            await engine.memory_save("   ", namespace="alice")
-        note = await engine.memory_save("x" * 300, namespace="alice")
+            await engine.notes.memory_save("   ", namespace="alice")
+        note = await engine.notes.memory_save("x" * 300, namespace="alice")
         assert note.name == f"{'x' * 48} ({note.note_id[5:13]})"
 
 

@@ -67,13 +67,13 @@ async def test_an_edit_may_take_its_own_alias_as_name_and_keep_the_old_name(
 
 
 async def test_namespaces_are_those_that_hold_notes(engine: Engine) -> None:
-    assert await engine.note_namespaces() == []
+    assert await engine.notes.namespaces() == []
     for namespace in ("support", "planner", "support", "Émile"):
-        await engine.add_note(f"n-{len(await engine.note_namespaces())}", "Text.",
+        await engine.add_note(f"n-{len(await engine.notes.namespaces())}", "Text.",
                               namespace=namespace)
-    assert await engine.note_namespaces() == ["planner", "support", "Émile"]
+    assert await engine.notes.namespaces() == ["planner", "support", "Émile"]
     await engine.remove_note("n-0", namespace="support")
-    assert await engine.note_namespaces() == ["planner", "support", "Émile"]
+    assert await engine.notes.namespaces() == ["planner", "support", "Émile"]
     removed = await engine.list_notes(namespace="planner")
     await engine.remove_note(removed.notes[0].note_id, namespace="planner")
-    assert await engine.note_namespaces() == ["support", "Émile"]
+    assert await engine.notes.namespaces() == ["support", "Émile"]

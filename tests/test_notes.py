@@ -263,7 +263,7 @@ async def test_an_alias_resolves_but_adds_no_search_words(engine: Engine) -> Non
     assert aliased.aliases == ["xylophone"] and aliased.updated_at >= note.updated_at
     assert (await engine.get_note("xylophone")).note_id == note.note_id
     assert not await hits(engine, "xylophone")
-    assert not await engine.recall_memories("xylophone")
+    assert not await engine.notes.recall_memories("xylophone")
     assert (await engine.list_notes(text="xylophone")).total == 0
     assert await engine.alias_note(note.note_id, "xylophone") == aliased  # already bound
     assert await engine.alias_note(note.note_id, "rosebud") == aliased  # its own name
@@ -444,47 +444,48 @@ async def test_every_listing_query_reaches_notes_through_an_index(db_path: Path)
 # --- pynchy's memory tools -------------------------------------------------------------------
 
 async def test_save_memory_adds_then_updates_under_the_key(engine: Engine) -> None:
-    saved = await engine.save_memory("favorite_color", "blue")
+    saved = await engine.notes.save_memory("favorite_color", "blue")
     assert (saved.name, saved.category, saved.source) == ("favorite_color", "core",
                                                           "save_memory")
     await engine.write_note("favorite_color", category="daily")
-    again = await engine.save_memory("favorite_color", "green")
+    again = await engine.notes.save_memory("favorite_color", "green")
     assert (again.note_id, again.content, again.category) == (saved.note_id, "green", "daily")
-    moved = await engine.save_memory("favorite_color", "teal", "conversation")
+    moved = await engine.notes.save_memory("favorite_color", "teal", "conversation")
     assert moved.category == "conversation"
     await engine.alias_note("favorite_color", "colour")
-    assert (await engine.save_memory("colour", "red")).note_id == saved.note_id
+    assert (await engine.notes.save_memory("colour", "red")).note_id == saved.note_id
     with pytest.raises(InvalidInput, match="category must be one of"):
-        await engine.save_memory("k", "v", "misc")
+        await engine.notes.save_memory("k", "v", "misc")
     with pytest.raises(InvalidInput, match="key must not be empty"):
-        await engine.save_memory(" ", "v")
+        await engine.notes.save_memory(" ", "v")
 
 
 async def test_recall_memories_ranks_by_bm25_then_falls_back_to_like(engine: Engine) -> None:
-    await engine.save_memory("deadline", "the tax deadline is the tax office's May 15 deadline")
-    await engine.save_memory("office", "the office has a tax desk")
-    await engine.save_memory("docs", "see http://localhost:8080/api_v2 for docs")
-    found = await engine.recall_memories("tax deadline")
+    await engine.notes.save_memory("deadline",
+                                   "the tax deadline is the tax office's May 15 deadline")
+    await engine.notes.save_memory("office", "the office has a tax desk")
+    await engine.notes.save_memory("docs", "see http://localhost:8080/api_v2 for docs")
+    found = await engine.notes.recall_memories("tax deadline")
     assert [h.key for h in found] == ["deadline", "office"]
     assert found[0].score > found[1].score and {h.matched_by for h in found} == {"fts"}
     assert found[0].content.startswith("the tax deadline") and found[0].category == "core"
-    fallback = await engine.recall_memories("calhost:80")  # no word matches: substrings
+    fallback = await engine.notes.recall_memories("calhost:80")  # no word matches: substrings
     assert [(h.key, h.matched_by) for h in fallback] == [("docs", "like")]
-    assert await engine.recall_memories("nothing matches this") == []
-    assert await engine.recall_memories("") == []
-    assert [h.key for h in await engine.recall_memories("tax", limit=1)] == ["deadline"]
+    assert await engine.notes.recall_memories("nothing matches this") == []
+    assert await engine.notes.recall_memories("") == []
+    assert [h.key for h in await engine.notes.recall_memories("tax", limit=1)] == ["deadline"]
     log = await engine.retrieval_log(caller="recall_memories")
     assert log and log[0]["scope_value"] == engine.note_session()
 
 
 async def test_forget_and_list_memories(engine: Engine) -> None:
-    await engine.save_memory("b", "two")
-    await engine.save_memory("a", "one", "daily")
-    assert await engine.list_memories() == ["a", "b"]
-    assert await engine.list_memories(category="daily") == ["a"]
-    assert await engine.forget_memory("a") is True
-    assert await engine.forget_memory("a") is False
-    assert await engine.list_memories() == ["b"]
+    await engine.notes.save_memory("b", "two")
+    await engine.notes.save_memory("a", "one", "daily")
+    assert await engine.notes.list_memories() == ["a", "b"]
+    assert await engine.notes.list_memories(category="daily") == ["a"]
+    assert await engine.remove_note("a") is True
+    assert await engine.remove_note("a") is False
+    assert await engine.notes.list_memories() == ["b"]
 
 
 # --- the memory session ------------------------------------------------------------------------

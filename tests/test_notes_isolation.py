@@ -51,9 +51,9 @@ async def test_no_namespace_reaches_another_s_notes(engine: Engine, tmp_path: Pa
         for text in (words, "%", "_", "'", "zanz", "secret plan", "; DELETE"):
             assert (await engine.list_notes(namespace=intruder, text=text)).total == 0
         assert (await engine.list_notes(namespace=intruder, tags=["secret"])).total == 0
-        assert await engine.list_memories(namespace=intruder) == []
-        assert await engine.recall_memories(words, namespace=intruder) == []
-        assert await engine.recall_memories("%", namespace=intruder) == []
+        assert await engine.notes.list_memories(namespace=intruder) == []
+        assert await engine.notes.recall_memories(words, namespace=intruder) == []
+        assert await engine.notes.recall_memories("%", namespace=intruder) == []
         for scope in ({"session_id": engine.note_session(intruder)}, {"namespace": intruder}):
             assert await engine.hybrid_query(query=words, **scope) == []
         assert await engine.list_facts(namespace=intruder) == []
@@ -72,14 +72,14 @@ async def test_no_namespace_reaches_another_s_notes(engine: Engine, tmp_path: Pa
                 with pytest.raises(NotFound):
                     await engine.alias_note(ref, "mine now", namespace=intruder)
                 assert await engine.remove_note(ref, namespace=intruder) is False
-                assert await engine.forget_memory(ref, namespace=intruder) is False
+                assert await engine.remove_note(ref, namespace=intruder) is False
             with pytest.raises(NotFound):
                 await engine.unalias_note(note.aliases[0], namespace=intruder)
 
     # The intruders may use the same names for notes of their own: alice's stay hers.
     intruder = INTRUDERS[0]
     for note in owned:
-        mine = await engine.save_memory(note.name, "intruder's own text", namespace=intruder)
+        mine = await engine.notes.save_memory(note.name, "intruder's own text", namespace=intruder)
         await engine.alias_note(mine.note_id, note.aliases[0], namespace=intruder)
         assert mine.note_id != note.note_id and mine.namespace == intruder
     exported = await engine.export_notes(tmp_path / "intruder.json", namespace=intruder)
@@ -96,7 +96,7 @@ async def test_no_namespace_reaches_another_s_notes(engine: Engine, tmp_path: Pa
     await engine.upsert_fact("vault", "code", "0000", namespace=intruder)
 
     assert await snapshot(engine, OWNER) == before
-    found = await engine.recall_memories(words, namespace=OWNER, limit=50)
+    found = await engine.notes.recall_memories(words, namespace=OWNER, limit=50)
     assert sorted(hit.note_id for hit in found) == sorted(note.note_id for note in owned)
     assert all(hit.content.startswith("zanzibar") for hit in found)
     assert (await engine.get_fact("vault", "code", namespace=OWNER)).value == "1234"
@@ -112,7 +112,8 @@ async def test_an_owner_s_search_never_returns_an_intruder_s_notes(engine: Engin
     for scope in ({"session_id": engine.note_session(OWNER)}, {"namespace": OWNER}):
         found = await engine.hybrid_query(query="quokka", top_k=50, **scope)
         assert [h.metadata["name"] for h in found] == ["mine"]
-    assert [h.key for h in await engine.recall_memories("quokka", namespace=OWNER)] == ["mine"]
+    recalled = await engine.notes.recall_memories("quokka", namespace=OWNER)
+    assert [h.key for h in recalled] == ["mine"]
     assert (await engine.list_notes(namespace=OWNER, text="quokka")).total == 1
 
 

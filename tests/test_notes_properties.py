@@ -158,7 +158,7 @@ def test_name_and_alias_resolution_matches_a_model(tmp_path: Path) -> None:
             self.ids[key], self.primary[key] = note.note_id, canonical(name)
             self.bound[canonical(name)] = key
             # The same name in the neighbouring namespace is another note.
-            run(engine.save_memory(name, "y", namespace=self.neighbour))
+            run(engine.notes.save_memory(name, "y", namespace=self.neighbour))
             return key
 
         def claim(self, key: int, name: str, call: Any) -> Any:
@@ -227,7 +227,7 @@ def test_name_and_alias_resolution_matches_a_model(tmp_path: Path) -> None:
                 assert note.name == self.primary[holder]
                 assert sorted(note.aliases) == sorted(
                     n for n, k in self.bound.items() if k == holder and n != note.name)
-                if probe in run(engine.list_memories(namespace=self.neighbour)):
+                if probe in run(engine.notes.list_memories(namespace=self.neighbour)):
                     other = run(engine.get_note(probe, namespace=self.neighbour))
                     assert other.note_id != note.note_id
             for key, note_id in self.ids.items():

@@ -46,7 +46,7 @@ async def test_export_then_import_into_a_new_file_round_trips(engine: Engine,
             2, 0, [], [])
         restored = (await fresh.list_notes()).notes
         assert [n.to_dict() for n in restored] == [n.to_dict() for n in original]
-        found = await fresh.recall_memories("flour")
+        found = await fresh.notes.recall_memories("flour")
         assert [h.key for h in found] == ["groceries"]  # imported notes are indexed
         assert (await fresh.get_note("shopping")).name == "groceries"
 
@@ -99,8 +99,8 @@ async def test_overwrite_lets_the_file_win(engine: Engine, tmp_path: Path) -> No
     assert (await engine.get_note("summary 1 alias")).name == "summary 1"
     assert (await engine.get_note("errands")).note_id == holder.note_id
     assert (await engine.get_note("errands")).aliases == []
-    assert not await engine.recall_memories("changed since the export")
-    assert [h.key for h in await engine.recall_memories("flour")] == ["groceries"]
+    assert not await engine.notes.recall_memories("changed since the export")
+    assert [h.key for h in await engine.notes.recall_memories("flour")] == ["groceries"]
 
 
 async def test_overwrite_removes_a_note_whose_name_the_file_claims_as_an_alias(
@@ -115,7 +115,7 @@ async def test_overwrite_removes_a_note_whose_name_the_file_claims_as_an_alias(
     assert (await engine.get_note("deadline")).name == "project"
     with pytest.raises(NotFound):
         await engine.get_note("due")
-    assert await engine.list_memories() == ["project"]
+    assert await engine.notes.list_memories() == ["project"]
 
 
 async def test_file_ids_are_kept_when_free_and_never_taken_from_another_note(

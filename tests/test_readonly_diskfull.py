@@ -124,8 +124,8 @@ async def make_memory(path: Path) -> None:
 async def assert_reads_work_and_writes_are_refused(path: Path, reason: str) -> None:
     before = digest(path)
     async with Engine.open(path, config=CONFIG) as engine:
-        assert engine.read_only and engine.read_only_reason is not None
-        assert reason in engine.read_only_reason
+        assert engine.read_only and engine.backend.read_only_reason is not None
+        assert reason in engine.backend.read_only_reason
         assert any("opened read-only" in w and reason in w for w in engine.warnings)
         # browse, search, replay
         assert [r.payload["content"] for r in await engine.recall("trip")][-1].startswith("I am")
@@ -293,7 +293,7 @@ async def test_a_real_disk_fills_writes_are_refused_and_the_file_stays_sound() -
         # Opened on a disk with no room at all: read-only, saying why.
         fill_disk(where)
         async with Engine.open(path, config=CONFIG) as engine:
-            assert engine.read_only and "disk is full" in (engine.read_only_reason or "")
+            assert engine.read_only and "disk is full" in (engine.backend.read_only_reason or "")
             assert len(await engine.recall("s")) == 6
         # A new file on a full disk: a clear refusal, and no empty file left behind.
         with pytest.raises(StorageFull, match="disk is full"):

@@ -268,7 +268,7 @@ async def test_the_engine_never_shows_or_stores_the_key(
         for mode in MODES:
             server.mode = mode
             async with Engine.open(tmp_path / f"{mode}.db", config=probing) as engine:
-                assert engine.embedding_fell_back
+                assert engine.model.fell_back
                 places.add(f"warnings, {mode}", engine.warnings)
                 places.add(f"pulse, {mode}", await engine.pulse())
                 places.add(f"repr(engine.config), {mode}", repr(engine.config))
@@ -298,7 +298,7 @@ async def test_the_engine_never_shows_or_stores_the_key(
         for mode in MODES:
             server.mode = mode
             async with Engine.open(tmp_path / "sized.db", config=sized) as engine:
-                assert engine.worker is not None and not engine.embedding_fell_back
+                assert engine.worker is not None and not engine.model.fell_back
                 engine.worker.last_error = None
                 await engine.append("s", {"role": "user", "content": f"text for {mode}"})
                 for _ in range(500):  # until the batch has failed (a timeout takes 0.4 s)
@@ -403,7 +403,7 @@ async def test_the_app_screen_never_shows_the_key(
             monkeypatch.setattr(app, "notify", notify)
             async with app.run_test(size=(160, 48)) as pilot:
                 await settle(pilot)
-                assert app.engine is not None and app.engine.embedding_fell_back
+                assert app.engine is not None and app.engine.model.fell_back
                 places.add(f"screenshot, {mode}", app.export_screenshot())
                 places.add(f"header, {mode}", str(app.query_one(StatusHeader).render()))
                 places.add(f"notifications, {mode}", notes)

@@ -146,7 +146,8 @@ class JudgedSearches:
         """Every query judged in ``scope`` with something judged relevant, searched deep
         enough for ``top_k``; the grades are read afresh each time."""
         kept = self._searched.setdefault(tuple(sorted(scope.items())), {})
-        judged = await engine.judged_queries(**scope)
+        judged = await engine.judged_queries(session_id=scope.get("session_id"),
+                                             namespace=scope.get("namespace"))
         queries, judgments, results = [], [], []
         for query, grades in judged.items():
             if not relevant_chunks(grades):
@@ -154,7 +155,8 @@ class JudgedSearches:
             found = kept.get(query)
             if found is None or found.legs.depth < top_k:
                 found = await engine.search(query=query, top_k=top_k, caller="judged",
-                                            **scope)
+                                            session_id=scope.get("session_id"),
+                                            namespace=scope.get("namespace"))
                 kept[query] = found
             queries.append(query)
             judgments.append(grades)

@@ -1,10 +1,15 @@
-"""The Engine's note, memory-tool and fact operations, in one place.
+"""The Engine's note and fact operations, in one place: its one note API.
 
 :class:`NoteOperations` is a base of :class:`core.engine.Engine`: each method waits for the
 model where it needs one and hands the call to :class:`core.notes.service.Notes` or
 :class:`core.notes.facts.Facts`, where the rules are explained. Every call works in one
 namespace: ``namespace=`` or the configured agent. A note is named by its id, its name or
 any alias; one namespace never reaches another's notes.
+
+pynchy's memory tools (notes by key) and oxydra's (notes by id, with tags) are not here: the
+MCP server (:mod:`workbench.mcp.tools`) maps their names onto these operations and onto the
+notes service's ``save_memory``, ``recall_memories``, ``list_memories``, ``memory_save`` and
+``memory_search``, which hold the rules they add.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from core.model_loading import needs_model
 from core.notes import transfer
-from core.types import Fact, MemoryHit, Note, NoteExportResult, NoteHit, NoteImportResult, NotePage
+from core.types import Fact, Note, NoteExportResult, NoteImportResult, NotePage
 
 if TYPE_CHECKING:
     from core.notes.facts import Facts
@@ -23,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class NoteOperations:
-    """Notes (oxydra's, with crabtalk's operations), pynchy's and oxydra's memory tools, facts."""
+    """Notes (oxydra's, with crabtalk's operations) and facts."""
 
     notes: Notes
     facts: Facts
@@ -62,10 +67,6 @@ class NoteOperations:
         return await self.notes.edit(ref, namespace=namespace, name=name, aliases=aliases,
                                      content=content, kind=kind, category=category, tags=tags,
                                      source=source, importance=importance)
-
-    async def note_namespaces(self) -> list[str]:
-        """Every namespace that holds a note, in order."""
-        return await self.notes.namespaces()
 
     async def rename_note(self, ref: str, new_name: str, *,
                           namespace: str | None = None) -> Note:
@@ -107,47 +108,6 @@ class NoteOperations:
                            overwrite: bool = False) -> NoteImportResult:
         """Import a notes file: all of it, or (``ImportCollision``) nothing."""
         return await transfer.import_notes(self.notes, path, namespace, overwrite=overwrite)
-
-    # -- pynchy's memory tools: notes by key -----------------------------------------------
-
-    @needs_model
-    async def save_memory(self, key: str, content: str, category: str | None = None, *,
-                          namespace: str | None = None) -> Note:
-        """Store content under a key (the note of that name, written or added)."""
-        return await self.notes.save_memory(key, content, category, namespace=namespace)
-
-    @needs_model
-    async def recall_memories(self, query: str, *, namespace: str | None = None,
-                              limit: int = 10, caller: str = "recall_memories") -> list[MemoryHit]:
-        """Memories for a query: BM25, else the LIKE substring fallback."""
-        return await self.notes.recall_memories(query, namespace=namespace, limit=limit,
-                                                caller=caller)
-
-    async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
-        """Remove the memory a key names; False when none."""
-        return await self.notes.forget_memory(key, namespace=namespace)
-
-    async def list_memories(self, *, namespace: str | None = None,
-                            category: str | None = None) -> list[str]:
-        """Every memory key of the namespace, in order."""
-        return await self.notes.list_memories(namespace=namespace, category=category)
-
-    # -- oxydra's memory tools: notes by id, with tags ------------------------------------
-
-    @needs_model
-    async def memory_save(self, content: str, *, tags: Sequence[str] | None = None,
-                          source: str = "memory_save", namespace: str | None = None) -> Note:
-        """Store a note by content alone (oxydra's ``store_note``), as ``note-{uuid}``."""
-        return await self.notes.memory_save(content, tags=tags, source=source,
-                                            namespace=namespace)
-
-    @needs_model
-    async def memory_search(self, query: str, *, tags: Sequence[str] | None = None,
-                            top_k: int = 10, namespace: str | None = None,
-                            caller: str = "memory_search") -> list[NoteHit]:
-        """The namespace's notes for a query (hybrid, tags in SQL), best first, one per note."""
-        return await self.notes.memory_search(query, tags=tags, top_k=top_k,
-                                              namespace=namespace, caller=caller)
 
     # -- facts (aidaemon; see core/notes/facts.py) -----------------------------------------
 

@@ -348,10 +348,6 @@ class Notes:
         owned = await self._backend.notes_by_ids(namespace, list(best))
         return [(result, owned[note_id]) for note_id, result in best.items() if note_id in owned]
 
-    async def forget_memory(self, key: str, *, namespace: str | None = None) -> bool:
-        """Remove the memory a key names; False when it names none."""
-        return await self.remove(key, namespace=namespace)
-
     async def list_memories(self, *, namespace: str | None = None,
                             category: str | None = None) -> list[str]:
         """Every memory key (note name) of the namespace, in order."""

@@ -28,7 +28,7 @@ def chunks(text: str, max_chars: int = 640) -> tuple[PreparedChunk, ...]:
 def message(session_id: str, sequence: int | None, text: str, *, agent: str = AGENT,
             role: str = "user", importance: float = 0.5, tags: tuple[str, ...] = (),
             created_at: str = NOW, bound: bool = False) -> PreparedMessage:
-    """A prepared user message, as ``Engine.prepare_message`` makes one."""
+    """A prepared user message, as ``Conversations.prepare_message`` makes one."""
     metadata: dict[str, Any] = {"role": role}
     if tags:
         metadata["tags"] = list(tags)

@@ -195,7 +195,7 @@ class WorkbenchApp(App[None]):
         self.engine = engine
         header.file_name = engine.location.display
         header.schema = engine.backend.schema_version
-        header.read_only = engine.read_only_reason
+        header.read_only = engine.backend.read_only_reason
         if created:
             self.notify(f"created {engine.location.display}: a new memory file", timeout=10)
         for warning in engine.warnings:
@@ -211,8 +211,8 @@ class WorkbenchApp(App[None]):
             self.notify(f"{exc}", title="The embedding model did not load", severity="error",
                         timeout=30)
         else:
-            if engine.embedding_warning:
-                self.notify(engine.embedding_warning, severity="warning", timeout=15)
+            if engine.model.warning:
+                self.notify(engine.model.warning, severity="warning", timeout=15)
         await self._poll_once()
 
     def poll_pulse(self) -> None:

@@ -225,8 +225,8 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
 
     cfg = load_config(config)
     async with Engine.open(path, config=cfg) as engine:
-        if engine.embedding_warning:
-            say(f"warning: {engine.embedding_warning}")
+        if engine.model.warning:
+            say(f"warning: {engine.model.warning}")
         embedder = engine.embedder
         counts = await engine.counts()
         if counts["chunks"] and not reuse:

@@ -299,8 +299,8 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                               else Path(keep) if keep is not None else str(db))
         path = Path(target) if url is None else None
         async with Engine.open(target, config=cfg) as engine:
-            if engine.embedding_warning:
-                say(f"warning: {engine.embedding_warning}")
+            if engine.model.warning:
+                say(f"warning: {engine.model.warning}")
             model, dimension = engine.embedder.name, engine.embedder.dimension
             exact_vectors = engine.backend.features.exact_vector_search
             counts = await engine.counts()
@@ -367,9 +367,10 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
                                             for scope in ("session", "namespace")
                                             for leg in ("fts", "vector", "fetch")}
             for session_id, text in asked:
-                for scope, where in (("session", {"session_id": session_id}),
-                                     ("namespace", {"namespace": AGENT})):
-                    found = await engine.search(query=text, top_k=TOP_K, **where)
+                for scope, session, namespace in (("session", session_id, None),
+                                                  ("namespace", None, AGENT)):
+                    found = await engine.search(query=text, top_k=TOP_K, session_id=session,
+                                                namespace=namespace)
                     for leg in ("fts", "vector", "fetch"):
                         legs[f"{scope} {leg}"].append(found.legs.timings_ms.get(leg, 0.0))
                     if scope == "namespace":

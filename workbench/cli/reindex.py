@@ -46,7 +46,7 @@ async def _reindex(db: Location, config: Any) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     async with open_engine(db, config, writes=True, reindex=True) as engine:
-        if engine.embedding_fell_back:
+        if engine.model.fell_back:
             await engine.reindex()  # refuses, saying why, before anything is drawn or changed
         _echo_warnings(engine)
         # The bar goes to stderr: stdout is the result, which a script may read.

@@ -280,8 +280,9 @@ def _echo_warnings(engine: Any) -> None:
 def echo_read_only(engine: Any) -> None:
     """One line on stderr when the file opened read-only without being asked to (a quiet
     command says nothing else, but a write it then tries is refused for this reason)."""
-    if engine.read_only_reason:
-        click.echo(f"warning: {engine.location} is open read-only ({engine.read_only_reason}); "
+    reason = engine.backend.read_only_reason
+    if reason:
+        click.echo(f"warning: {engine.location} is open read-only ({reason}); "
                    "reading works, writing is refused", err=True)
 
 

@@ -200,26 +200,32 @@ class MemoryTools:
         self.engine = engine
         self.namespace = namespace
 
+    # pynchy's and oxydra's tools map onto the engine's one note API (``remove_note``,
+    # ``write_note``) and onto the notes service, where the rules their shapes add live:
+    # a key's note written or added, a name made for a note saved by content alone, hits
+    # one per note.
+
     # pynchy
 
     async def save_memory(self, a: SaveMemoryArgs) -> dict[str, Any]:
-        note = await self.engine.save_memory(a.key, a.content, a.category,
-                                             namespace=self.namespace)
+        note = await self.engine.notes.save_memory(a.key, a.content, a.category,
+                                                   namespace=self.namespace)
         return {"key": note.name, "category": note.category, "note_id": note.note_id,
                 "updated_at": note.updated_at}
 
     async def recall_memories(self, a: RecallMemoriesArgs) -> dict[str, Any]:
-        hits = await self.engine.recall_memories(a.query, namespace=self.namespace,
-                                                 limit=a.limit, caller=CALLER)
+        hits = await self.engine.notes.recall_memories(a.query, namespace=self.namespace,
+                                                       limit=a.limit, caller=CALLER)
         return {"memories": [hit.to_dict() for hit in hits]}
 
     async def forget_memory(self, a: KeyArgs) -> dict[str, Any]:
         return {"key": a.key,
-                "forgotten": await self.engine.forget_memory(a.key, namespace=self.namespace)}
+                "forgotten": await self.engine.remove_note(a.key, namespace=self.namespace)}
 
     async def list_memories(self, a: ListMemoriesArgs) -> dict[str, Any]:
         # A page, so a namespace of many memories never floods the agent's context.
-        keys = await self.engine.list_memories(namespace=self.namespace, category=a.category)
+        keys = await self.engine.notes.list_memories(namespace=self.namespace,
+                                                     category=a.category)
         end = a.offset + a.limit
         return {"keys": keys[a.offset:end], "total": len(keys),
                 "next_offset": end if end < len(keys) else None}
@@ -227,12 +233,13 @@ class MemoryTools:
     # oxydra notes
 
     async def memory_save(self, a: MemorySaveArgs) -> dict[str, Any]:
-        note = await self.engine.memory_save(a.content, tags=a.tags, namespace=self.namespace)
+        note = await self.engine.notes.memory_save(a.content, tags=a.tags,
+                                                   namespace=self.namespace)
         return _note(note)
 
     async def memory_search(self, a: MemorySearchArgs) -> dict[str, Any]:
-        hits = await self.engine.memory_search(a.query, tags=a.tags, top_k=a.top_k,
-                                               namespace=self.namespace, caller=CALLER)
+        hits = await self.engine.notes.memory_search(a.query, tags=a.tags, top_k=a.top_k,
+                                                     namespace=self.namespace, caller=CALLER)
         return {"results": [hit.to_dict() for hit in hits]}
 
     async def memory_update(self, a: MemoryUpdateArgs) -> dict[str, Any]:

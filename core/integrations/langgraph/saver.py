@@ -155,7 +155,7 @@ class WorkbenchSaver(BaseCheckpointSaver[str]):
             chunking = self.engine.config.chunking
 
             def prepare(positions: Sequence[int]) -> list[Any]:
-                prepared[:] = [self.engine.prepare_message(
+                prepared[:] = [self.engine.conversations.prepare_message(
                     thread_id, None, to_message(messages[position]), self.namespace,
                     created_at, bound=True) for position in positions]
                 return prepared
@@ -222,7 +222,7 @@ class WorkbenchSaver(BaseCheckpointSaver[str]):
         source = _thread_id({"thread_id": source_thread_id})
         target = _thread_id({"thread_id": target_thread_id})
         items = await self.engine.backend.langgraph_items(self.namespace, source)
-        prepared = [(item, self.engine.prepare_message(
+        prepared = [(item, self.engine.conversations.prepare_message(
             target, None, json.loads(item.payload_json), self.namespace, item.created_at,
             bound=True)) for item in items]
         chunking = self.engine.config.chunking

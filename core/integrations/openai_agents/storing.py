@@ -41,7 +41,7 @@ async def store_items(engine: Engine, session_id: str, namespace: str, now: str,
     prepared: list[PreparedMessage] = []
     for index, item in enumerate(items):
         try:
-            prepared.append(engine.prepare_message(
+            prepared.append(engine.conversations.prepare_message(
                 session_id, None, to_message(item), namespace,
                 now if times is None else times[index], bound=True))
         except InvalidInput as error:

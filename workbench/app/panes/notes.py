@@ -115,7 +115,7 @@ class NotesPane(Pane):
         """Read the namespaces, the filtered page and the open note again; show them without
         moving the cursor or touching unsaved text."""
         engine = self.engine
-        namespaces = await engine.note_namespaces()
+        namespaces = await engine.notes.namespaces()
         agent = engine.config.agent
         if self.namespace not in {*namespaces, agent}:
             self.namespace = namespaces[0] if namespaces and agent not in namespaces else agent

@@ -268,7 +268,9 @@ class PlaygroundPane(SweepActions, Pane):
                 context = await engine.get_context(asked.scope_value, asked.text)
             else:
                 found = await engine.search(query=asked.text, mode=asked.mode,
-                                            caller="workbench", **asked.scope, **knobs)
+                                            caller="workbench",
+                                            session_id=asked.scope.get("session_id"),
+                                            namespace=asked.scope.get("namespace"), **knobs)
                 judgments = await engine.judgments(asked.text, **asked.scope)
         except WorkbenchError as exc:
             self.view.status(Content.styled(str(exc), "$error"))

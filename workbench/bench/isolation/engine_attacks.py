@@ -93,11 +93,11 @@ async def _as_crafted_namespaces(engine: Any, planted: Planted, read: Any, write
             "get_note(name)": ([VICTIM_NOTE_NAME], lambda: engine.get_note(
                 VICTIM_NOTE_NAME, namespace=ns)),
             "get_note(id)": ([note_id], lambda: engine.get_note(note_id, namespace=ns)),
-            "list_memories": ([], lambda: engine.list_memories(namespace=ns)),
-            "recall_memories": ([], lambda: engine.recall_memories(BAIT, namespace=ns)),
-            "recall_memories(hxq)": (["hxq"], lambda: engine.recall_memories(
+            "list_memories": ([], lambda: engine.notes.list_memories(namespace=ns)),
+            "recall_memories": ([], lambda: engine.notes.recall_memories(BAIT, namespace=ns)),
+            "recall_memories(hxq)": (["hxq"], lambda: engine.notes.recall_memories(
                 "hxq", namespace=ns)),
-            "memory_search": ([], lambda: engine.memory_search(BAIT, namespace=ns)),
+            "memory_search": ([], lambda: engine.notes.memory_search(BAIT, namespace=ns)),
             "list_facts": ([], lambda: engine.list_facts(namespace=ns)),
             "get_fact": ([*VICTIM_FACT], lambda: engine.get_fact(*VICTIM_FACT, namespace=ns)),
             "read_scratchpad": ([VICTIM_CHAT], lambda: engine.read_scratchpad(
@@ -138,7 +138,7 @@ async def _as_crafted_namespaces(engine: Any, planted: Planted, read: Any, write
             "unalias_note": ([VICTIM_NOTE_ALIAS], lambda: engine.unalias_note(
                 VICTIM_NOTE_ALIAS, namespace=ns)),
             "remove_note": ([memory_id], lambda: engine.remove_note(memory_id, namespace=ns)),
-            "forget_memory": ([VICTIM_MEMORY_KEY], lambda: engine.forget_memory(
+            "forget_memory": ([VICTIM_MEMORY_KEY], lambda: engine.remove_note(
                 VICTIM_MEMORY_KEY, namespace=ns)),
             "delete_fact": ([*VICTIM_FACT], lambda: engine.delete_fact(*VICTIM_FACT,
                                                                        namespace=ns)),
@@ -224,8 +224,8 @@ async def _typed_queries_and_tags(engine: Any, read: Any) -> None:
                                                             raw_fts=True),
             "search(notes session, raw)": lambda: engine.search(session_id=memory,
                                                                 query=query, raw_fts=True),
-            "recall_memories": lambda: engine.recall_memories(query, namespace=ATTACKER),
-            "memory_search": lambda: engine.memory_search(query, namespace=ATTACKER),
+            "recall_memories": lambda: engine.notes.recall_memories(query, namespace=ATTACKER),
+            "memory_search": lambda: engine.notes.memory_search(query, namespace=ATTACKER),
             "list_notes(text)": lambda: engine.list_notes(namespace=ATTACKER, text=query),
             "search_schedules(text)": lambda: engine.schedules.search_schedules(
                 ATTACKER, text=query),
@@ -245,8 +245,8 @@ async def _typed_queries_and_tags(engine: Any, read: Any) -> None:
                 namespace=ATTACKER, query=BAIT, tags=tags, mode="vector"),
             "search(namespace, tags, raw)": lambda: engine.search(
                 namespace=ATTACKER, query=BAIT, tags=tags, raw_fts=True),
-            "memory_search(tags)": lambda: engine.memory_search(BAIT, tags=tags,
-                                                                namespace=ATTACKER),
+            "memory_search(tags)": lambda: engine.notes.memory_search(BAIT, tags=tags,
+                                                                      namespace=ATTACKER),
             "list_notes(tags)": lambda: engine.list_notes(namespace=ATTACKER, tags=tags),
         }
         for operation, run in reads.items():
@@ -270,13 +270,13 @@ async def _note_and_schedule_refs(engine: Any, planted: Planted, read: Any,
             "alias_note": lambda: engine.alias_note(ref, "mly-alias", namespace=ATTACKER),
             "unalias_note": lambda: engine.unalias_note(ref, namespace=ATTACKER),
             "remove_note": lambda: engine.remove_note(ref, namespace=ATTACKER),
-            "forget_memory": lambda: engine.forget_memory(ref, namespace=ATTACKER),
+            "forget_memory": lambda: engine.remove_note(ref, namespace=ATTACKER),
         }
         for operation, run in writes.items():
             await write(operation, given, run)
     for key in (VICTIM_MEMORY_KEY, VICTIM_NOTE_NAME, VICTIM_NOTE_ALIAS):
         await write("save_memory(victim's key)", [key],
-                    lambda: engine.save_memory(key, marked, namespace=ATTACKER_WRITER))
+                    lambda: engine.notes.save_memory(key, marked, namespace=ATTACKER_WRITER))
     store = engine.schedules
     for ref in crafted_schedule_refs(planted.schedule_id, VICTIM_SCHEDULE_NAME):
         given = [ref]

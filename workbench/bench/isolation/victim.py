@@ -82,9 +82,10 @@ async def plant_victim(engine: Any, db_path: str) -> Planted:
     note = await engine.add_note(VICTIM_NOTE_NAME, "aurora lantern hxqnotebody",
                                  aliases=[VICTIM_NOTE_ALIAS], tags=[VICTIM_TAG, "shared"],
                                  **bound)
-    memory = await engine.save_memory(VICTIM_MEMORY_KEY, "aurora hxqmembody", "daily", **bound)
-    saved = await engine.memory_save("aurora lantern hxqsavebody",
-                                     tags=["hxqsavetag", "shared", "$.note_id"], **bound)
+    memory = await engine.notes.save_memory(VICTIM_MEMORY_KEY, "aurora hxqmembody", "daily",
+                                            **bound)
+    saved = await engine.notes.memory_save("aurora lantern hxqsavebody",
+                                           tags=["hxqsavetag", "shared", "$.note_id"], **bound)
     await engine.upsert_fact(*VICTIM_FACT, "hxqfactvalue", **bound)
     await engine.upsert_fact("prefs", "colour", "hxqfactcolour", **bound)
     await engine.write_scratchpad(VICTIM_CHAT, ["aurora hxqscratch"], **bound)
@@ -99,7 +100,7 @@ async def plant_victim(engine: Any, db_path: str) -> Planted:
     await engine.drain()
     found = await engine.hybrid_query(session_id=VICTIM_CHAT, query="aurora hxqloggedquery")
     await engine.hybrid_query(namespace=VICTIM, query="lantern hxqloggedns")
-    await engine.memory_search("hxqloggednote aurora", **bound)
+    await engine.notes.memory_search("hxqloggednote aurora", **bound)
     await engine.judge(JUDGED_QUERY, found[0].chunk_id, 3, session_id=VICTIM_CHAT)
     await engine.judge(JUDGED_QUERY, found[0].chunk_id, 2, namespace=VICTIM)
     await engine.retrieval.flush_logs()
@@ -145,8 +146,8 @@ async def plant_attacker(engine: Any) -> None:
         await engine.append(ATTACKER_CHAT, _message("user", text), **bound)
     await engine.add_note("mallory note", "aurora lantern mlyplant note", tags=["shared"],
                           **bound)
-    await engine.save_memory("mallory key", "aurora mlyplant memory", **bound)
-    await engine.memory_save("aurora mlyplant saved", tags=["shared", "mly"], **bound)
+    await engine.notes.save_memory("mallory key", "aurora mlyplant memory", **bound)
+    await engine.notes.memory_save("aurora mlyplant saved", tags=["shared", "mly"], **bound)
     await engine.upsert_fact("prefs", "colour", "mlyplant teal", **bound)
     await engine.schedules.create_schedule(
         ATTACKER, "aurora mlyplant goal", {"kind": "interval", "value": "1h",
