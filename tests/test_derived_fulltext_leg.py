@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,13 +25,25 @@ async def _fill(engine: Engine) -> None:
                              for n, text in enumerate(TEXTS * 5)])
 
 
-async def test_namespace_queries_switch_to_the_index_once_it_is_built(db_path: Path) -> None:
+async def test_namespace_queries_switch_to_the_index_once_it_is_built(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The build is held until the first query has answered: on a busy machine a build of
+    # thirty rows could otherwise finish before the query that started it looks again.
+    released = threading.Event()
+    build = FullTextIndex.build
+
+    def held_build(index: FullTextIndex, conn: Any) -> None:
+        assert released.wait(60), "the first query never answered"
+        build(index, conn)
+
+    monkeypatch.setattr(FullTextIndex, "build", held_build)
     async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
         await _fill(engine)
         holder = engine.backend.derived  # type: ignore[attr-defined]
         assert not holder.state(FullTextIndex.name).ready
         first = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         assert first.explain()["legs"]["fts_path"] == "database"  # FTS5 while it builds
+        released.set()
         assert await _built(engine)
         second = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         explained = second.explain()
