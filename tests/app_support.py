@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,14 +61,35 @@ def fixture_clock(moment: datetime = FIXTURE_NOW) -> Iterator[None]:
         yield
 
 
+_built: list[Path] = []  # this process's first build, which later ones copy
+
+
 async def build_fixture(path: Path) -> None:
     """Two agents' sessions (with a tool call and its result), notes, a scratchpad,
-    schedules with runs and logged queries, every timestamp fixed."""
+    schedules with runs and logged queries, every timestamp fixed.
+
+    Built once a test process and copied after (a build writes through the engine, a
+    quarter of a second or more; the app's tests ask for it some eighty times). A path that
+    already holds a file is written to as before, the fixture added to what is there.
+    """
+    if path.exists():
+        await _build(path)
+        return
+    if not _built:
+        template = Path(tempfile.mkdtemp(prefix="workbench-fixture-")) / "fixture.db"
+        await _build(template)
+        _built.append(template)
+    shutil.copyfile(_built[0], path)
+
+
+async def _build(path: Path) -> None:
     with clock.frozen(FIXTURE_NOW):  # restores whatever the clock was, frozen or not
         await _write_fixture(path)
     # Whether the derived indexes were built and saved before the engine closed depends on
     # timing; without a saved copy the app's first answers come from SQL, every run alike.
     shutil.rmtree(path.with_name(path.name + "-index"), ignore_errors=True)
+    for leftover in ("-wal", "-shm"):  # a closed memory keeps none, so a copy is whole
+        assert not path.with_name(path.name + leftover).exists(), leftover
 
 
 def built_fixture(folder: Path) -> Path:

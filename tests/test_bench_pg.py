@@ -8,11 +8,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from core import Engine
-from core.storage.pg.invariants import check_database
 from tests.conftest import DETERMINISTIC
 from workbench.bench.crash import run_crash_bench
 from workbench.bench.crash_child import NOTES_NAMESPACE
@@ -85,20 +83,6 @@ def test_bench_crash_on_postgres(pg_url: str) -> None:
     assert total.backlog_after == total.failed_after == total.child_failures == 0
 
 
-def test_check_database_finds_postings_out_of_step_with_the_chunks(pg_url: str) -> None:
-    async def store() -> None:
-        async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
-            await engine.store("s1", 1, {"role": "user", "content": "the deploy was rolled back"})
-    asyncio.run(store())
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert check_database(conn, max_chars=640, overlap_chars=96).sound
-        conn.execute("DELETE FROM chunk_terms WHERE lexeme = 'deploy'")
-        conn.execute("UPDATE chunk_terms SET f_text = 5 WHERE lexeme = 'roll'")
-        broken = check_database(conn, max_chars=640, overlap_chars=96)
-    assert broken.half_stored == ["2 full-text postings missing for their chunks"]
-    assert broken.orphans == ["1 full-text postings without their chunk"]
-
-
 def test_a_workload_whose_sessions_do_not_exist_yet_holds_nothing(pg_url: str) -> None:
     async def held() -> Any:
         async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
@@ -115,18 +99,3 @@ def test_bench_crash_refuses_a_database_whose_notes_namespace_holds_notes(pg_url
     with pytest.raises(FileExistsError, match="already holds notes"):
         asyncio.run(run_crash_bench(DETERMINISTIC, 1, 2, say=lambda _: None, db=pg_url,
                                     workloads=("notes",)))
-
-
-def test_check_database_finds_a_message_without_its_chunks(pg_url: str) -> None:
-    async def store() -> None:
-        async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
-            await engine.store("s1", 1, {"role": "user", "content": "the deploy was rolled back"})
-            await engine.store("s1", 2, {"role": "user", "content": "the cache was warmed"})
-            await engine.drain()
-    asyncio.run(store())
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        sound = check_database(conn, max_chars=640, overlap_chars=96)
-        assert sound.sound and sound.events == 2 and sound.chunks == 2
-        conn.execute("DELETE FROM chunks WHERE session_id = 's1' AND sequence_start = 2")
-        broken = check_database(conn, max_chars=640, overlap_chars=96)
-    assert broken.half_stored_count == 1 and "s1#2" in broken.half_stored[0]

@@ -197,24 +197,6 @@ def test_an_empty_file_is_refused_by_reads_and_made_a_memory_by_adds(
     assert listed.exit_code == 0 and "n1" in listed.stdout
 
 
-def test_a_memory_damaged_inside_is_one_line_from_any_command(
-        runner: CliRunner, tmp_path: Path) -> None:
-    """Damage the schema check cannot see (a table's page overwritten) reaches a command
-    as the driver's error, which the CLI says in one line, and doctor finds."""
-    path = memory_file(tmp_path / "m.db", lambda engine: engine.append(
-        "s1", {"role": "user", "content": "hello there"}))
-    conn = sqlite3.connect(path)
-    (root,) = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'sessions'").fetchone()
-    conn.close()
-    data = bytearray(path.read_bytes())
-    data[(root - 1) * 4096:root * 4096] = b"\xee" * 4096
-    path.write_bytes(bytes(data))
-    result = invoke(runner, "sessions", "list", "--db", path)
-    assert_one_line_refusal(result, Path("the memory file"), "is damaged")
-    doctor = invoke(runner, "doctor", "--db", path)
-    assert doctor.exit_code == 1 and "PROBLEM" in doctor.stdout and "damaged" in doctor.stdout
-
-
 # -- folders this user cannot write or read, as a user without root's override ---------------
 
 def _unshare() -> list[str]:

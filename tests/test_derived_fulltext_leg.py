@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,11 +27,13 @@ async def _fill(engine: Engine) -> None:
 
 async def test_namespace_queries_switch_to_the_index_once_it_is_built(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    release = threading.Event()  # the build waits for it: the first query comes first
+    # The build is held until the first query has answered: on a busy machine a build of
+    # thirty rows could otherwise finish before the query that started it looks again.
+    released = threading.Event()
     build = FullTextIndex.build
 
-    def held_build(index: FullTextIndex, conn: object) -> None:
-        release.wait(30)
+    def held_build(index: FullTextIndex, conn: Any) -> None:
+        assert released.wait(60), "the first query never answered"
         build(index, conn)
 
     monkeypatch.setattr(FullTextIndex, "build", held_build)
@@ -40,7 +43,7 @@ async def test_namespace_queries_switch_to_the_index_once_it_is_built(
         assert not holder.state(FullTextIndex.name).ready
         first = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         assert first.explain()["legs"]["fts_path"] == "database"  # FTS5 while it builds
-        release.set()
+        released.set()
         assert await _built(engine)
         second = await engine.search(namespace="ana", query="garlic lisbon", mode="keyword")
         explained = second.explain()

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NotFound
-from core.storage.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
 
@@ -79,14 +76,3 @@ async def test_facts_are_namespaced_and_survive_reopening(memory: str) -> None:
         for namespace in hostile:
             assert (await engine.get_fact("infra", "region", namespace=namespace)).value == \
                 namespace
-
-
-async def test_the_facts_table_keeps_seed_000s_columns(db_path: Path) -> None:
-    # About the SQLite file: its table's column order, read with a PRAGMA.
-    async with Engine.open(db_path, config=DETERMINISTIC):
-        pass
-    conn = open_connection(db_path, read_only=True, busy_timeout_ms=5000)
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(facts)")]
-    conn.close()
-    assert columns[:7] == ["id", "category", "key", "value", "source", "created_at",
-                           "updated_at"]

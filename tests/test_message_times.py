@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from core import Engine
-from core.clock import frozen, utc_now
+from core.clock import frozen
 from core.errors import InvalidInput
 from core.importers import import_file
 from core.inputs import message_time
 from core.retrieval.dates import message_date
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file, ok_json
-from tests.conftest import DETERMINISTIC, rows
+from tests.conftest import DETERMINISTIC
 from tests.test_importers import make_seed000, make_seed001, write_jsonl
 from workbench.mcp.server import call
 from workbench.mcp.tools import MemoryTools
@@ -42,33 +42,7 @@ def message(text: str, **extra: Any) -> dict[str, Any]:
     return {"role": "user", "content": text, **extra}
 
 
-def stored_times(memory: str, session_id: str) -> list[tuple[int, str, str]]:
-    """(sequence, event created_at, its first chunk's created_at) as the tables hold them."""
-    return [tuple(row) for row in rows(
-        memory, "SELECT e.sequence, e.created_at, c.created_at FROM conversation_events e"
-                " JOIN chunks c ON c.session_id = e.session_id AND c.sequence_start = e.sequence"
-                " WHERE e.session_id = ? ORDER BY e.sequence", session_id)]
-
-
 # -- what is taken, and how it is stored ------------------------------------------------------
-
-async def test_store_and_append_keep_the_time_given_in_utc_as_the_engine_writes(
-        engine: Engine, memory: str) -> None:
-    with frozen(NOW):
-        await engine.store("s", 1, message("an offset"), "2024-05-01T14:30:00.123456+02:30")
-        await engine.store("s", 2, message("zulu"), created_at="2024-05-01T12:00:01Z")
-        await engine.append("s", message("aware datetime"),
-                            datetime(2024, 5, 1, 7, 0, 2, tzinfo=timezone(timedelta(hours=-5))))
-        await engine.append("s", message("none given"), created_at=None)
-        await engine.store("s", 5, message("not given"))
-    expected = ["2024-05-01T12:00:00.123Z", "2024-05-01T12:00:01.000Z",
-                "2024-05-01T12:00:02.000Z", NOW_TEXT, NOW_TEXT]
-    assert [r.created_at for r in await engine.recall("s")] == expected
-    # The same text in the event and its chunk, in utc_now's format, on either backend.
-    assert stored_times(memory, "s") == [(n, t, t) for n, t in enumerate(expected, 1)]
-    assert all(ENGINE_TIME.fullmatch(t) for t in [*expected, utc_now()])
-    (session,) = await engine.list_sessions()
-    assert (session.created_at, session.updated_at) == ("2024-05-01T12:00:00.123Z", NOW_TEXT)
 
 
 BAD_TIMES = [
@@ -82,24 +56,6 @@ BAD_TIMES = [
     pytest.param(1714564800, "is a int, not a time", id="epoch-number"),
     pytest.param("2024-05-01T12:00:00Z" + "x" * 5000, "is not an ISO-8601", id="long"),
 ]
-
-
-@pytest.mark.parametrize(("bad", "said"), BAD_TIMES)
-@pytest.mark.parametrize("how", ["store", "append"])
-async def test_a_time_that_is_not_one_with_an_offset_is_refused_writing_nothing(
-        engine: Engine, memory: str, how: str, bad: object, said: str) -> None:
-    with pytest.raises(InvalidInput) as refused:
-        if how == "store":
-            await engine.store("s", 1, message("hello"), created_at=bad)
-        else:
-            await engine.append("s", message("hello"), bad)
-    text = str(refused.value)
-    assert text.startswith("created_at ") and said in text
-    assert "\n" not in text and len(text) < 260  # the value quoted, cut to ~100 characters
-    assert "2024-05-01T12:00:00Z or 2024-05-01T14:00:00+02:00" in text or "datetime" in text
-    assert await engine.list_sessions() == []
-    for table in ("sessions", "conversation_events", "chunks"):
-        assert rows(memory, f"SELECT count(*) FROM {table}") == [(0,)]
 
 
 @pytest.mark.parametrize(("bad", "said"), BAD_TIMES[:4])

@@ -15,7 +15,7 @@ import pytest
 from core import Engine
 from core.errors import InvalidInput, NotFound, ReadOnlyDatabase
 from core.summary.plan import SUMMARY_PREFIX
-from tests.conftest import DETERMINISTIC, rows
+from tests.conftest import DETERMINISTIC
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,24 +203,6 @@ async def test_bad_budgets_and_read_only_files_are_refused(memory: str) -> None:
     async with Engine.open(memory, config=config(), read_only=True) as engine:
         with pytest.raises(ReadOnlyDatabase):
             await engine.summarize("s")
-
-
-async def test_a_failing_endpoint_leaves_history_untouched_and_records_why(
-        memory: str, unused_port: int) -> None:
-    http = config(backend="http", base_url=f"http://127.0.0.1:{unused_port}/v1", model="m",
-                  timeout_secs=2)
-    async with Engine.open(memory, config=http) as engine:
-        await fill(engine, "s", 9)
-        before = rows(memory, "SELECT sequence, payload_json FROM conversation_events")
-        outcome = await engine.summarize("s")
-        assert outcome.triggered and not outcome.applied and outcome.error
-        assert "127.0.0.1" in outcome.error
-        state = await engine.summary_state("s")
-        assert (state.text, state.epoch) == ("", 0)
-        assert state.last_error == outcome.error
-        assert rows(memory, "SELECT sequence, payload_json FROM conversation_events") == before
-        restored = await engine.restore("s", 2000)
-        assert restored.sequences == list(range(1, 10))
 
 
 async def test_a_real_tokenizer_counts_and_the_summary_still_lands_under_target(

@@ -13,7 +13,7 @@ The in-suite runs are modest and derandomized (the same examples every run); for
 run, random like any hypothesis run, set ``WORKBENCH_FUZZ_EXAMPLES`` (e.g. 3000) and pass
 ``-s`` to see the per-family table::
 
-    WORKBENCH_FUZZ_EXAMPLES=3000 python -m pytest -q -n0 -s tests/test_bad_input.py
+    WORKBENCH_FUZZ_EXAMPLES=3000 python -m pytest -q -n0 -s tests/backend/test_bad_input.py
 
 ``WORKBENCH_FUZZ_REPORT=path.json`` also writes the table as JSON.
 """

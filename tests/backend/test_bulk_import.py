@@ -72,7 +72,7 @@ asyncio.run(main())
 
 
 def _import(db_path: Path, count: int) -> subprocess.Popen[str]:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     return subprocess.Popen([sys.executable, "-c", _IMPORT, str(db_path), str(count)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(root)})

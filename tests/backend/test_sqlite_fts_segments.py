@@ -138,7 +138,7 @@ async def test_a_merge_killed_midway_loses_nothing(
         await _write_one_by_one(engine, 150)
         before = await _answers(engine)
     segments = _segments(db_path)
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     child = subprocess.Popen([sys.executable, "-c", _MERGE_FOREVER, str(db_path)],
                              stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(root)})

@@ -24,7 +24,7 @@ from core.storage.fts_maxscore import bm25_rowids
 from core.storage.search import _session_match
 from tests.conftest import DETERMINISTIC
 
-LOCOMO = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo-dev"
+LOCOMO = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo-dev"
 COMMON = ["good", "plan", "today", "check", "painting", "paints"]
 TOPICAL = ["lisbon", "flight", "hotel", "recipe", "garlic", "oven", "budget", "invoice"]
 ODD = ["Café", "naïve", "ÉCOLE", "straße", "snake_case", "x86_64", "don’t", "über-cool",
