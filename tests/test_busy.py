@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from core import Engine
 from core.errors import MemoryBusy
-from core.storage.connection import sqlite_module
+from core.storage.sqlite.connection import sqlite_module
 from tests.cli_helpers import invoke
 from tests.conftest import rows
 from tests.test_summaries import config as summary_config

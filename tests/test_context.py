@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.storage import connection, fts_rows
-from core.storage.migrations import available_migrations, latest_version, split_statements
-from core.storage.search import Scope
+from core.storage import fts_rows
+from core.storage.sqlite import connection
+from core.storage.sqlite.migrations import available_migrations, latest_version, split_statements
+from core.storage.sqlite.search import Scope
 from tests.conftest import DETERMINISTIC, rows
 
 TURNS = [
@@ -114,7 +115,8 @@ async def test_sessions_sharing_a_prefix_still_never_see_each_other(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # About SQLite's FTS5 table, where a session's terms carry a prefix of its id.
     monkeypatch.setattr(fts_rows, "session_prefix", lambda session_id: "bcdfghjklmnp")
-    monkeypatch.setattr("core.storage.search.session_prefix", lambda session_id: "bcdfghjklmnp")
+    monkeypatch.setattr("core.storage.sqlite.search.session_prefix",
+                        lambda session_id: "bcdfghjklmnp")
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         await engine.store("mine", 1, payload("user", "", "my lisbon flight"))
         await engine.store("theirs", 1, payload("user", "", "their lisbon secret"))
@@ -166,7 +168,7 @@ async def test_migration_3_gives_old_chunks_context_and_session_terms(db_path: P
 async def test_migration_3_context_matches_what_the_write_path_computes(db_path: Path) -> None:
     _version_2_file(db_path)
     conn = connection.open_connection(db_path, read_only=False, busy_timeout_ms=5000)
-    from core.storage.migrations import migrate
+    from core.storage.sqlite.migrations import migrate
 
     migrate(conn)
     conn.close()

@@ -13,8 +13,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from core import Engine
-from core.storage.connection import open_connection
-from core.storage.invariants import check_file
+from core.storage.sqlite.connection import open_connection
+from core.storage.sqlite.invariants import check_file
 from tests.conftest import DETERMINISTIC
 from workbench.bench.crash import MUST_BE_ZERO, WORKLOADS, run_crash_bench
 from workbench.bench.crash_ledger import Holdings as _Holdings

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from core import Engine
-from core.storage import search
 from core.storage.derived.changes import changes_after, collapse
 from core.storage.derived.vector_matrix import NamespaceVectors
-from core.storage.session_vectors import SESSION_VECTOR_LEG
-from core.storage.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
+from core.storage.sqlite import search
+from core.storage.sqlite.session_vectors import SESSION_VECTOR_LEG
+from core.storage.sqlite.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
 from tests.conftest import DETERMINISTIC, execute, rows
 
 WORDS = ("apple pie lisbon flight hotel river jazz piano tax invoice garden tomato rain "
@@ -261,8 +261,8 @@ async def test_closing_interrupts_a_build_in_flight(db_path: Path) -> None:
 
 
 async def test_vectors_copied_after_their_chunks_reach_the_matrix(tmp_path: Path) -> None:
-    from core.storage import copying
-    from core.storage.connection import open_connection
+    from core.storage.sqlite import copying
+    from core.storage.sqlite.connection import open_connection
 
     source, copy = tmp_path / "source.db", tmp_path / "copy.db"
     async with Engine.open(source, config=DETERMINISTIC) as engine:
@@ -317,8 +317,8 @@ class _GatedIndex:
 async def test_applying_one_index_holds_up_no_query_of_another(db_path: Path) -> None:
     import threading
 
-    from core.storage.connection import open_connection
     from core.storage.derived.holder import DerivedIndexes
+    from core.storage.sqlite.connection import open_connection
 
     def connect() -> Any:
         return open_connection(db_path, read_only=True, busy_timeout_ms=5000)

@@ -14,7 +14,7 @@ from core.config import EmbeddingConfig
 from core.embed_process import EmbeddingProcess
 from core.embeddings import load_embedder
 from core.embeddings.context import embed_with_context
-from core.storage.connection import open_connection
+from core.storage.sqlite.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NotFound
-from core.storage.connection import open_connection
+from core.storage.sqlite.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
 

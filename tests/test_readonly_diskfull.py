@@ -26,8 +26,8 @@ from click.testing import CliRunner
 from core import Engine, embed_worker
 from core.embed_worker import EmbeddingWorker
 from core.errors import ReadOnlyDatabase, StorageFull
-from core.storage import refusals
-from core.storage.connection import open_connection, transaction
+from core.storage.sqlite import refusals
+from core.storage.sqlite.connection import open_connection, transaction
 from core.types import Pulse
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file
 from workbench.app.widgets.header import StatusHeader, _pulse_parts
@@ -415,7 +415,7 @@ def test_a_connection_that_cannot_commit_is_recognised() -> None:
 
 async def test_a_writer_left_unable_to_commit_is_replaced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from core.storage import connection
+    from core.storage.sqlite import connection
 
     db = connection.Database(tmp_path / "w.db", read_only=False, reader_pool_size=1,
                              busy_timeout_ms=1000)

@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK session's storage operations, as both backends run them: each is
 one function of a connection in the backend's ``agent_items`` module
-(:mod:`core.storage.agent_items`, :mod:`core.storage.pg.agent_items`), run as one read or
+(:mod:`core.storage.sqlite.agent_items`, :mod:`core.storage.pg.agent_items`), run as one read or
 one write transaction. The promises are stated in :class:`core.storage.backend.Backend`.
 """
 

@@ -1,6 +1,6 @@
 """The LangGraph checkpointer's storage operations, as both backends run them: each is one
 function of a connection in the backend's ``langgraph_rows`` module
-(:mod:`core.storage.langgraph_rows`, :mod:`core.storage.pg.langgraph_rows`), run as one
+(:mod:`core.storage.sqlite.langgraph_rows`, :mod:`core.storage.pg.langgraph_rows`), run as one
 read or one write transaction. The promises are stated in
 :class:`core.storage.backend.Backend`.
 """

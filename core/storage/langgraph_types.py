@@ -4,7 +4,7 @@ A thread is one of our sessions (``session_id`` is the thread id). A checkpoint 
 pending write are stored as LangGraph's own serializer made them (a type tag and bytes), so
 they come back exactly; the messages of a checkpoint's ``messages`` channel are also stored
 as the session's events, each once, through the ordinary message write path
-(:class:`CheckpointPut`). :mod:`core.storage.langgraph_rows` (SQLite) and
+(:class:`CheckpointPut`). :mod:`core.storage.sqlite.langgraph_rows` (SQLite) and
 :mod:`core.storage.pg.langgraph_rows` (PostgreSQL) hold the SQL.
 """
 

@@ -1,13 +1,13 @@
 """The operations every backend runs the same way: each is one function of a connection, in
 the backend's own modules, run as a read or a write by the backend's database.
 
-:class:`core.storage.sqlite_backend.SqliteBackend` runs the functions of ``core/storage/*.py``
-on its writer lane and reader pool; :class:`core.storage.pg.backend.PostgresBackend` runs
-those of ``core/storage/pg/*.py`` (same names, same arguments, async) in its pool's
-transactions. Each backend names its modules in ``_ops`` and its database in ``_db``, and
-writes itself only what differs: opening, closing, the change counter, the vector table,
-the backlog claim, diagnostics. The promise of each operation is stated once, in
-:class:`core.storage.backend.Backend`.
+:class:`core.storage.sqlite.sqlite_backend.SqliteBackend` runs the functions of
+``core/storage/sqlite/*.py`` on its writer lane and reader pool;
+:class:`core.storage.pg.backend.PostgresBackend` runs those of ``core/storage/pg/*.py`` (same
+names, same arguments, async) in its pool's transactions. Each backend names its modules in
+``_ops`` and its database in ``_db``, and writes itself only what differs: opening, closing,
+the change counter, the vector table, the backlog claim, diagnostics. The promise of each
+operation is stated once, in :class:`core.storage.backend.Backend`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
 
 if TYPE_CHECKING:
-    from core.storage import copying, note_listing, notes, search, summaries
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
+    from core.storage.sqlite import copying, note_listing, notes, search, summaries
 
 
 class SharedOperations:

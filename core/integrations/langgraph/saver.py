@@ -45,7 +45,6 @@ from core.clock import utc_now
 from core.errors import InvalidInput, OutOfNamespace
 from core.integrations.langgraph.messages import as_messages, keys_of, to_message
 from core.notes.fields import clean_namespace
-from core.storage.langgraph_rows import metadata_text
 from core.storage.langgraph_types import (
     CheckpointPut,
     CheckpointQuery,
@@ -54,6 +53,7 @@ from core.storage.langgraph_types import (
     WriteRow,
 )
 from core.storage.messages import PreparedMessage, out_of_namespace
+from core.storage.sqlite.langgraph_rows import metadata_text
 
 if TYPE_CHECKING:
     from core.engine import Engine

@@ -19,8 +19,8 @@ from core.storage.derived import persisted
 from core.storage.derived.changes import begin_lineage_entry
 from core.storage.derived.holder import DerivedIndex, Saving
 from core.storage.derived.tokenizer import TOKENIZER
-from core.storage.migrations import current_version
-from core.storage.vectors import get_meta
+from core.storage.sqlite.migrations import current_version
+from core.storage.sqlite.vectors import get_meta
 
 DATABASE_ID_KEY = "database_id"
 

@@ -1,4 +1,4 @@
-"""PostgreSQL: the items of an OpenAI Agents SDK session (:mod:`core.storage.agent_items`'s
+"""PostgreSQL: the items of an OpenAI Agents SDK session (:mod:`core.storage.sqlite.agent_items`'s
 operations on an async connection, with the same semantics and refusals).
 
 What SQLite's single writer gave for free is a lock here: every write locks the session's
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage.agent_items import FRAMEWORK, item_key
 from core.storage.messages import PreparedMessage
 from core.storage.pg import events
 from core.storage.pg.connection import Conn
 from core.storage.pg.langgraph_rows import ensure_session
+from core.storage.sqlite.agent_items import FRAMEWORK, item_key
 
 _LIVE = ("FROM framework_items f JOIN sessions s ON s.session_id = f.session_id"
          " WHERE f.session_id = %s AND f.framework = %s AND f.removed_at IS NULL"

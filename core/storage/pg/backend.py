@@ -33,7 +33,6 @@ from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import Location
-from core.storage.migrations import schema_too_new_message
 from core.storage.pg import (
     agent_items,
     copying,
@@ -55,8 +54,9 @@ from core.storage.pg import (
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived_legs import DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
-from core.storage.search import FullTextRows, LegRequest, Scope, derived_answers
 from core.storage.shared_operations import SharedOperations
+from core.storage.sqlite.migrations import schema_too_new_message
+from core.storage.sqlite.search import FullTextRows, LegRequest, Scope, derived_answers
 
 log = logging.getLogger(__name__)
 

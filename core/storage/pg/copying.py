@@ -1,5 +1,5 @@
 """Copying a whole memory, PostgreSQL's side (the table list and the row form are in
-:mod:`core.storage.copying`).
+:mod:`core.storage.sqlite.copying`).
 
 What differs from SQLite's side:
 
@@ -24,7 +24,8 @@ import numpy as np
 import psycopg
 from psycopg import AsyncConnection, sql
 
-from core.storage.copying import (
+from core.storage.pg.vector_index import set_meta
+from core.storage.sqlite.copying import (
     COPY_TABLES,
     CopyTable,
     RowPage,
@@ -32,7 +33,6 @@ from core.storage.copying import (
     copy_table,
     row_key,
 )
-from core.storage.pg.vector_index import set_meta
 
 Conn = AsyncConnection[Any]
 

@@ -1,4 +1,4 @@
-"""PostgreSQL: notes (:mod:`core.storage.notes`'s operations on an async connection, with
+"""PostgreSQL: notes (:mod:`core.storage.sqlite.notes`'s operations on an async connection, with
 the same semantics, shapes, refusals and messages).
 
 Several writers run at once here, where SQLite's one writer made "check the name is free,
@@ -21,7 +21,9 @@ from typing import Any
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
 from core.storage.messages import PreparedChunk
-from core.storage.notes import (
+from core.storage.pg.connection import Conn
+from core.storage.pg.note_index import chunks_of, index_notes, touch_note, unindex_note
+from core.storage.sqlite.notes import (
     _NOTE_COLUMNS,
     NoteChanges,
     NoteDraft,
@@ -32,8 +34,6 @@ from core.storage.notes import (
     name_range,
     note_dicts,
 )
-from core.storage.pg.connection import Conn
-from core.storage.pg.note_index import chunks_of, index_notes, touch_note, unindex_note
 
 SELECT = "SELECT " + ", ".join(f"n.{column}" for column in _NOTE_COLUMNS) + " FROM notes n"
 
@@ -390,7 +390,7 @@ async def import_notes(
     new_id: Callable[[], str],
 ) -> dict[str, Any]:
     """Apply imported notes in one transaction, or report every collision and apply nothing
-    (the rules: :func:`core.storage.notes.import_notes`)."""
+    (the rules: :func:`core.storage.sqlite.notes.import_notes`)."""
     await _lock_namespace(conn, namespace)
     claimed = {name: draft for draft in drafts for name in (draft.name, *draft.aliases)}
     bound = await _bindings(conn, namespace, list(claimed))

@@ -1,5 +1,5 @@
 """PostgreSQL: schedules and their runs (oxydra's ``SchedulerStore``), as
-:mod:`core.storage.schedules` keeps them in SQLite.
+:mod:`core.storage.sqlite.schedules` keeps them in SQLite.
 
 Rows are plain dicts with the SQLite side's columns, order and refusals. SQLite serializes
 every writer; here many write at once, so what SQLite's lock gave is asked for explicitly:
@@ -18,7 +18,7 @@ from psycopg import sql
 
 from core.errors import NotFound
 from core.storage.pg.connection import Conn
-from core.storage.schedules import COLUMNS, EDITABLE, RUN_COLUMNS
+from core.storage.sqlite.schedules import COLUMNS, EDITABLE, RUN_COLUMNS
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM schedules"
 _SELECT_RUNS = f"SELECT {', '.join(RUN_COLUMNS)} FROM schedule_runs"

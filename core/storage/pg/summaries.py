@@ -1,5 +1,5 @@
 """PostgreSQL: rolling summaries, compactions and consolidation (aidaemon, oxydra,
-crabtalk; :mod:`core.storage.summaries` on an async connection).
+crabtalk; :mod:`core.storage.sqlite.summaries` on an async connection).
 
 The rolling summary is the ``summary_state`` field of a session's ``session_state``, the
 latest compaction its ``compaction`` field. Each change first locks that row
@@ -18,10 +18,10 @@ from typing import Any
 
 from core.errors import NotFound, SummaryConflict
 from core.inputs import shown
-from core.storage.notes import MEMORY_PREFIX, NoteDraft
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import add_note
-from core.storage.summaries import (
+from core.storage.sqlite.notes import MEMORY_PREFIX, NoteDraft
+from core.storage.sqlite.summaries import (
     _ARCHIVE_COLUMNS,
     MARKER_IMPORTANCE,
     CompactionPlan,

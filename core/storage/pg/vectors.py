@@ -1,4 +1,4 @@
-"""PostgreSQL: the pgvector column and the embedding backlog (:mod:`core.storage.vectors`'s
+"""PostgreSQL: the pgvector column and the embedding backlog (:mod:`core.storage.sqlite.vectors`'s
 operations on an async connection).
 
 Several processes may each run an embedding worker on one memory, so the backlog is

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from core.storage.connection import select_in, transaction
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
 from core.storage.messages import (
     PreparedMessage,
@@ -30,6 +29,7 @@ from core.storage.messages import (
     sessions_wanting_context,
     with_counts,
 )
+from core.storage.sqlite.connection import select_in, transaction
 
 
 def scope_token_for(session_id: str) -> str:

@@ -7,8 +7,8 @@ session therefore searches exactly the namespace's notes, and a namespace query 
 beside the agent's conversations. The engine refuses messages for ``memory:`` sessions, so
 such a session holds notes only.
 
-How a note is indexed, and how listings are planned: :mod:`core.storage.note_index` and
-:mod:`core.storage.note_listing`.
+How a note is indexed, and how listings are planned: :mod:`core.storage.sqlite.note_index` and
+:mod:`core.storage.sqlite.note_listing`.
 
 Every operation is one transaction that resolves names inside it, so a second writer can
 never slip between a check and a write; every statement names the namespace, so an id or
@@ -24,10 +24,10 @@ from typing import Any
 
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
-from core.storage.connection import select_in, transaction
-from core.storage.events import insert_rows
 from core.storage.messages import PreparedChunk
-from core.storage.note_index import chunks_of, index_notes, touch_note, unindex_note
+from core.storage.sqlite.connection import select_in, transaction
+from core.storage.sqlite.events import insert_rows
+from core.storage.sqlite.note_index import chunks_of, index_notes, touch_note, unindex_note
 
 MEMORY_PREFIX = "memory:"
 

@@ -22,14 +22,14 @@ import numpy as np
 
 from core.errors import InvalidInput
 from core.inputs import one_line, shown
-from core.storage import fts_maxscore
-from core.storage.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
-from core.storage.connection import select_in, sqlite_module
-from core.storage.events import agent_token_for, scope_token_for
 from core.storage.executed import DERIVED, FTS5, LIKE, Executed, inlined
-from core.storage.fts_maxscore import bm25_rowids, quoted
 from core.storage.fts_rows import prefixed, session_prefix
 from core.storage.fts_words import words
+from core.storage.sqlite import fts_maxscore
+from core.storage.sqlite.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
+from core.storage.sqlite.connection import select_in, sqlite_module
+from core.storage.sqlite.events import agent_token_for, scope_token_for
+from core.storage.sqlite.fts_maxscore import bm25_rowids, quoted
 
 if TYPE_CHECKING:
     from core.storage.derived.fulltext_leg import DerivedFullText
@@ -426,7 +426,7 @@ class SessionAnswer(NamedTuple):
 
 # Given the connection, the request, the full-text leg's (rowid, score) rows (None: rank
 # them too, from the derived full-text index) and the timings to fill: the answer, or None
-# when the SQL path must answer (see core.storage.session_vectors).
+# when the SQL path must answer (see core.storage.sqlite.session_vectors).
 SessionVectors = Callable[[Any, LegRequest, list[tuple[int, float]] | None, dict[str, float]],
                           SessionAnswer | None]
 

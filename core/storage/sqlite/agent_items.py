@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage import events
-from core.storage.connection import transaction
-from core.storage.langgraph_rows import ensure_session
 from core.storage.messages import PreparedMessage
+from core.storage.sqlite import events
+from core.storage.sqlite.connection import transaction
+from core.storage.sqlite.langgraph_rows import ensure_session
 
 FRAMEWORK = "openai-agents"
 """The ``framework_items.framework`` of an Agents SDK session's items."""

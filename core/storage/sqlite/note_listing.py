@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.storage.connection import select_in
 from core.storage.fts_rows import prefixed, session_prefix, words
-from core.storage.notes import _SELECT, _notes, memory_session_id
-from core.storage.search import like_pattern
+from core.storage.sqlite.connection import select_in
+from core.storage.sqlite.notes import _SELECT, _notes, memory_session_id
+from core.storage.sqlite.search import like_pattern
 
 # A filtered page is reached from its set of note ids up to this many matches; above it the
 # namespace is walked in page order (a wide filter fills a page within a few rows).

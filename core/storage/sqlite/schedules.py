@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import NotFound
-from core.storage.connection import transaction
+from core.storage.sqlite.connection import transaction
 
 COLUMNS = ("schedule_id", "user_id", "name", "goal", "cadence_json", "notification_policy",
            "status", "created_at", "updated_at", "next_run_at", "last_run_at",

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import InvalidInput
-from core.storage.connection import select_in, sqlite_module, transaction
-from core.storage.events import insert_rows
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
-from core.storage.vectors import set_meta
+from core.storage.sqlite.connection import select_in, sqlite_module, transaction
+from core.storage.sqlite.events import insert_rows
+from core.storage.sqlite.vectors import set_meta
 
 
 @dataclass(frozen=True)

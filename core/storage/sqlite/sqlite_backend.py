@@ -24,7 +24,18 @@ import numpy as np
 
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
-from core.storage import (
+from core.storage.agent_items_operations import AgentItemsOperations
+from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
+from core.storage.derived.fulltext import FullTextIndex
+from core.storage.derived.fulltext_leg import DerivedFullText
+from core.storage.derived.holder import DerivedIndexes
+from core.storage.derived.saving import ensure_database_id, sqlite_saving
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
+from core.storage.executed import Executed
+from core.storage.langgraph_operations import LangGraphOperations
+from core.storage.locations import parse_location
+from core.storage.shared_operations import SharedOperations
+from core.storage.sqlite import (
     agent_items,
     chunk_rows,
     copying,
@@ -42,26 +53,15 @@ from core.storage import (
     summaries,
     vectors,
 )
-from core.storage.agent_items_operations import AgentItemsOperations
-from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
-from core.storage.connection import Database, checkpoint_wal
-from core.storage.derived.fulltext import FullTextIndex
-from core.storage.derived.fulltext_leg import DerivedFullText
-from core.storage.derived.holder import DerivedIndexes
-from core.storage.derived.saving import ensure_database_id, sqlite_saving
-from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
-from core.storage.executed import Executed
-from core.storage.langgraph_operations import LangGraphOperations
-from core.storage.locations import parse_location
-from core.storage.migrations import (
+from core.storage.sqlite.connection import Database, checkpoint_wal
+from core.storage.sqlite.migrations import (
     current_version,
     latest_version,
     migrate,
     schema_too_new_message,
 )
-from core.storage.refusals import storage_refusal
-from core.storage.session_vectors import SessionMatrix
-from core.storage.shared_operations import SharedOperations
+from core.storage.sqlite.refusals import storage_refusal
+from core.storage.sqlite.session_vectors import SessionMatrix
 
 if TYPE_CHECKING:
     from core.storage.backend import Backend
@@ -234,7 +234,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
     async def run_legs(self, request: search.LegRequest, *, full_text: bool,
                        ) -> search.LegRows:
         """A session's legs in one hop; its vector leg and fetch from the namespace matrix
-        when a namespace query has built it (:mod:`core.storage.session_vectors`)."""
+        when a namespace query has built it (:mod:`core.storage.sqlite.session_vectors`)."""
         if not (search.session_vector_leg(request, full_text) and self.session_matrix.ready()):
             return await super().run_legs(request, full_text=full_text)
         return await self._db.read(functools.partial(
@@ -385,7 +385,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
     async def bulk_writes(self, importing: bool) -> None:
         """FTS5's automerge off while an import writes, back on after it
-        (:func:`core.storage.fts_segments.set_automerge`)."""
+        (:func:`core.storage.sqlite.fts_segments.set_automerge`)."""
         if self.read_only:
             return
         await self._db.write(fts_segments.set_automerge,
@@ -399,7 +399,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         return await self._db.write(checkpoint_wal)
 
     async def merge_full_text(self) -> bool:
-        """One step of merging chunks_fts's segments (:mod:`core.storage.fts_segments`);
+        """One step of merging chunks_fts's segments (:mod:`core.storage.sqlite.fts_segments`);
         False when it is one segment, or the file is read-only."""
         if self.read_only:
             return False

@@ -4,7 +4,7 @@ A full disk (SQLITE_FULL, or sqlite-vec's plain SQLITE_ERROR when the file is ou
 a file that became read-only (SQLITE_READONLY), another process holding the write lock
 past the busy timeout (SQLITE_BUSY), text the driver cannot bind (a lone surrogate), and a
 writer connection sqlite-vec left unable to commit. :class:`Database`
-(:mod:`core.storage.connection`) applies these to every read and write.
+(:mod:`core.storage.sqlite.connection`) applies these to every read and write.
 """
 
 from __future__ import annotations

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core import indexing
-from core.storage.events import scope_token_for
 from core.storage.messages import chunk_id_for
-from core.storage.note_index import note_chunk_id
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.sqlite.events import scope_token_for
+from core.storage.sqlite.note_index import note_chunk_id
+from core.storage.sqlite.notes import MEMORY_PREFIX
 
 _SHOWN = 20  # problems kept per kind, each kind still counted in full
 

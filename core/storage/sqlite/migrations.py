@@ -28,7 +28,7 @@ class Migration:
     sql: str
 
 
-def available_migrations(package: str = "core.storage") -> list[Migration]:
+def available_migrations(package: str = "core.storage.sqlite") -> list[Migration]:
     """Every migration shipped with this code in ``package``'s ``migrations/`` folder (the
     SQLite schema's by default), in version order."""
     found = []
@@ -107,7 +107,7 @@ def migrate(conn: Any, path: object = "database") -> list[int]:
 
 def split_statements(script: str) -> list[str]:
     """Split a SQL script into complete statements (triggers keep their inner semicolons)."""
-    from core.storage.connection import sqlite_module
+    from core.storage.sqlite.connection import sqlite_module
 
     complete = sqlite_module().complete_statement
     statements: list[str] = []

@@ -14,8 +14,8 @@ from typing import Any
 
 from core.errors import InvalidInput, NotFound, SummaryConflict
 from core.inputs import shown
-from core.storage.connection import transaction
-from core.storage.notes import MEMORY_PREFIX, NoteDraft, add_note
+from core.storage.sqlite.connection import transaction
+from core.storage.sqlite.notes import MEMORY_PREFIX, NoteDraft, add_note
 
 MARKER_IMPORTANCE = 0.1  # a system line (aidaemon's importance for system messages)
 

@@ -20,8 +20,8 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from core.errors import ExtensionMissing, ReadOnlyDatabase
-from core.storage import refusals
-from core.storage.open_files import track, tracked_class
+from core.storage.sqlite import refusals
+from core.storage.sqlite.open_files import track, tracked_class
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.indexing import CONTEXT_SEPARATOR
-from core.storage.connection import select_in
+from core.storage.sqlite.connection import select_in
 
 # created_at: the time of the chunk's first message, which the date boost reads when the
 # message's metadata names no date (core/retrieval/dates.py).

@@ -24,9 +24,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.storage.events import CHUNK_COLUMNS, chunk_scope_token, insert_rows, next_fts_rowid
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
 from core.storage.messages import PreparedChunk
+from core.storage.sqlite.events import CHUNK_COLUMNS, chunk_scope_token, insert_rows, next_fts_rowid
 
 
 def note_chunk_id(note_id: str, name: str, content_hash: str) -> str:
