@@ -19,7 +19,7 @@ from core.conversations import require_session_in
 from core.errors import InvalidInput
 from core.inputs import shown
 from core.notes.fields import clean_namespace
-from core.storage.sqlite.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import ScratchpadState
 
 if TYPE_CHECKING:

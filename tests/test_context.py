@@ -11,7 +11,7 @@ from core import Engine
 from core.storage import fts_rows
 from core.storage.sqlite import connection
 from core.storage.sqlite.migrations import available_migrations, latest_version, split_statements
-from core.storage.sqlite.search import Scope
+from core.storage.vocabulary import Scope
 from tests.conftest import DETERMINISTIC, rows
 
 TURNS = [

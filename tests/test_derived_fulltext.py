@@ -19,9 +19,9 @@ from core.storage.derived.phrases import occurrences, phrase_postings
 from core.storage.derived.session_text import session_search
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
 from core.storage.sqlite import connection
-from core.storage.sqlite.events import agent_token_for
 from core.storage.sqlite.fts_maxscore import bm25_rowids
 from core.storage.sqlite.search import _session_match
+from core.storage.vocabulary import agent_token_for
 from tests.conftest import DETERMINISTIC
 
 LOCOMO = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo-dev"

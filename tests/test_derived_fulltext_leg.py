@@ -12,7 +12,7 @@ import pytest
 from core import Engine
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.sqlite.connection import Lane, sqlite_module
-from core.storage.sqlite.search import LegRequest, Scope
+from core.storage.vocabulary import LegRequest, Scope
 from tests.conftest import DETERMINISTIC
 
 TEXTS = ["the garlic bread in lisbon", "a flight to lisbon on friday", "garlic and oven",

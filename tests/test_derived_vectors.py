@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from core import Engine
+from core.storage import vocabulary
 from core.storage.derived.changes import changes_after, collapse
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.sqlite import search
-from core.storage.sqlite.session_vectors import SESSION_VECTOR_LEG
 from core.storage.sqlite.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
+from core.storage.vocabulary import SESSION_VECTOR_LEG
 from tests.conftest import DETERMINISTIC, execute, rows
 
 WORDS = ("apple pie lisbon flight hotel river jazz piano tax invoice garden tomato rain "
@@ -127,7 +128,7 @@ async def test_the_namespace_matrix_answers_as_sqlite_vec_does(db_path: Path) ->
         embedded = engine.model.embedder.embed(queries)
         for query, vector in zip(queries, embedded, strict=True):
             for namespace in ("ann", "bob", ""):
-                scope = search.Scope(namespace=namespace)
+                scope = vocabulary.Scope(namespace=namespace)
                 ours, path = await backend.vector_leg(scope, np.asarray(vector), 10, model)
                 theirs = await backend.vector_search(scope, np.asarray(vector), 10, model)
                 assert path == DERIVED_VECTOR_LEG

@@ -13,7 +13,7 @@ import pytest
 
 from core import Engine
 from core.errors import DimensionMismatch, EmbeddingError, WorkbenchError
-from core.storage.sqlite.search import Scope
+from core.storage.vocabulary import Scope
 from tests.conftest import rows
 from tests.embedding_server import EmbeddingServer, isolate_hub_cache, serve
 

@@ -14,7 +14,7 @@ from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
 from core.storage.locations import parse_location
 from core.storage.sqlite import note_listing
 from core.storage.sqlite.connection import open_connection
-from core.storage.sqlite.events import scope_token_for
+from core.storage.vocabulary import scope_token_for
 from tests.conftest import DETERMINISTIC, execute, rows
 
 NOTE_ID = re.compile(r"note-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

@@ -16,8 +16,8 @@ from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.sqlite import session_vectors
-from core.storage.sqlite.session_vectors import SESSION_VECTOR_LEG
 from core.storage.sqlite.sqlite_backend import SqliteBackend
+from core.storage.vocabulary import SESSION_VECTOR_LEG
 from tests.conftest import DETERMINISTIC
 from workbench.bench import synthetic
 

@@ -37,8 +37,7 @@ from core.notes.fields import (
     new_note_id,
 )
 from core.storage.messages import PreparedChunk
-from core.storage.sqlite.note_listing import NoteQuery
-from core.storage.sqlite.notes import NoteChanges, NoteDraft, NoteRef, memory_session_id
+from core.storage.vocabulary import NoteChanges, NoteDraft, NoteQuery, NoteRef, memory_session_id
 from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage, ScoreParts
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from core.clock import utc_now
 from core.errors import ImportCollision, InvalidInput
 from core.notes.fields import NOTE_SCHEMA_VERSION, is_note_id, new_note_id
-from core.storage.sqlite.notes import NoteDraft
+from core.storage.vocabulary import NoteDraft
 from core.types import NameCollision, NoteExportResult, NoteImportResult
 
 if TYPE_CHECKING:

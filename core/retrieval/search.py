@@ -17,7 +17,7 @@ from core.retrieval.dates import Period, candidate_dates, names_a_time, query_pe
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.executed import LIKE, Executed
 from core.storage.fts_words import TERM
-from core.storage.sqlite.chunk_rows import chunk_context, chunk_metadata
+from core.storage.rows import chunk_context, chunk_metadata
 from core.types import HybridQueryResult, ScoreParts
 
 MODES = ("keyword", "vector", "hybrid")

@@ -43,15 +43,19 @@ if TYPE_CHECKING:
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
-    from core.storage.sqlite.copying import RowPage, WriteResult
-    from core.storage.sqlite.note_listing import NoteQuery
-    from core.storage.sqlite.notes import NoteChanges, NoteDraft, NoteRef
-    from core.storage.sqlite.search import FullTextRows, LegRequest, LegRows, Scope
-    from core.storage.sqlite.summaries import CompactionPlan
-
-VECTOR_IDENTITY_KEY = "embedding_fingerprint"
-"""The shared memory_meta key holding the identity (name, size, fingerprint) of the model
-the vectors were made by, beside ``embedding_model`` and ``embedding_dimension``."""
+    from core.storage.vocabulary import (
+        CompactionPlan,
+        FullTextRows,
+        LegRequest,
+        LegRows,
+        NoteChanges,
+        NoteDraft,
+        NoteQuery,
+        NoteRef,
+        RowPage,
+        Scope,
+        WriteResult,
+    )
 
 
 @dataclass(frozen=True)

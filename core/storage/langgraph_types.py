@@ -130,3 +130,9 @@ def write_row(values: Sequence[Any]) -> WriteRow:
     return WriteRow(str(values[0]), str(values[1]), str(values[2]), str(values[3]),
                     str(values[4]), int(values[5]), str(values[6]), str(values[7]),
                     bytes(values[8]))
+
+
+def metadata_text(metadata: dict[str, Any]) -> str:
+    """Checkpoint metadata as stored: JSON, NUL characters dropped (PostgreSQL text holds
+    none, and LangGraph's own savers drop them too)."""
+    return json.dumps(metadata, ensure_ascii=False).replace("\\u0000", "")

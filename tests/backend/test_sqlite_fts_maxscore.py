@@ -10,7 +10,7 @@ import pytest
 
 from core import Engine
 from core.storage.sqlite import connection, fts_maxscore
-from core.storage.sqlite.events import agent_token_for
+from core.storage.vocabulary import agent_token_for
 from tests.conftest import DETERMINISTIC
 
 # A skewed vocabulary, as conversation has: a few words in most chunks, a long rare tail.

@@ -16,9 +16,9 @@ from core.errors import ExtensionMissing, SchemaTooNew
 from core.storage.locations import parse_location
 from core.storage.pg import migrations
 from core.storage.pg.connection import PgDatabase
+from core.storage.rows import Migration, schema_too_new_message
 from core.storage.sqlite import migrations as sqlite_migrations
 from core.storage.sqlite.connection import open_connection
-from core.storage.sqlite.migrations import Migration, schema_too_new_message
 from tests.pg_server import PgTestServer
 
 REPO = Path(__file__).resolve().parents[2]

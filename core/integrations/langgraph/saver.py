@@ -51,9 +51,9 @@ from core.storage.langgraph_types import (
     CheckpointRow,
     StoredCheckpoint,
     WriteRow,
+    metadata_text,
 )
 from core.storage.messages import PreparedMessage, out_of_namespace
-from core.storage.sqlite.langgraph_rows import metadata_text
 
 if TYPE_CHECKING:
     from core.engine import Engine

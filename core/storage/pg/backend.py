@@ -28,7 +28,7 @@ import psycopg
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.storage.agent_items_operations import AgentItemsOperations
-from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
+from core.storage.backend import BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
@@ -54,9 +54,15 @@ from core.storage.pg import (
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived_legs import DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
+from core.storage.rows import schema_too_new_message
 from core.storage.shared_operations import SharedOperations
-from core.storage.sqlite.migrations import schema_too_new_message
-from core.storage.sqlite.search import FullTextRows, LegRequest, Scope, derived_answers
+from core.storage.vocabulary import (
+    VECTOR_IDENTITY_KEY,
+    FullTextRows,
+    LegRequest,
+    Scope,
+    derived_answers,
+)
 
 log = logging.getLogger(__name__)
 

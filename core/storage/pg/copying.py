@@ -25,14 +25,8 @@ import psycopg
 from psycopg import AsyncConnection, sql
 
 from core.storage.pg.vector_index import set_meta
-from core.storage.sqlite.copying import (
-    COPY_TABLES,
-    CopyTable,
-    RowPage,
-    WriteResult,
-    copy_table,
-    row_key,
-)
+from core.storage.rows import COPY_TABLES, CopyTable, copy_table, row_key
+from core.storage.vocabulary import RowPage, WriteResult
 
 Conn = AsyncConnection[Any]
 

@@ -21,7 +21,7 @@ import numpy as np
 from core.storage import messages as writing
 from core.storage.messages import PreparedMessage, WriteOutcome
 from core.storage.pg.connection import Conn
-from core.storage.sqlite.events import chunk_scope_token
+from core.storage.vocabulary import chunk_scope_token
 
 # The tables a memory's rows live in, as table_counts reports them (chunks_fts and
 # chunks_vec are added: the one is a column of chunks here, the other a plain table).

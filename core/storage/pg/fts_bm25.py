@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.storage.pg.connection import Conn
-from core.storage.sqlite.search import Scope
+from core.storage.vocabulary import Scope
 
 BM25_K1 = 1.2  # FTS5's bm25 constants (fts5_aux.c)
 BM25_B = 0.75

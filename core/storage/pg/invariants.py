@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.storage.sqlite.invariants import FileFindings, check_messages
+from core.storage.rows import FileFindings, check_messages
 
 
 def check_database(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFindings:

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.storage.messages import PreparedChunk
 from core.storage.pg.connection import Conn
-from core.storage.sqlite.note_index import note_rows
+from core.storage.rows import note_rows
 
 
 async def _next_sequence(conn: Conn, session_id: str) -> int:

@@ -19,9 +19,8 @@ from typing import Any
 from core.storage.fts_rows import words
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import SELECT, rows_to_notes
-from core.storage.sqlite.note_listing import NoteQuery
-from core.storage.sqlite.notes import memory_session_id
-from core.storage.sqlite.search import like_pattern
+from core.storage.rows import like_pattern
+from core.storage.vocabulary import NoteQuery, memory_session_id
 
 CONFIG = "memory_english"
 

@@ -29,7 +29,7 @@ from core.errors import (
     WorkbenchError,
 )
 from core.storage.locations import Location, scrub
-from core.storage.sqlite.refusals import not_text
+from core.storage.rows import not_text
 
 # Errors after which the same transaction, run again from the start, may well succeed.
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)

@@ -38,7 +38,8 @@ from core.storage.fts_words import words
 from core.storage.pg import fts_bm25
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
-from core.storage.sqlite.search import FullTextRows, LegRequest, LegRows, Scope, like_pattern
+from core.storage.rows import like_pattern
+from core.storage.vocabulary import FullTextRows, LegRequest, LegRows, Scope
 
 # Raw syntax's rank, ts_rank_cd, normalised by 1 + log(document length) (flag 1), the
 # flag closest to bm25 that fts_compare measured (and still far from it).

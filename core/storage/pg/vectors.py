@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.pg import vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
+from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 # Long enough for any batch to be embedded and saved (seconds on CPU, minutes on a slow
 # endpoint with retries), short enough that a killed worker's chunks do not wait long.

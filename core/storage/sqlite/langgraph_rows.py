@@ -11,7 +11,6 @@ Only ``framework_items`` rows of framework ``langgraph`` are read or changed her
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -323,7 +322,3 @@ class read_snapshot:  # noqa: N801  (a context manager named as the statement it
             self._conn.execute("COMMIT")
 
 
-def metadata_text(metadata: dict[str, Any]) -> str:
-    """Checkpoint metadata as stored: JSON, NUL characters dropped (PostgreSQL text holds
-    none, and LangGraph's own savers drop them too)."""
-    return json.dumps(metadata, ensure_ascii=False).replace("\\u0000", "")

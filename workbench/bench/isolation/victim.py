@@ -50,7 +50,7 @@ class Planted:
 
     @property
     def sessions(self) -> list[str]:
-        from core.storage.sqlite.notes import memory_session_id
+        from core.storage.vocabulary import memory_session_id
 
         return [VICTIM_CHAT, VICTIM_OLD, memory_session_id(VICTIM)]
 
@@ -198,7 +198,7 @@ class Snapshot:
     archive files. Two snapshots are equal exactly when nothing of the victim's changed."""
 
     def __init__(self, planted: Planted, archive_root: Path) -> None:
-        from core.storage.sqlite.events import scope_token_for
+        from core.storage.vocabulary import scope_token_for
         from core.summary.archive_files import safe_name
 
         self._planted = planted
