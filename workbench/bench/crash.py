@@ -253,8 +253,7 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
                  problems: list[str], run: int) -> tuple[str, int]:
     """Everything the kill must not have broken; the model's name and size."""
     from core import Engine
-    from core.storage.sqlite.connection import open_connection
-    from core.storage.sqlite.invariants import check_file
+    from core.storage import check_file, open_connection
 
     figures = workload.figures
     chunking = config["chunking"]

@@ -172,7 +172,7 @@ class _Reader:
 
             self._pg = psycopg.connect(memory, autocommit=True)
         else:
-            from core.storage.sqlite.connection import open_connection
+            from core.storage import open_connection
 
             self._lite = open_connection(location.path, read_only=True, busy_timeout_ms=5000)
 
