@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from core.storage.messages import PreparedMessage
+    from core.storage.operations import OperationModules
 
 
 class AgentItemsOperations:
     """The ``agent_items_`` delegations both backends share."""
 
     _db: Any
-    _ops: ClassVar[Any]
+    _ops: ClassVar[OperationModules]
 
     def require_writable(self) -> None:  # pragma: no cover - SharedOperations' is used
         raise NotImplementedError

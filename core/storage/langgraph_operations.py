@@ -19,13 +19,14 @@ if TYPE_CHECKING:
         WriteRow,
     )
     from core.storage.messages import PreparedMessage
+    from core.storage.operations import OperationModules
 
 
 class LangGraphOperations:
     """The ``langgraph_`` delegations both backends share."""
 
     _db: Any
-    _ops: ClassVar[Any]
+    _ops: ClassVar[OperationModules]
 
     def require_writable(self) -> None:  # pragma: no cover - SharedOperations' is used
         raise NotImplementedError

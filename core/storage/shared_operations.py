@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
+    from core.storage.operations import OperationModules
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -45,7 +46,7 @@ class SharedOperations:
 
     _db: Any
     """The backend's database: ``read(fn, *args)`` and ``write(fn, *args)``."""
-    _ops: ClassVar[Any]
+    _ops: ClassVar[OperationModules]
     """The backend's operation modules, by the SQLite modules' names."""
     vector_leg_name: str
     """What answers a vector leg in the database (explanations and the retrieval log say it)."""

@@ -19,7 +19,6 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import Location
+from core.storage.operations import OperationModules
 from core.storage.pg import (
     agent_items,
     copying,
@@ -92,7 +92,7 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
 
     features = POSTGRES_FEATURES
     vector_leg_name = "pgvector"
-    _ops = SimpleNamespace(
+    _ops = OperationModules(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,

@@ -17,7 +17,6 @@ import os
 import time
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVect
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import parse_location
+from core.storage.operations import OperationModules
 from core.storage.rows import schema_too_new_message
 from core.storage.shared_operations import SharedOperations
 from core.storage.sqlite import (
@@ -85,7 +85,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
     features = SQLITE_FEATURES
     vector_leg_name = "sqlite-vec"
-    _ops = SimpleNamespace(
+    _ops = OperationModules(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
