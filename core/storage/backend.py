@@ -599,7 +599,7 @@ class Backend(Protocol):
 
     async def copy_tables(self) -> list[str]:
         """The tables a whole memory is copied by (``workbench migrate``), parents first;
-        each has the same name and columns on every backend (core/storage/sqlite/copying.py)."""
+        each has the same name and columns on every backend (core/storage/rows.py)."""
 
     async def count_rows(self, table: str) -> int:
         """How many rows ``table`` (one of :meth:`copy_tables`) holds."""

@@ -26,8 +26,8 @@ from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
 
 
 NOTE_COLUMNS = ("note_id", "namespace", "session_id", "name", "content", "kind", "category",
-                 "tags_json", "source", "importance", "event_sequence", "created_at",
-                 "updated_at", "schema_version")
+                "tags_json", "source", "importance", "event_sequence", "created_at",
+                "updated_at", "schema_version")
 
 
 def note_dicts(rows: Sequence[Sequence[Any]],
@@ -55,7 +55,8 @@ def name_range(prefix: str) -> tuple[str, str] | None:
 
 
 def names_of(namespace: str, note_id: str, name: str,
-              aliases: Sequence[str]) -> list[tuple[str, str, str, int]]:
+             aliases: Sequence[str]) -> list[tuple[str, str, str, int]]:
+    """The note_names rows of a note: its name (is_alias 0) and each alias (1)."""
     return [(namespace, name, note_id, 0), *[(namespace, a, note_id, 1) for a in aliases]]
 
 
@@ -149,27 +150,28 @@ def swapped_summary(state: dict[str, Any], summary: dict[str, Any], expected_epo
 
 
 ARCHIVE_COLUMNS = ("session_id", "marker_sequence", "archive_name", "namespace", "note_id",
-                    "first_sequence", "last_sequence", "message_count", "archived_at",
-                    "summarizer", "file_path", "file_error")
+                   "first_sequence", "last_sequence", "message_count", "archived_at",
+                   "summarizer", "file_path", "file_error")
 
 
 def archives(rows: list[Any]) -> list[dict[str, Any]]:
+    """Archive rows (``ARCHIVE_COLUMNS``) as dicts."""
     return [dict(zip(ARCHIVE_COLUMNS, row, strict=True)) for row in rows]
 
 
-SCHEDULE_COLUMNS = ("schedule_id", "user_id", "name", "goal", "cadence_json", "notification_policy",
-           "status", "created_at", "updated_at", "next_run_at", "last_run_at",
-           "last_run_status", "consecutive_failures", "channel_id", "channel_context_id",
-           "status_reason")
+SCHEDULE_COLUMNS = ("schedule_id", "user_id", "name", "goal", "cadence_json",
+                    "notification_policy", "status", "created_at", "updated_at", "next_run_at",
+                    "last_run_at", "last_run_status", "consecutive_failures", "channel_id",
+                    "channel_context_id", "status_reason")
 
 
 SCHEDULE_RUN_COLUMNS = ("run_id", "schedule_id", "started_at", "finished_at", "status",
-               "output_summary", "output", "turn_count", "cost", "notified")
+                        "output_summary", "output", "turn_count", "cost", "notified")
 
 
-SCHEDULE_EDITABLE = frozenset({"name", "goal", "cadence_json", "notification_policy", "status",
-                      "next_run_at", "channel_id", "channel_context_id", "status_reason",
-                      "consecutive_failures"})
+SCHEDULE_EDITABLE = frozenset({"name", "goal", "cadence_json", "notification_policy",
+                               "status", "next_run_at", "channel_id", "channel_context_id",
+                               "status_reason", "consecutive_failures"})
 
 
 AGENTS_FRAMEWORK = "openai-agents"

@@ -424,7 +424,7 @@ async def import_notes(
                                     ([draft.note_id for draft in fresh],))
         taken = {str(row[0]) for row in await cursor.fetchall()}
     rows = [new_row(draft, new_id() if draft.note_id in taken else draft.note_id,
-                     session_id, now) for draft in fresh]
+                    session_id, now) for draft in fresh]
     await _insert_notes(conn, rows)
     await index_notes(conn, list(zip(rows, (draft.chunks for draft in fresh), strict=True)),
                       now)

@@ -371,7 +371,7 @@ def import_notes(conn: Any, namespace: str, drafts: Sequence[NoteDraft], overwri
         taken = {row[0] for row in select_in(conn, "SELECT note_id FROM notes WHERE note_id IN",
                                              [draft.note_id for draft in fresh])}
         rows = [new_row(draft, new_id() if draft.note_id in taken else draft.note_id,
-                         session_id, now) for draft in fresh]
+                        session_id, now) for draft in fresh]
         _insert_notes(conn, rows)
         index_notes(conn, list(zip(rows, (draft.chunks for draft in fresh), strict=True)), now)
         return {"applied": True, "collisions": collisions, "added": len(rows),
