@@ -19,7 +19,7 @@ from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, OutOfNamespace
 from core.notes.fields import clean_namespace
 from core.storage.messages import PreparedChunk, PreparedMessage, out_of_namespace
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import MemoryRecord, SessionInfo, StoreResult
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidInput, NotFound
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 from core.summary.archive_files import render, safe_name, write_atomically
 from core.types import MemoryRecord
 

@@ -4,7 +4,7 @@ It holds the current goals, the steps done and the steps pending during a long r
 the agent does not drift. A write replaces the whole list; a list over the limits (32
 items of 240 characters by default, ``[scratchpad]`` in the config) is refused whole, with
 a message naming the limit, and the scratchpad keeps what it had. It is stored in the
-session's ``session_state`` (:mod:`core.storage.scratchpad`), so it lasts as long as the
+session's ``session_state`` (:mod:`core.storage.sqlite.scratchpad`), so it lasts as long as the
 session and goes with it.
 """
 
@@ -19,7 +19,7 @@ from core.conversations import require_session_in
 from core.errors import InvalidInput
 from core.inputs import shown
 from core.notes.fields import clean_namespace
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import ScratchpadState
 
 if TYPE_CHECKING:

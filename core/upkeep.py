@@ -5,10 +5,10 @@ Every commit appends to SQLite's write-ahead log, and copying the log into the f
 checkpoint) is work no write has to wait for either: :class:`Upkeep` runs it once this
 engine has written nothing for :data:`LOG_QUIET_SECONDS` (an agent's pause for its model
 between turns is enough), instead of the commit that crosses SQLite's threshold
-(:data:`core.storage.connection.WAL_AUTOCHECKPOINT_PAGES`).
+(:data:`core.storage.sqlite.connection.WAL_AUTOCHECKPOINT_PAGES`).
 
 Writes leave SQLite's full-text index in many segments, and every full-text query reads
-each of its terms in each segment (see :mod:`core.storage.fts_segments` for the figures).
+each of its terms in each segment (see :mod:`core.storage.sqlite.fts_segments` for the figures).
 Merging them is work no write has to wait for: :class:`Upkeep` runs it in small steps once
 this engine has written nothing for :data:`QUIET_SECONDS`, starting with the file as it was
 opened, and goes back to waiting when a write comes in the middle. Each step is one short

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.storage.migrations import latest_version
+from core.storage.sqlite.migrations import latest_version
 from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
 from workbench.app.widgets.header import StatusHeader
 

@@ -23,7 +23,7 @@ import pytest
 
 from core import Engine
 from core.errors import MemoryBusy
-from core.storage.connection import sqlite_module
+from core.storage.sqlite.connection import sqlite_module
 from tests.test_summaries import config as summary_config
 from tests.test_summaries import fill, message
 

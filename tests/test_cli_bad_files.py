@@ -29,7 +29,7 @@ from click.testing import CliRunner, Result
 
 from core import Engine
 from core.errors import InvalidInput
-from core.storage.memory_file import examine
+from core.storage.sqlite.memory_file import examine
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file
 from tests.test_cli_new_file import ADDS, NEEDS, arguments
 from workbench.app.app import WorkbenchApp

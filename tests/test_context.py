@@ -8,7 +8,7 @@ import pytest
 
 from core import Engine
 from core.storage import fts_rows
-from core.storage.search import Scope
+from core.storage.sqlite.search import Scope
 from tests.conftest import DETERMINISTIC
 
 TURNS = [
@@ -62,7 +62,8 @@ async def test_sessions_sharing_a_prefix_still_never_see_each_other(
         db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # About SQLite's FTS5 table, where a session's terms carry a prefix of its id.
     monkeypatch.setattr(fts_rows, "session_prefix", lambda session_id: "bcdfghjklmnp")
-    monkeypatch.setattr("core.storage.search.session_prefix", lambda session_id: "bcdfghjklmnp")
+    monkeypatch.setattr("core.storage.sqlite.search.session_prefix",
+                        lambda session_id: "bcdfghjklmnp")
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         await engine.store("mine", 1, payload("user", "", "my lisbon flight"))
         await engine.store("theirs", 1, payload("user", "", "their lisbon secret"))

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from core import Engine
-from core.storage.connection import Lane, sqlite_module
 from core.storage.derived.fulltext import FullTextIndex
-from core.storage.search import LegRequest, Scope
+from core.storage.sqlite.connection import Lane, sqlite_module
+from core.storage.vocabulary import LegRequest, Scope
 from tests.conftest import DETERMINISTIC
 
 TEXTS = ["the garlic bread in lisbon", "a flight to lisbon on friday", "garlic and oven",

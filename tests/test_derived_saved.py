@@ -20,7 +20,7 @@ from typing import Any
 from core import Engine
 from core.storage.derived import persisted
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
-from core.storage.sqlite_backend import SqliteBackend
+from core.storage.sqlite.sqlite_backend import SqliteBackend
 from tests.backend.test_derived_vectors import fill
 from tests.conftest import DETERMINISTIC
 

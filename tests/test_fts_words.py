@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from core.retrieval.fts_query import query_terms
 from core.retrieval.search import matched_terms
-from core.storage.connection import sqlite_module
 from core.storage.derived.tokenizer import Tokenizer
 from core.storage.fts_words import words
+from core.storage.sqlite.connection import sqlite_module
 
 _CONN = sqlite_module().connect(":memory:")
 _CONN.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'unicode61 remove_diacritics 2')")

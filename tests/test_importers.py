@@ -17,7 +17,7 @@ from core.clock import frozen
 from core.errors import InvalidInput
 from core.importers import check_source, import_file
 from core.importers.report import ImportReport
-from core.storage.connection import sqlite_module
+from core.storage.sqlite.connection import sqlite_module
 from tests.conftest import DETERMINISTIC
 
 CONFIG = {**DETERMINISTIC, "summary": {"auto": False}, "consolidation": {"enabled": False}}

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from core import Engine
 from core.errors import InvalidInput
 from core.retrieval import LegHit, fuse, query_terms
-from core.storage.fts_maxscore import plain_expression
+from core.storage.sqlite.fts_maxscore import plain_expression
 from tests.conftest import DETERMINISTIC
 
 # --- fusion against hand-computed numbers ------------------------------------------------------

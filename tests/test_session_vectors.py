@@ -12,12 +12,12 @@ import pytest
 
 from core import Engine
 from core.retrieval.search import SearchResult
-from core.storage import session_vectors
 from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.vector_matrix import NamespaceVectors
-from core.storage.session_vectors import SESSION_VECTOR_LEG
-from core.storage.sqlite_backend import SqliteBackend
+from core.storage.sqlite import session_vectors
+from core.storage.sqlite.sqlite_backend import SqliteBackend
+from core.storage.vocabulary import SESSION_VECTOR_LEG
 from tests.conftest import DETERMINISTIC
 from workbench.bench import synthetic
 

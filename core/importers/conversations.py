@@ -26,7 +26,7 @@ from core.bulk import IMPORT_BATCH
 from core.clock import normalise_timestamp
 from core.errors import InvalidInput
 from core.importers.report import ImportReport, Progress
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 
 if TYPE_CHECKING:
     from core.engine import Engine

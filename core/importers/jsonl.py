@@ -39,7 +39,7 @@ from core.errors import InvalidInput
 from core.importers.conversations import PlannedMessage, land_messages, source_time
 from core.importers.report import ImportReport, Progress
 from core.importers.source import read_text
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 
 if TYPE_CHECKING:
     from core.engine import Engine

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import InvalidInput
 from core.importers.report import ImportReport
 from core.notes.fields import new_note_id
-from core.storage.notes import NoteDraft
+from core.storage.vocabulary import NoteDraft
 from core.types import Note
 
 if TYPE_CHECKING:

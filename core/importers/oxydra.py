@@ -48,7 +48,7 @@ from core.importers.notes import PlannedNote, land_notes
 from core.importers.report import ImportReport, Progress
 from core.importers.source import SourceDatabase, engine_time, open_source
 from core.notes.fields import generated_name, is_note_id
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 
 if TYPE_CHECKING:
     from core.engine import Engine

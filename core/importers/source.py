@@ -19,7 +19,7 @@ from urllib.request import pathname2url
 
 from core.clock import format_utc
 from core.errors import InvalidInput
-from core.storage.connection import sqlite_module
+from core.storage import sqlite_module
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -2,7 +2,7 @@
 
 :class:`Notes` validates what a caller gives (:mod:`core.notes.fields`), chunks a note's
 content the way a message's is chunked, and hands the storage layer one operation to run
-in one transaction (:mod:`core.storage.notes`, which also says how a note is indexed).
+in one transaction (:mod:`core.storage.sqlite.notes`, which also says how a note is indexed).
 
 Isolation. Every call works in one namespace, given or the engine's configured agent, and
 every statement below names it: an id, name or alias of another namespace's note resolves
@@ -37,8 +37,7 @@ from core.notes.fields import (
     new_note_id,
 )
 from core.storage.messages import PreparedChunk
-from core.storage.note_listing import NoteQuery
-from core.storage.notes import NoteChanges, NoteDraft, NoteRef, memory_session_id
+from core.storage.vocabulary import NoteChanges, NoteDraft, NoteQuery, NoteRef, memory_session_id
 from core.types import HybridQueryResult, MemoryHit, Note, NoteHit, NotePage, ScoreParts
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from core.clock import utc_now
 from core.errors import ImportCollision, InvalidInput
 from core.notes.fields import NOTE_SCHEMA_VERSION, is_note_id, new_note_id
-from core.storage.notes import NoteDraft
+from core.storage.vocabulary import NoteDraft
 from core.types import NameCollision, NoteExportResult, NoteImportResult
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ async def import_notes(notes: Notes, path: str | os.PathLike[str],
 
     Without ``overwrite``, names that collide with the namespace's notes are reported, each
     of them, in ``ImportCollision`` and nothing is written. With it the file wins (see
-    :func:`core.storage.notes.import_notes` for exactly how).
+    :func:`core.storage.sqlite.notes.import_notes` for exactly how).
     """
     namespace = notes.namespace(namespace)
     source = Path(path).expanduser()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.retrieval.boosts import CACHED_METADATA_CHARS
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _FULL_MONTHS = frozenset(_MONTHS)

@@ -15,9 +15,9 @@ from typing import Any
 from core.retrieval.boosts import apply_boosts, named_speakers
 from core.retrieval.dates import Period, candidate_dates, names_a_time, query_period
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
-from core.storage.chunk_rows import chunk_context, chunk_metadata
 from core.storage.executed import LIKE, Executed
 from core.storage.fts_words import TERM
+from core.storage.rows import chunk_context, chunk_metadata
 from core.types import HybridQueryResult, ScoreParts
 
 MODES = ("keyword", "vector", "hybrid")

@@ -28,8 +28,7 @@ from core.retrieval.log_writer import LogWriter
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, answering_statement, rank
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.log_rows import log_row
-from core.storage.search import LegRequest, LegRows, Scope
-from core.storage.session_vectors import SESSION_VECTOR_LEG
+from core.storage.vocabulary import SESSION_VECTOR_LEG, LegRequest, LegRows, Scope
 from core.types import ContextItem, ContextResult, MemoryRecord
 
 if TYPE_CHECKING:

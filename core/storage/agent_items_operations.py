@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK session's storage operations, as both backends run them: each is
 one function of a connection in the backend's ``agent_items`` module
-(:mod:`core.storage.agent_items`, :mod:`core.storage.pg.agent_items`), run as one read or
+(:mod:`core.storage.sqlite.agent_items`, :mod:`core.storage.pg.agent_items`), run as one read or
 one write transaction. The promises are stated in :class:`core.storage.backend.Backend`.
 """
 
@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from core.storage.messages import PreparedMessage
+    from core.storage.operations import OperationModules
 
 
 class AgentItemsOperations:
     """The ``agent_items_`` delegations both backends share."""
 
     _db: Any
-    _ops: ClassVar[Any]
+    _ops: ClassVar[OperationModules]
 
     def require_writable(self) -> None:  # pragma: no cover - SharedOperations' is used
         raise NotImplementedError

@@ -1,7 +1,7 @@
 """The storage contract: every operation the engine, its services and the front ends ask of a
 storage backend, and the promise each one keeps.
 
-:class:`core.storage.sqlite_backend.SqliteBackend` implements it today (mypy checks that it
+:class:`core.storage.sqlite.sqlite_backend.SqliteBackend` implements it today (mypy checks that it
 does); a PostgreSQL backend with pgvector is to implement the same protocol, and
 ``tests/backend/`` runs one contract suite against every backend. What may differ between
 backends is declared in :class:`BackendFeatures`, never found out by branching on the class.
@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
-    from core.storage.copying import RowPage, WriteResult
     from core.storage.langgraph_types import (
         CheckpointPut,
         CheckpointQuery,
@@ -44,14 +43,19 @@ if TYPE_CHECKING:
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
-    from core.storage.note_listing import NoteQuery
-    from core.storage.notes import NoteChanges, NoteDraft, NoteRef
-    from core.storage.search import FullTextRows, LegRequest, LegRows, Scope
-    from core.storage.summaries import CompactionPlan
-
-VECTOR_IDENTITY_KEY = "embedding_fingerprint"
-"""The shared memory_meta key holding the identity (name, size, fingerprint) of the model
-the vectors were made by, beside ``embedding_model`` and ``embedding_dimension``."""
+    from core.storage.vocabulary import (
+        CompactionPlan,
+        FullTextRows,
+        LegRequest,
+        LegRows,
+        NoteChanges,
+        NoteDraft,
+        NoteQuery,
+        NoteRef,
+        RowPage,
+        Scope,
+        WriteResult,
+    )
 
 
 @dataclass(frozen=True)
@@ -584,7 +588,7 @@ class Backend(Protocol):
 
     async def merge_full_text(self) -> bool:
         """One bounded step of tidying the full-text index (SQLite: merging FTS5 segments,
-        :mod:`core.storage.fts_segments`); False when nothing is left to do."""
+        :mod:`core.storage.sqlite.fts_segments`); False when nothing is left to do."""
 
     async def cap_size(self, extra_pages: int | None) -> int:
         """Cap the store at its size plus ``extra_pages`` pages (None lifts the cap), so a
@@ -595,7 +599,7 @@ class Backend(Protocol):
 
     async def copy_tables(self) -> list[str]:
         """The tables a whole memory is copied by (``workbench migrate``), parents first;
-        each has the same name and columns on every backend (core/storage/copying.py)."""
+        each has the same name and columns on every backend (core/storage/rows.py)."""
 
     async def count_rows(self, table: str) -> int:
         """How many rows ``table`` (one of :meth:`copy_tables`) holds."""

@@ -1,6 +1,6 @@
 """The LangGraph checkpointer's storage operations, as both backends run them: each is one
 function of a connection in the backend's ``langgraph_rows`` module
-(:mod:`core.storage.langgraph_rows`, :mod:`core.storage.pg.langgraph_rows`), run as one
+(:mod:`core.storage.sqlite.langgraph_rows`, :mod:`core.storage.pg.langgraph_rows`), run as one
 read or one write transaction. The promises are stated in
 :class:`core.storage.backend.Backend`.
 """
@@ -19,13 +19,14 @@ if TYPE_CHECKING:
         WriteRow,
     )
     from core.storage.messages import PreparedMessage
+    from core.storage.operations import OperationModules
 
 
 class LangGraphOperations:
     """The ``langgraph_`` delegations both backends share."""
 
     _db: Any
-    _ops: ClassVar[Any]
+    _ops: ClassVar[OperationModules]
 
     def require_writable(self) -> None:  # pragma: no cover - SharedOperations' is used
         raise NotImplementedError

@@ -4,7 +4,7 @@ A thread is one of our sessions (``session_id`` is the thread id). A checkpoint 
 pending write are stored as LangGraph's own serializer made them (a type tag and bytes), so
 they come back exactly; the messages of a checkpoint's ``messages`` channel are also stored
 as the session's events, each once, through the ordinary message write path
-(:class:`CheckpointPut`). :mod:`core.storage.langgraph_rows` (SQLite) and
+(:class:`CheckpointPut`). :mod:`core.storage.sqlite.langgraph_rows` (SQLite) and
 :mod:`core.storage.pg.langgraph_rows` (PostgreSQL) hold the SQL.
 """
 
@@ -130,3 +130,9 @@ def write_row(values: Sequence[Any]) -> WriteRow:
     return WriteRow(str(values[0]), str(values[1]), str(values[2]), str(values[3]),
                     str(values[4]), int(values[5]), str(values[6]), str(values[7]),
                     bytes(values[8]))
+
+
+def metadata_text(metadata: dict[str, Any]) -> str:
+    """Checkpoint metadata as stored: JSON, NUL characters dropped (PostgreSQL text holds
+    none, and LangGraph's own savers drop them too)."""
+    return json.dumps(metadata, ensure_ascii=False).replace("\\u0000", "")

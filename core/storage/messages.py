@@ -5,7 +5,7 @@ against each session's last, one session row per session stamped with its messag
 each chunk either new or a content hash the session already holds (dedup: its
 ``sequence_end`` moves on), each new chunk indexed with the context of the messages before
 it. The decisions live here, as functions of what the transaction read; the SQL that reads
-and writes is each backend's (:mod:`core.storage.events`, :mod:`core.storage.pg.events`).
+and writes is each backend's (:mod:`core.storage.sqlite.events`, :mod:`core.storage.pg.events`).
 """
 
 from __future__ import annotations

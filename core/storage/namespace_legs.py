@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from core.storage.executed import Executed
-from core.storage.search import FullTextRows, LegRequest, LegRows, Scope
+from core.storage.vocabulary import FullTextRows, LegRequest, LegRows, Scope
 
 
 class Legs(Protocol):

@@ -39,7 +39,7 @@ def code_schema_version(location: Location) -> int:
         from core.storage.pg.migrations import latest_version as latest_pg
 
         return latest_pg()
-    from core.storage.migrations import latest_version
+    from core.storage.sqlite.migrations import latest_version
 
     return latest_version()
 
@@ -50,7 +50,7 @@ async def open_backend(where: str | os.PathLike[str] | Location, config: Storage
 
     A file is created when missing and made a memory when empty (0 bytes), unless
     ``read_only``; any other file that is not already a memory is refused untouched
-    (:func:`core.storage.memory_file.examine`).
+    (:func:`core.storage.sqlite.memory_file.examine`).
 
     Raises ``InvalidInput`` for a location with an unsupported scheme (naming the supported
     ones) or a file that is not a memory, and the backend's own refusals
@@ -62,8 +62,8 @@ async def open_backend(where: str | os.PathLike[str] | Location, config: Storage
         from core.storage.pg.backend import PostgresBackend
 
         return await PostgresBackend.open(location, config, read_only=read_only)
-    from core.storage.memory_file import examine, refuse_empty
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage.sqlite.memory_file import examine, refuse_empty
+    from core.storage.sqlite.sqlite_backend import SqliteBackend
 
     path = location.path.expanduser()
     if await asyncio.to_thread(examine, path) == "empty" and read_only:

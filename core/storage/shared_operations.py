@@ -1,13 +1,13 @@
 """The operations every backend runs the same way: each is one function of a connection, in
 the backend's own modules, run as a read or a write by the backend's database.
 
-:class:`core.storage.sqlite_backend.SqliteBackend` runs the functions of ``core/storage/*.py``
-on its writer lane and reader pool; :class:`core.storage.pg.backend.PostgresBackend` runs
-those of ``core/storage/pg/*.py`` (same names, same arguments, async) in its pool's
-transactions. Each backend names its modules in ``_ops`` and its database in ``_db``, and
-writes itself only what differs: opening, closing, the change counter, the vector table,
-the backlog claim, diagnostics. The promise of each operation is stated once, in
-:class:`core.storage.backend.Backend`.
+:class:`core.storage.sqlite.sqlite_backend.SqliteBackend` runs the functions of
+``core/storage/sqlite/*.py`` on its writer lane and reader pool;
+:class:`core.storage.pg.backend.PostgresBackend` runs those of ``core/storage/pg/*.py`` (same
+names, same arguments, async) in its pool's transactions. Each backend names its modules in
+``_ops`` and its database in ``_db``, and writes itself only what differs: opening, closing,
+the change counter, the vector table, the backlog claim, diagnostics. The promise of each
+operation is stated once, in :class:`core.storage.backend.Backend`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,23 @@ from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
 
 if TYPE_CHECKING:
-    from core.storage import copying, note_listing, notes, search, summaries
     from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
+    from core.storage.operations import OperationModules
+    from core.storage.vocabulary import (
+        CompactionPlan,
+        FullTextRows,
+        LegRequest,
+        LegRows,
+        NoteChanges,
+        NoteDraft,
+        NoteQuery,
+        NoteRef,
+        RowPage,
+        Scope,
+        WriteResult,
+    )
 
 
 class SharedOperations:
@@ -33,7 +46,7 @@ class SharedOperations:
 
     _db: Any
     """The backend's database: ``read(fn, *args)`` and ``write(fn, *args)``."""
-    _ops: ClassVar[Any]
+    _ops: ClassVar[OperationModules]
     """The backend's operation modules, by the SQLite modules' names."""
     vector_leg_name: str
     """What answers a vector leg in the database (explanations and the retrieval log say it)."""
@@ -113,7 +126,7 @@ class SharedOperations:
         self.require_writable()
         await self._db.write(self._ops.summaries.record_summary_error, session_id, error, now)
 
-    async def commit_compaction(self, plan: summaries.CompactionPlan, archive: notes.NoteDraft,
+    async def commit_compaction(self, plan: CompactionPlan, archive: NoteDraft,
                                 now: str) -> dict[str, Any]:
         """Write a compaction whole, or raise SummaryConflict and write nothing."""
         self.require_writable()
@@ -257,36 +270,36 @@ class SharedOperations:
         """Chunks waiting for a vector."""
         return await self._db.read(self._ops.vectors.backlog_count)
 
-    async def vector_search(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
+    async def vector_search(self, scope: Scope, query: np.ndarray, k: int, model: str,
                             tags: Sequence[str] = ()) -> list[tuple[str, float]]:
         """Nearest chunks in a scope, tags filtered in SQL."""
         return await self._db.read(self._ops.search.vector_search, scope, query, k, model, tags)
 
-    async def vector_leg(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
+    async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
                          tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
         """The nearest chunks in a scope and what answered (the database's own search)."""
         return await self.vector_search(scope, query, k, model, tags), self.vector_leg_name
 
-    async def fts_search(self, scope: search.Scope, terms: Sequence[str], k: int,
+    async def fts_search(self, scope: Scope, terms: Sequence[str], k: int,
                          tags: Sequence[str] = (),
                          context_weight: float = 0.5) -> list[tuple[str, float]]:
         """Top chunks by bm25 holding any of the query's terms, inside the scope."""
         return await self._db.read(self._ops.search.fts_search, scope, terms, k, tags,
                                    context_weight)
 
-    async def full_text_leg(self, request: search.LegRequest) -> search.FullTextRows:
+    async def full_text_leg(self, request: LegRequest) -> FullTextRows:
         """bm25 (or raw syntax) rows, else the LIKE fallback's, which answered, and what
         ran."""
         return await self._db.read(self._ops.search.full_text_leg, request)
 
-    async def run_legs(self, request: search.LegRequest, *, full_text: bool) -> search.LegRows:
+    async def run_legs(self, request: LegRequest, *, full_text: bool) -> LegRows:
         """Both legs and their chunks in one hop on one reader (a session's query)."""
         run_legs = functools.partial(self._ops.search.run_legs, full_text=full_text)
         return await self._db.read(run_legs, request)
 
-    async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
+    async def namespace_legs(self, request: LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
-                             ) -> search.LegRows:
+                             ) -> LegRows:
         """Both legs at once, then the chunks they found (:func:`legs_then_fetch`)."""
         return await legs_then_fetch(self, request, full_text=full_text,
                                      query_vector=query_vector)
@@ -328,24 +341,24 @@ class SharedOperations:
         """A session's events at or above an importance."""
         return await self._db.read(self._ops.events.salient_events, session_id, threshold)
 
-    async def add_note(self, draft: notes.NoteDraft, now: str) -> dict[str, Any]:
+    async def add_note(self, draft: NoteDraft, now: str) -> dict[str, Any]:
         """Create a note and index it."""
         self.require_writable()
         return await self._db.write(self._ops.notes.add_note, draft, now)
 
-    async def write_note(self, namespace: str, ref: notes.NoteRef, changes: notes.NoteChanges,
+    async def write_note(self, namespace: str, ref: NoteRef, changes: NoteChanges,
                          now: str) -> dict[str, Any]:
         """Replace a note's content and fields, indexing it again."""
         self.require_writable()
         return await self._db.write(self._ops.notes.write_note, namespace, ref, changes, now)
 
-    async def rename_note(self, namespace: str, ref: notes.NoteRef, new_name: str,
+    async def rename_note(self, namespace: str, ref: NoteRef, new_name: str,
                           now: str) -> dict[str, Any]:
         """Give a note a new name."""
         self.require_writable()
         return await self._db.write(self._ops.notes.rename_note, namespace, ref, new_name, now)
 
-    async def alias_note(self, namespace: str, ref: notes.NoteRef, alias: str,
+    async def alias_note(self, namespace: str, ref: NoteRef, alias: str,
                          now: str) -> dict[str, Any]:
         """Bind an alias to a note."""
         self.require_writable()
@@ -356,13 +369,13 @@ class SharedOperations:
         self.require_writable()
         return await self._db.write(self._ops.notes.unalias_note, namespace, alias, now)
 
-    async def remove_note(self, namespace: str, ref: notes.NoteRef) -> bool:
+    async def remove_note(self, namespace: str, ref: NoteRef) -> bool:
         """Delete a note and every row that indexes it."""
         self.require_writable()
         return await self._db.write(self._ops.notes.remove_note, namespace, ref)
 
-    async def edit_note(self, namespace: str, ref: notes.NoteRef, new_name: str | None,
-                        aliases: Sequence[str] | None, changes: notes.NoteChanges,
+    async def edit_note(self, namespace: str, ref: NoteRef, new_name: str | None,
+                        aliases: Sequence[str] | None, changes: NoteChanges,
                         now: str) -> dict[str, Any]:
         """Rename, re-alias and write a note in one transaction."""
         self.require_writable()
@@ -373,11 +386,11 @@ class SharedOperations:
         """Every namespace that holds a note, in order."""
         return await self._db.read(self._ops.notes.namespaces)
 
-    async def read_note(self, namespace: str, ref: notes.NoteRef) -> dict[str, Any] | None:
+    async def read_note(self, namespace: str, ref: NoteRef) -> dict[str, Any] | None:
         """The note a reference names in a namespace."""
         return await self._db.read(self._ops.notes.read_note, namespace, ref)
 
-    async def list_notes(self, query: note_listing.NoteQuery,
+    async def list_notes(self, query: NoteQuery,
                          ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
         """A page of filtered notes, the total and whether it is exact, and how the text
         filter matched."""
@@ -403,7 +416,7 @@ class SharedOperations:
         return await self._db.read(self._ops.notes.notes_under, namespace, source, prefix,
                                    children_only, limit)
 
-    async def import_notes(self, namespace: str, drafts: Sequence[notes.NoteDraft],
+    async def import_notes(self, namespace: str, drafts: Sequence[NoteDraft],
                            overwrite: bool, now: str,
                            new_id: Callable[[], str]) -> dict[str, Any]:
         """Apply imported notes in one transaction, or report the collisions."""
@@ -465,12 +478,12 @@ class SharedOperations:
         return await self._db.read(self._ops.copying.count_rows, table)
 
     async def read_rows(self, table: str, after: Sequence[Any] | None,
-                        limit: int) -> copying.RowPage:
+                        limit: int) -> RowPage:
         """A page of ``table`` in key order, and the key to read the next page after."""
         return await self._db.read(self._ops.copying.read_rows, table, after, limit)
 
     async def write_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
-                         mark: tuple[str, str] | None = None) -> copying.WriteResult:
+                         mark: tuple[str, str] | None = None) -> WriteResult:
         """Insert a page of ``table`` (rows already there left as they are) and set the
         memory_meta entry ``mark``, in one transaction."""
         self.require_writable()

@@ -39,7 +39,7 @@ from core.errors import (
 )
 from core.inputs import shown
 from core.notes.fields import MAX_IDENTIFIER_CHARS
-from core.storage.summaries import CompactionPlan
+from core.storage.vocabulary import CompactionPlan
 from core.summary import archive_files
 from core.summary.service import summary_turns, turns_of
 from core.tasks import cancel_and_wait

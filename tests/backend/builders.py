@@ -11,7 +11,7 @@ import numpy as np
 from core import indexing
 from core.storage.backend import Backend
 from core.storage.messages import PreparedChunk, PreparedMessage
-from core.storage.notes import NoteDraft
+from core.storage.vocabulary import NoteDraft
 
 DIMENSION = 8
 MODEL = "contract-model"

@@ -17,7 +17,7 @@ from core.config import StorageConfig
 from core.storage.backend import Backend
 from core.storage.locations import parse_location
 from core.storage.pg.backend import PostgresBackend
-from core.storage.sqlite_backend import SqliteBackend
+from core.storage.sqlite.sqlite_backend import SqliteBackend
 from tests.backend.builders import DIMENSION, MODEL
 
 BACKENDS = ["sqlite", "postgres"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core import Engine
-from core.storage import fts_segments
+from core.storage.sqlite import fts_segments
 from tests.conftest import DETERMINISTIC, rows
 from workbench.bench import synthetic
 

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import DimensionMismatch
 from core.storage.backend import Backend
-from core.storage.search import Scope
+from core.storage.vocabulary import Scope
 from tests.backend.builders import DIMENSION, MODEL, message, store, unit
 from tests.backend.conftest import Opener
 

@@ -10,8 +10,8 @@ import pytest
 
 from core import Engine
 from core.storage import connection
-from core.storage.migrations import available_migrations, latest_version, split_statements
-from core.storage.search import Scope
+from core.storage.sqlite.migrations import available_migrations, latest_version, split_statements
+from core.storage.sqlite.search import Scope
 from tests.conftest import DETERMINISTIC, rows
 from tests.test_context import TURNS, payload
 
@@ -104,7 +104,7 @@ async def test_migration_3_gives_old_chunks_context_and_session_terms(db_path: P
 async def test_migration_3_context_matches_what_the_write_path_computes(db_path: Path) -> None:
     _version_2_file(db_path)
     conn = connection.open_connection(db_path, read_only=False, busy_timeout_ms=5000)
-    from core.storage.migrations import migrate
+    from core.storage.sqlite.migrations import migrate
 
     migrate(conn)
     conn.close()

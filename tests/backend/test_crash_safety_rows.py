@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from core import Engine
-from core.storage.connection import open_connection
-from core.storage.invariants import check_file
+from core.storage.sqlite.connection import open_connection
+from core.storage.sqlite.invariants import check_file
 from tests.conftest import DETERMINISTIC
 
 

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from core import Engine
-from core.storage import search
+from core.storage import vocabulary
 from core.storage.derived.changes import changes_after, collapse
 from core.storage.derived.vector_matrix import NamespaceVectors
-from core.storage.session_vectors import SESSION_VECTOR_LEG
-from core.storage.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
+from core.storage.sqlite import search
+from core.storage.sqlite.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
+from core.storage.vocabulary import SESSION_VECTOR_LEG
 from tests.conftest import DETERMINISTIC, execute, rows
 
 WORDS = ("apple pie lisbon flight hotel river jazz piano tax invoice garden tomato rain "
@@ -127,7 +128,7 @@ async def test_the_namespace_matrix_answers_as_sqlite_vec_does(db_path: Path) ->
         embedded = engine.model.embedder.embed(queries)
         for query, vector in zip(queries, embedded, strict=True):
             for namespace in ("ann", "bob", ""):
-                scope = search.Scope(namespace=namespace)
+                scope = vocabulary.Scope(namespace=namespace)
                 ours, path = await backend.vector_leg(scope, np.asarray(vector), 10, model)
                 theirs = await backend.vector_search(scope, np.asarray(vector), 10, model)
                 assert path == DERIVED_VECTOR_LEG
@@ -261,8 +262,8 @@ async def test_closing_interrupts_a_build_in_flight(db_path: Path) -> None:
 
 
 async def test_vectors_copied_after_their_chunks_reach_the_matrix(tmp_path: Path) -> None:
-    from core.storage import copying
-    from core.storage.connection import open_connection
+    from core.storage.sqlite import copying
+    from core.storage.sqlite.connection import open_connection
 
     source, copy = tmp_path / "source.db", tmp_path / "copy.db"
     async with Engine.open(source, config=DETERMINISTIC) as engine:
@@ -317,8 +318,8 @@ class _GatedIndex:
 async def test_applying_one_index_holds_up_no_query_of_another(db_path: Path) -> None:
     import threading
 
-    from core.storage.connection import open_connection
     from core.storage.derived.holder import DerivedIndexes
+    from core.storage.sqlite.connection import open_connection
 
     def connect() -> Any:
         return open_connection(db_path, read_only=True, busy_timeout_ms=5000)

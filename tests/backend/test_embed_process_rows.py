@@ -10,7 +10,7 @@ import pytest
 
 from core import Engine
 from core.embeddings.context import embed_with_context
-from core.storage.connection import open_connection
+from core.storage.sqlite.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
 

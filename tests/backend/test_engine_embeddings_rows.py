@@ -11,7 +11,7 @@ import pytest
 
 from core import Engine
 from core.errors import DimensionMismatch, EmbeddingError, WorkbenchError
-from core.storage.search import Scope
+from core.storage.sqlite.search import Scope
 from tests.conftest import rows
 from tests.embedding_server import EmbeddingServer, serve
 from tests.test_engine_embeddings import (

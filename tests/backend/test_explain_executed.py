@@ -13,7 +13,7 @@ from core import Engine
 from core.errors import InvalidInput
 from core.retrieval.search import SearchResult
 from core.storage.executed import DERIVED, FTS5, POSTGRESQL
-from core.storage.search import LegRequest, Scope
+from core.storage.vocabulary import LegRequest, Scope
 from tests.conftest import DETERMINISTIC, rows
 
 MESSAGES = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import Engine
-from core.storage.connection import open_connection
+from core.storage.sqlite.connection import open_connection
 from tests.conftest import DETERMINISTIC
 
 

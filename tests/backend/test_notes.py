@@ -8,9 +8,7 @@ import pytest
 
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.storage.backend import Backend
-from core.storage.note_listing import NoteQuery
-from core.storage.notes import NoteChanges, NoteRef
-from core.storage.search import Scope
+from core.storage.vocabulary import NoteChanges, NoteQuery, NoteRef, Scope
 from tests.backend.builders import NOW, chunks, note
 from tests.backend.conftest import Opener
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.storage.backend import Backend
-from core.storage.search import LegRequest, Scope
+from core.storage.vocabulary import LegRequest, Scope
 from tests.backend.builders import embed_backlog, store, unit
 
 MINE = Scope(session_id="mine")

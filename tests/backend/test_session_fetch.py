@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.storage import search
+from core.storage.sqlite import search
 from tests.conftest import DETERMINISTIC, rows
 from workbench.bench import synthetic
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core.storage import refusals
-from core.storage.connection import open_connection, transaction
+from core.storage.sqlite.connection import open_connection, transaction
 
 
 async def test_a_failed_write_surfaces_its_own_error_not_the_rollbacks(tmp_path: Path) -> None:

@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from core import Engine
-from core.storage import connection
 from core.storage.derived import fulltext, impacts
 from core.storage.derived.fulltext import FullTextIndex, varints
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.phrases import occurrences, phrase_postings
 from core.storage.derived.session_text import session_search
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
-from core.storage.events import agent_token_for
-from core.storage.fts_maxscore import bm25_rowids
-from core.storage.search import _session_match
+from core.storage.sqlite import connection
+from core.storage.sqlite.fts_maxscore import bm25_rowids
+from core.storage.sqlite.search import _session_match
+from core.storage.vocabulary import agent_token_for
 from tests.conftest import DETERMINISTIC
 
 LOCOMO = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo-dev"

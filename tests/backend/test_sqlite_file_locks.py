@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.storage.connection import open_connection
-from core.storage.memory_file import examine
-from core.storage.open_files import open_in_this_process
+from core.storage.sqlite.connection import open_connection
+from core.storage.sqlite.memory_file import examine
+from core.storage.sqlite.open_files import open_in_this_process
 
 _OPEN_AND_CLOSE = """
 import sys, sqlean

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.storage import connection, fts_maxscore
-from core.storage.events import agent_token_for
+from core.storage.sqlite import connection, fts_maxscore
+from core.storage.vocabulary import agent_token_for
 from tests.conftest import DETERMINISTIC
 
 # A skewed vocabulary, as conversation has: a few words in most chunks, a long rare tail.

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core import Engine, upkeep
-from core.storage import fts_segments
-from core.storage.connection import open_connection
+from core.storage.sqlite import fts_segments
+from core.storage.sqlite.connection import open_connection
 from tests.conftest import DETERMINISTIC, rows
 from workbench.bench import synthetic
 
@@ -117,8 +117,8 @@ async def test_a_read_only_memory_is_left_as_it_is(
 
 _MERGE_FOREVER = """
 import sys
-from core.storage import fts_segments
-from core.storage.connection import open_connection
+from core.storage.sqlite import fts_segments
+from core.storage.sqlite.connection import open_connection
 conn = open_connection(sys.argv[1], read_only=False, busy_timeout_ms=5000)
 print("merging", flush=True)
 while True:

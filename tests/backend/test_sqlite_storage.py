@@ -12,8 +12,8 @@ import pytest
 
 from core import Engine
 from core.errors import DimensionMismatch, ExtensionMissing, ReadOnlyDatabase
-from core.storage import connection
-from core.storage.migrations import latest_version, split_statements
+from core.storage.sqlite import connection
+from core.storage.sqlite.migrations import latest_version, split_statements
 from tests.conftest import DETERMINISTIC
 
 SEED_001_COLUMNS = {

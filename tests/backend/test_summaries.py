@@ -9,8 +9,7 @@ import pytest
 
 from core.errors import InvalidInput, NotFound, SummaryConflict
 from core.storage.backend import Backend
-from core.storage.notes import MEMORY_PREFIX
-from core.storage.summaries import CompactionPlan
+from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan
 from tests.backend.builders import NOW, note, store
 from tests.backend.conftest import Opener
 

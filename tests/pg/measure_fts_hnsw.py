@@ -39,8 +39,8 @@ from core.storage.messages import PreparedChunk, PreparedMessage
 from core.storage.pg import fts_compare, search
 from core.storage.pg.backend import PostgresBackend
 from core.storage.pg.connection import Conn
-from core.storage.search import Scope
-from core.storage.sqlite_backend import SqliteBackend
+from core.storage.sqlite.sqlite_backend import SqliteBackend
+from core.storage.vocabulary import Scope
 from tests.pg_server import start_server
 
 ROOT = Path(__file__).resolve().parents[2]

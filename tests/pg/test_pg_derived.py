@@ -16,7 +16,7 @@ from core.errors import InvalidInput
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.pg import derived as pg_derived
 from core.storage.pg.postings_index import NamespacePostings
-from core.storage.search import Scope
+from core.storage.vocabulary import Scope
 from tests.conftest import DETERMINISTIC
 from tests.pg.test_pg_fts_postings import QUERIES, fill, same_ranking
 

@@ -11,7 +11,7 @@ import pytest
 
 from core import Engine
 from core.storage.pg import fts_bm25, search
-from core.storage.search import Scope
+from core.storage.vocabulary import Scope
 from tests.conftest import DETERMINISTIC
 
 # Word frequencies from a few in every chunk to one in a hundred, as conversation has them.

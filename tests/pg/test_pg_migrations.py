@@ -13,12 +13,12 @@ import pytest
 from psycopg import AsyncConnection, sql
 
 from core.errors import ExtensionMissing, SchemaTooNew
-from core.storage import migrations as sqlite_migrations
-from core.storage.connection import open_connection
 from core.storage.locations import parse_location
-from core.storage.migrations import Migration, schema_too_new_message
 from core.storage.pg import migrations
 from core.storage.pg.connection import PgDatabase
+from core.storage.rows import Migration, schema_too_new_message
+from core.storage.sqlite import migrations as sqlite_migrations
+from core.storage.sqlite.connection import open_connection
 from tests.pg_server import PgTestServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,7 +178,8 @@ def sqlite_columns(path: Path) -> dict[str, set[str]]:
 async def test_every_sqlite_table_and_column_has_its_postgres_twin(
         pg_db: PgDatabase, tmp_path: Path) -> None:
     expected = sqlite_columns(tmp_path / "memory.db")
-    # sqlite-vec's chunks_vec is made at open; its columns are these (core/storage/vectors.py).
+    # sqlite-vec's chunks_vec is made at open; its columns are these
+    # (core/storage/sqlite/vectors.py).
     expected["chunks_vec"] = {"chunk_id", "agent_identity", "session_id", "embedding_blob",
                               "embedding_model"}
     found: dict[str, set[str]] = {}

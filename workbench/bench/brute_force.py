@@ -16,7 +16,7 @@ def load_matrix(path: Path, dimension: int) -> Any:
     """
     import numpy as np
 
-    from core.storage.connection import open_connection
+    from core.storage import open_connection
 
     conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
     try:

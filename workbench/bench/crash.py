@@ -21,7 +21,7 @@ The parent kills the child with SIGKILL after a seeded random delay (most after 
 is open, some while it is still starting), then checks the file:
 
 1. through a connection of its own, before any engine touches it:
-   :func:`core.storage.invariants.check_file` (integrity checks, half-stored messages, notes
+   :func:`core.storage.sqlite.invariants.check_file` (integrity checks, half-stored messages, notes
    and compactions, orphaned rows, the backlog left behind);
 2. through a fresh ``Engine`` (:mod:`workbench.bench.crash_ledger`): every acknowledged
    write is there as acknowledged (messages by session and sequence with the same payload;
@@ -253,8 +253,7 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
                  problems: list[str], run: int) -> tuple[str, int]:
     """Everything the kill must not have broken; the model's name and size."""
     from core import Engine
-    from core.storage.connection import open_connection
-    from core.storage.invariants import check_file
+    from core.storage import check_file, open_connection
 
     figures = workload.figures
     chunking = config["chunking"]

@@ -50,7 +50,7 @@ async def holdings(engine: Any, workload: str | None = None) -> Holdings:
     or with ``workload`` only what that workload writes (on PostgreSQL every workload shares
     one database)."""
     from core.errors import NotFound
-    from core.storage.notes import MEMORY_PREFIX
+    from core.storage.vocabulary import MEMORY_PREFIX
 
     held = Holdings()
     if workload is None:

@@ -75,7 +75,7 @@ async def ready_matrix(engine: Any) -> None:
 
 def new_chunks(db: Path, after_rowid: int) -> list[tuple[int, str, str, bytes | None]]:
     """The namespace's chunks above ``after_rowid``: (fts_rowid, chunk_id, text, vector)."""
-    from core.storage.connection import open_connection
+    from core.storage import open_connection
 
     conn = open_connection(db, read_only=True, busy_timeout_ms=15000)
     try:
@@ -92,7 +92,7 @@ def new_chunks(db: Path, after_rowid: int) -> list[tuple[int, str, str, bytes | 
 async def unfindable(engine: Any, chunks: list[tuple[int, str, str, bytes | None]],
                      who: str) -> list[str]:
     """What each leg failed to find among ``chunks``, in words (empty: every one found)."""
-    from core.storage.sqlite_backend import DERIVED_VECTOR_LEG
+    from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 
     problems = []
     for _, chunk_id, text, blob in chunks:

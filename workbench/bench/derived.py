@@ -60,8 +60,9 @@ class DerivedFigures:
 async def measure_derived(engine: Any, vectors: Any, namespace: str, depth: int, top_k: int,
                           say: Any) -> DerivedFigures | None:
     """Build the namespace matrix and time its leg against sqlite-vec's (None: not SQLite)."""
-    from core.storage.search import Scope
-    from core.storage.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
+    from core.storage import SqliteBackend
+    from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
+    from core.storage.vocabulary import Scope
 
     backend = engine.backend
     if not isinstance(backend, SqliteBackend):

@@ -203,7 +203,7 @@ def _counting_renewals(figures: DiskFullFigures) -> Iterator[None]:
             if "opening a new one" in record.getMessage():
                 figures.writer_renewed += 1
 
-    logger = logging.getLogger("core.storage.connection")
+    logger = logging.getLogger("core.storage.sqlite.connection")
     handler = Count(logging.WARNING)
     logger.addHandler(handler)
     try:

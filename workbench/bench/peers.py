@@ -318,7 +318,7 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
 async def _derived_ready(engine: Any, say: Callable[[str], None]) -> None:
     """Build this engine's derived namespace indexes before any timing, as ``bench query``
     does: otherwise they build in the background while the first paths are timed."""
-    from core.storage.sqlite_backend import SqliteBackend
+    from core.storage import SqliteBackend
 
     await merged_full_text(engine, say)
     backend = engine.backend

@@ -93,7 +93,7 @@ def build_lancedb(lancedb: Any, folder: Path, path: Path, embed: Callable[[list[
 
 
 def _dimension(path: Path) -> int:
-    from core.storage.connection import open_connection
+    from core.storage import open_connection
 
     conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
     try:
@@ -111,7 +111,7 @@ def _stored_batches(path: Path, spent: dict[str, float],
     (chunk ids, session ids, texts, contexts, unit vectors); reading time into ``spent``."""
     import numpy as np
 
-    from core.storage.connection import open_connection
+    from core.storage import open_connection
 
     conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
     try:
@@ -165,7 +165,7 @@ def stored_query_texts(path: Path, count: int, rng: random.Random) -> list[tuple
     import json
 
     from core.indexing import extract_indexable_text, normalize_text
-    from core.storage.connection import open_connection
+    from core.storage import open_connection
 
     conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
     try:

@@ -61,7 +61,7 @@ def _check_clipboard() -> dict[str, Any]:
 
 
 async def _check_database(config: Any, db: Location) -> dict[str, Any]:
-    from core.storage.memory_file import damage, examine
+    from core.storage import damage, examine
     from core.storage.opening import code_schema_version
 
     shown = str(db)  # a URL without its password
@@ -104,7 +104,7 @@ async def gather(config: Any, db: Location | None, config_path: Path | None) -> 
 
     This machine's SQLite is checked unless the memory is on a PostgreSQL server, whose own
     versions the database check asks its backend for."""
-    from core.storage.connection import capabilities
+    from core.storage import capabilities
 
     if db is None and config.storage.url:
         from core.storage.locations import parse_location

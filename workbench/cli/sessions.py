@@ -39,7 +39,7 @@ TOOL_LINE_CHARS = 100
 
 def notes_namespace(session_id: str) -> str | None:
     """The namespace whose notes a session holds, or None for a conversation."""
-    from core.storage.notes import MEMORY_PREFIX
+    from core.storage.vocabulary import MEMORY_PREFIX
 
     return session_id[len(MEMORY_PREFIX):] if session_id.startswith(MEMORY_PREFIX) else None
 

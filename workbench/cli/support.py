@@ -51,7 +51,7 @@ _FILE_CODES = {10: "cannot be read or written (an I/O error)", 14: "cannot be op
 def _file_problem(exc: BaseException) -> str | None:
     """One line for the driver's error about a file found damaged after it opened (a page
     of a memory file overwritten, say), else None: every other error is a bug to show."""
-    from core.storage.refusals import primary_code
+    from core.storage import primary_code
 
     code = primary_code(exc)
     if code not in _FILE_CODES:
@@ -246,12 +246,12 @@ def is_missing(db: Location) -> bool:
 
 
 def examine_memory(db: Location) -> str:
-    """What the file holds (:func:`core.storage.memory_file.examine`; ``memory`` for a
+    """What the file holds (:func:`core.storage.sqlite.memory_file.examine`; ``memory`` for a
     server's database), or exit 1 with one line when it is not a memory."""
     if db.is_postgres:
         return "memory"
     from core.errors import InvalidInput
-    from core.storage.memory_file import examine
+    from core.storage import examine
 
     try:
         return examine(db.path.expanduser())

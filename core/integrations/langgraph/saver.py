@@ -45,13 +45,13 @@ from core.clock import utc_now
 from core.errors import InvalidInput, OutOfNamespace
 from core.integrations.langgraph.messages import as_messages, keys_of, to_message
 from core.notes.fields import clean_namespace
-from core.storage.langgraph_rows import metadata_text
 from core.storage.langgraph_types import (
     CheckpointPut,
     CheckpointQuery,
     CheckpointRow,
     StoredCheckpoint,
     WriteRow,
+    metadata_text,
 )
 from core.storage.messages import PreparedMessage, out_of_namespace
 

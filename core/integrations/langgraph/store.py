@@ -62,7 +62,7 @@ from core.inputs import shown
 from core.notes import store_items
 from core.notes.store_items import SOURCE
 from core.retrieval.service import MAX_TOP_K
-from core.storage.notes import memory_session_id
+from core.storage.vocabulary import memory_session_id
 
 if TYPE_CHECKING:
     from core.engine import Engine

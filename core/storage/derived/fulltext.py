@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from core.storage.connection import select_in
 from core.storage.derived.impacts import Impact, ImpactCache
 from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
+from core.storage.sqlite.connection import select_in
 
 K1 = 1.2  # fts5_aux.c
 B = 0.75

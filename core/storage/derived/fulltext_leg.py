@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage.chunk_rows import chunk_ids_of
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
+from core.storage.sqlite.chunk_rows import chunk_ids_of
 
 
 class DerivedFullText:

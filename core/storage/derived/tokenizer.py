@@ -20,9 +20,9 @@ from itertools import chain
 
 import numpy as np
 
-from core.storage.connection import sqlite_module
 from core.storage.fts_rows import prefixed
 from core.storage.fts_words import RUN, words
+from core.storage.sqlite.connection import sqlite_module
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's (migration 0003)
 _BATCH = 50_000  # runs tokenized per FTS5 round trip

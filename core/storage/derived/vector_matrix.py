@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import simsimd
 
-from core.storage.connection import select_in
 from core.storage.derived import vector_codes
+from core.storage.sqlite.connection import select_in
 
 _MIN_ROWS = 16
 _BUILD_BATCH = 4096

@@ -1,4 +1,4 @@
-"""PostgreSQL: the items of an OpenAI Agents SDK session (:mod:`core.storage.agent_items`'s
+"""PostgreSQL: the items of an OpenAI Agents SDK session (:mod:`core.storage.sqlite.agent_items`'s
 operations on an async connection, with the same semantics and refusals).
 
 What SQLite's single writer gave for free is a lock here: every write locks the session's
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage.agent_items import FRAMEWORK, item_key
 from core.storage.messages import PreparedMessage
 from core.storage.pg import events
 from core.storage.pg.connection import Conn
 from core.storage.pg.langgraph_rows import ensure_session
+from core.storage.rows import AGENTS_FRAMEWORK, item_key
 
 _LIVE = ("FROM framework_items f JOIN sessions s ON s.session_id = f.session_id"
          " WHERE f.session_id = %s AND f.framework = %s AND f.removed_at IS NULL"
@@ -32,7 +32,7 @@ async def add_items(conn: Conn, session_id: str, agent_identity: str, now: str,
     if replace:
         await conn.execute("UPDATE framework_items SET removed_at = %s WHERE session_id = %s"
                            " AND framework = %s AND removed_at IS NULL",
-                           (now, session_id, FRAMEWORK))
+                           (now, session_id, AGENTS_FRAMEWORK))
     if not prepared:
         return []
     outcomes = await events.write_messages(conn, prepared, True,
@@ -43,7 +43,7 @@ async def add_items(conn: Conn, session_id: str, agent_identity: str, now: str,
         await many.executemany(
             "INSERT INTO framework_items(session_id, sequence, framework, item_key, raw_json)"
             " VALUES (%s, %s, %s, %s, %s)",
-            [(session_id, sequence, FRAMEWORK, item_key(sequence), raw)
+            [(session_id, sequence, AGENTS_FRAMEWORK, item_key(sequence), raw)
              for sequence, raw in zip(sequences, raw_json, strict=True)])
     return sequences
 
@@ -51,7 +51,7 @@ async def add_items(conn: Conn, session_id: str, agent_identity: str, now: str,
 async def live_items(conn: Conn, agent_identity: str, session_id: str,
                      limit: int | None) -> list[str]:
     """The JSON of the session's items not removed, oldest first, the latest ``limit``."""
-    params: list[Any] = [session_id, FRAMEWORK, agent_identity]
+    params: list[Any] = [session_id, AGENTS_FRAMEWORK, agent_identity]
     if limit is None or limit < 0:
         cursor = await conn.execute(f"SELECT f.raw_json {_LIVE} ORDER BY f.sequence", params)
         return [str(row[0]) for row in await cursor.fetchall()]
@@ -75,7 +75,7 @@ async def pop_item(conn: Conn, session_id: str, agent_identity: str, now: str) -
         return None
     cursor = await conn.execute(f"SELECT f.sequence, f.raw_json {_LIVE}"
                                 " ORDER BY f.sequence DESC LIMIT 1",
-                                (session_id, FRAMEWORK, agent_identity))
+                                (session_id, AGENTS_FRAMEWORK, agent_identity))
     found = await cursor.fetchone()
     if found is None:
         return None
@@ -90,5 +90,5 @@ async def clear_items(conn: Conn, session_id: str, agent_identity: str, now: str
         return 0
     cursor = await conn.execute(
         "UPDATE framework_items SET removed_at = %s WHERE session_id = %s AND framework = %s"
-        " AND removed_at IS NULL", (now, session_id, FRAMEWORK))
+        " AND removed_at IS NULL", (now, session_id, AGENTS_FRAMEWORK))
     return int(cursor.rowcount)

@@ -19,7 +19,6 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,12 +27,12 @@ import psycopg
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.storage.agent_items_operations import AgentItemsOperations
-from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
+from core.storage.backend import BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.locations import Location
-from core.storage.migrations import schema_too_new_message
+from core.storage.operations import OperationModules
 from core.storage.pg import (
     agent_items,
     copying,
@@ -55,8 +54,15 @@ from core.storage.pg import (
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived_legs import DerivedLegs
 from core.storage.pg.migrations import current_version, latest_version
-from core.storage.search import FullTextRows, LegRequest, Scope, derived_answers
+from core.storage.rows import schema_too_new_message
 from core.storage.shared_operations import SharedOperations
+from core.storage.vocabulary import (
+    VECTOR_IDENTITY_KEY,
+    FullTextRows,
+    LegRequest,
+    Scope,
+    derived_answers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +92,7 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
 
     features = POSTGRES_FEATURES
     vector_leg_name = "pgvector"
-    _ops = SimpleNamespace(
+    _ops = OperationModules(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,

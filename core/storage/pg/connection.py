@@ -1,6 +1,6 @@
 """A pool of connections to one PostgreSQL memory, and the transactions the engine runs on it.
 
-:class:`PgDatabase` has the shape of the SQLite :class:`core.storage.connection.Database`:
+:class:`PgDatabase` has the shape of the SQLite :class:`core.storage.sqlite.connection.Database`:
 ``await db.read(fn, *args)`` and ``await db.write(fn, *args)`` run ``await fn(conn, *args)``
 in a transaction and return what it returns, so a PostgreSQL backend's operations are
 written as the SQLite backend's are, one function of a connection each. A function, not an

@@ -1,5 +1,5 @@
 """Copying a whole memory, PostgreSQL's side (the table list and the row form are in
-:mod:`core.storage.copying`).
+:mod:`core.storage.sqlite.copying`).
 
 What differs from SQLite's side:
 
@@ -24,15 +24,9 @@ import numpy as np
 import psycopg
 from psycopg import AsyncConnection, sql
 
-from core.storage.copying import (
-    COPY_TABLES,
-    CopyTable,
-    RowPage,
-    WriteResult,
-    copy_table,
-    row_key,
-)
 from core.storage.pg.vector_index import set_meta
+from core.storage.rows import COPY_TABLES, CopyTable, copy_table, row_key
+from core.storage.vocabulary import RowPage, WriteResult
 
 Conn = AsyncConnection[Any]
 

@@ -20,7 +20,7 @@ from core.storage.pg.derived import PgDerivedIndexes
 from core.storage.pg.fts_bm25 import BM25_B, BM25_K1, CONFIG
 from core.storage.pg.postings_index import Scored
 from core.storage.pg.search import scope_filter, tsquery_sql
-from core.storage.search import Scope
+from core.storage.vocabulary import Scope
 
 _CACHED_TERMS = 50_000
 

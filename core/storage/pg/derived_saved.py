@@ -33,11 +33,11 @@ import numpy as np
 import platformdirs
 import psycopg
 
-from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.derived import persisted
 from core.storage.pg import migrations, vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.fts_bm25 import CONFIG
+from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 CACHE_ENV = "WORKBENCH_INDEX_CACHE"
 DATABASE_ID_KEY = "database_id"

@@ -1,4 +1,4 @@
-"""PostgreSQL: sessions, conversation events and their chunks (:mod:`core.storage.events`'s
+"""PostgreSQL: sessions, conversation events and their chunks (:mod:`core.storage.sqlite.events`'s
 operations on an async connection, with the same semantics, shapes and refusals).
 
 What SQLite's single writer gave for free is a lock here. A write locks the rows of the
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from core.storage import messages as writing
-from core.storage.events import chunk_scope_token
 from core.storage.messages import PreparedMessage, WriteOutcome
 from core.storage.pg.connection import Conn
+from core.storage.vocabulary import chunk_scope_token
 
 # The tables a memory's rows live in, as table_counts reports them (chunks_fts and
 # chunks_vec are added: the one is a column of chunks here, the other a plain table).
@@ -64,7 +64,7 @@ async def _last_sequences(conn: Conn, session_ids: list[str]) -> dict[str, int |
 
 async def previous_texts(conn: Conn, session_id: str, count: int) -> list[str]:
     """The first chunk's text of each of the session's last ``count`` messages, oldest
-    first (see :func:`core.storage.events.previous_texts`)."""
+    first (see :func:`core.storage.sqlite.events.previous_texts`)."""
     if count <= 0:
         return []
     cursor = await conn.execute(
@@ -114,7 +114,7 @@ async def write_messages(
     context_chars: int = 400,
 ) -> list[WriteOutcome]:
     """Store messages in one transaction (oxydra steps 1-4, 8, 9; the tsvector is the
-    database's). Same contract as :func:`core.storage.events.write_messages`."""
+    database's). Same contract as :func:`core.storage.sqlite.events.write_messages`."""
     if not messages:
         return []
     created = await _lock_sessions(conn, messages)

@@ -1,5 +1,5 @@
 """PostgreSQL: facts (aidaemon), a value per (category, key) in a namespace, as
-:mod:`core.storage.facts` keeps them in SQLite.
+:mod:`core.storage.sqlite.facts` keeps them in SQLite.
 
 ``UNIQUE (namespace, category, key)`` makes the upsert one ``INSERT … ON CONFLICT``, which
 PostgreSQL resolves atomically between concurrent writers of the same key: the last one

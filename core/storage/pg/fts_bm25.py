@@ -6,7 +6,7 @@ scope's chunk count and total length, and a chunk's count of a word are all rang
 index, never a walk over tsvectors.
 
 The top ``k`` comes by MaxScore (Turtle and Flood, 1995), as the SQLite side's namespace
-search does (:mod:`core.storage.fts_maxscore`): a word's share of a chunk's bm25,
+search does (:mod:`core.storage.sqlite.fts_maxscore`): a word's share of a chunk's bm25,
 ``idf * f(k1 + 1) / (f + k1 * (1 - b + b * len / mean))``, is below ``idf * (k1 + 1)``.
 Rank only the chunks holding one of the *essential* words (the rarest), exactly (every
 query word they hold counts). A chunk holding none of them scores at most the sum of the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.storage.pg.connection import Conn
-from core.storage.search import Scope
+from core.storage.vocabulary import Scope
 
 BM25_K1 = 1.2  # FTS5's bm25 constants (fts5_aux.c)
 BM25_B = 0.75

@@ -1,5 +1,5 @@
 """The rules that tie a PostgreSQL memory's message tables together, checked from outside the
-engine (``workbench bench crash --db postgresql://…``), as :mod:`core.storage.invariants`
+engine (``workbench bench crash --db postgresql://…``), as :mod:`core.storage.sqlite.invariants`
 checks a SQLite file:
 
 - **half-stored**: a message whose event lacks one of the chunks its text makes (computed
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.storage.invariants import FileFindings, check_messages
+from core.storage.rows import FileFindings, check_messages
 
 
 def check_database(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFindings:

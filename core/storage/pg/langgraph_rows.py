@@ -1,5 +1,5 @@
 """PostgreSQL: LangGraph's checkpoints, pending writes and the messages they carry
-(:mod:`core.storage.langgraph_rows`'s operations on an async connection, with the same
+(:mod:`core.storage.sqlite.langgraph_rows`'s operations on an async connection, with the same
 semantics and refusals).
 
 What SQLite's single writer gave for free is a lock here: a write locks the thread's

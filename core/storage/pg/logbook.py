@@ -1,4 +1,4 @@
-"""PostgreSQL: the retrieval log and the relevance judgments, as :mod:`core.storage.logbook`
+"""PostgreSQL: the retrieval log and the relevance judgments, as :mod:`core.storage.sqlite.logbook`
 keeps them in SQLite. ``log_id`` is an identity, so concurrent writers' entries each get
 their own; a judgment is one row per (scope, query, chunk), upserted with ``ON CONFLICT``."""
 

@@ -1,7 +1,7 @@
 """Versioned migrations of a PostgreSQL memory: ordered, applied together, recorded.
 
 The migrations are the ``NNNN_name.sql`` files beside this module. Unlike the SQLite runner
-(:mod:`core.storage.migrations`, one transaction a migration, because SQLite's writer lock
+(:mod:`core.storage.sqlite.migrations`, one transaction a migration, because SQLite's writer lock
 already serialises two openers), every pending migration is applied in ONE transaction that
 first takes a transaction-scoped advisory lock: PostgreSQL's DDL is transactional, so a
 crash or an error leaves the database at the version it had, and two processes opening a
@@ -23,8 +23,7 @@ from psycopg import AsyncConnection, IsolationLevel
 from psycopg import errors as pg_errors
 
 from core.errors import ExtensionMissing, SchemaTooNew
-from core.storage import migrations as sqlite_migrations
-from core.storage.migrations import Migration, schema_too_new_message
+from core.storage.rows import Migration, migrations_in, schema_too_new_message
 
 # The advisory lock every migrating process takes: "memwb-m" in ASCII, an arbitrary
 # constant that no other application on a shared server is likely to use.
@@ -37,7 +36,7 @@ _CREATE_LEDGER = ("CREATE TABLE memory_migrations (version INTEGER PRIMARY KEY,"
 
 def available_migrations() -> list[Migration]:
     """Every PostgreSQL migration shipped with this code, in version order."""
-    return sqlite_migrations.available_migrations("core.storage.pg")
+    return migrations_in("core.storage.pg")
 
 
 def latest_version() -> int:

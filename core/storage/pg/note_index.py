@@ -1,4 +1,4 @@
-"""PostgreSQL: the rows that index a note (:mod:`core.storage.note_index` on an async
+"""PostgreSQL: the rows that index a note (:mod:`core.storage.sqlite.note_index` on an async
 connection): its event and chunks in its namespace's memory session, with the same ids,
 sequences, metadata and context (the note's name) as SQLite writes.
 
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.storage.messages import PreparedChunk
-from core.storage.note_index import note_rows
 from core.storage.pg.connection import Conn
+from core.storage.rows import note_rows
 
 
 async def _next_sequence(conn: Conn, session_id: str) -> int:

@@ -1,4 +1,4 @@
-"""PostgreSQL: listing a namespace's notes (:mod:`core.storage.note_listing` on an async
+"""PostgreSQL: listing a namespace's notes (:mod:`core.storage.sqlite.note_listing` on an async
 connection): the same filters, order, page, total and text match.
 
 The text filter looks for every typed word as a prefix of a word of one chunk of the note
@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from core.storage.fts_rows import words
-from core.storage.note_listing import NoteQuery
-from core.storage.notes import memory_session_id
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import SELECT, rows_to_notes
-from core.storage.search import like_pattern
+from core.storage.rows import like_pattern
+from core.storage.vocabulary import NoteQuery, memory_session_id
 
 CONFIG = "memory_english"
 

@@ -1,4 +1,4 @@
-"""PostgreSQL: notes (:mod:`core.storage.notes`'s operations on an async connection, with
+"""PostgreSQL: notes (:mod:`core.storage.sqlite.notes`'s operations on an async connection, with
 the same semantics, shapes, refusals and messages).
 
 Several writers run at once here, where SQLite's one writer made "check the name is free,
@@ -21,21 +21,12 @@ from typing import Any
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
 from core.storage.messages import PreparedChunk
-from core.storage.notes import (
-    _NOTE_COLUMNS,
-    NoteChanges,
-    NoteDraft,
-    NoteRef,
-    _names_of,
-    _new_row,
-    memory_session_id,
-    name_range,
-    note_dicts,
-)
 from core.storage.pg.connection import Conn
 from core.storage.pg.note_index import chunks_of, index_notes, touch_note, unindex_note
+from core.storage.rows import NOTE_COLUMNS, name_range, names_of, new_row, note_dicts
+from core.storage.vocabulary import NoteChanges, NoteDraft, NoteRef, memory_session_id
 
-SELECT = "SELECT " + ", ".join(f"n.{column}" for column in _NOTE_COLUMNS) + " FROM notes n"
+SELECT = "SELECT " + ", ".join(f"n.{column}" for column in NOTE_COLUMNS) + " FROM notes n"
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -225,17 +216,17 @@ async def _insert_notes(conn: Conn, rows: Sequence[dict[str, Any]]) -> None:
         return
     async with conn.cursor() as cursor:
         await cursor.executemany(
-            f"INSERT INTO notes({', '.join(_NOTE_COLUMNS)})"
-            f" VALUES ({', '.join(['%s'] * len(_NOTE_COLUMNS))})",
+            f"INSERT INTO notes({', '.join(NOTE_COLUMNS)})"
+            f" VALUES ({', '.join(['%s'] * len(NOTE_COLUMNS))})",
             [tuple(json.dumps(row["tags"], ensure_ascii=False) if column == "tags_json"
-                   else row[column] for column in _NOTE_COLUMNS) for row in rows])
+                   else row[column] for column in NOTE_COLUMNS) for row in rows])
         tags = [(row["note_id"], row["namespace"], tag) for row in rows for tag in row["tags"]]
         if tags:
             await cursor.executemany(
                 "INSERT INTO note_tags(note_id, namespace, tag) VALUES (%s, %s, %s)", tags)
     await _insert_names(conn, [
         binding for row in rows
-        for binding in _names_of(row["namespace"], row["note_id"], row["name"], row["aliases"])])
+        for binding in names_of(row["namespace"], row["note_id"], row["name"], row["aliases"])])
 
 
 async def _set_tags(conn: Conn, namespace: str, note_id: str, tags: Sequence[str]) -> None:
@@ -255,7 +246,7 @@ async def add_note(conn: Conn, draft: NoteDraft, now: str) -> dict[str, Any]:
     await _lock_namespace(conn, draft.namespace)
     session_id = await _memory_session(conn, draft.namespace, now)
     await _refuse_taken(conn, draft.namespace, [draft.name, *draft.aliases])
-    row = _new_row(draft, draft.note_id, session_id, now)
+    row = new_row(draft, draft.note_id, session_id, now)
     await _insert_notes(conn, [row])
     await index_notes(conn, [(row, draft.chunks)], now)
     return await _by_id(conn, draft.namespace, draft.note_id)  # type: ignore[return-value]
@@ -390,7 +381,7 @@ async def import_notes(
     new_id: Callable[[], str],
 ) -> dict[str, Any]:
     """Apply imported notes in one transaction, or report every collision and apply nothing
-    (the rules: :func:`core.storage.notes.import_notes`)."""
+    (the rules: :func:`core.storage.sqlite.notes.import_notes`)."""
     await _lock_namespace(conn, namespace)
     claimed = {name: draft for draft in drafts for name in (draft.name, *draft.aliases)}
     bound = await _bindings(conn, namespace, list(claimed))
@@ -422,7 +413,7 @@ async def import_notes(
             (draft.name, draft.content, draft.kind, draft.category,
              json.dumps(list(draft.tags), ensure_ascii=False), draft.source,
              draft.importance, now, note_id))
-        await _insert_names(conn, _names_of(namespace, note_id, draft.name, draft.aliases))
+        await _insert_names(conn, names_of(namespace, note_id, draft.name, draft.aliases))
         await _set_tags(conn, namespace, note_id, draft.tags)
         await _reindex(conn, namespace, note_id, draft.chunks, now)
     replacing = {id(draft) for draft in replaced.values()}
@@ -432,8 +423,8 @@ async def import_notes(
         cursor = await conn.execute("SELECT note_id FROM notes WHERE note_id = ANY(%s)",
                                     ([draft.note_id for draft in fresh],))
         taken = {str(row[0]) for row in await cursor.fetchall()}
-    rows = [_new_row(draft, new_id() if draft.note_id in taken else draft.note_id,
-                     session_id, now) for draft in fresh]
+    rows = [new_row(draft, new_id() if draft.note_id in taken else draft.note_id,
+                    session_id, now) for draft in fresh]
     await _insert_notes(conn, rows)
     await index_notes(conn, list(zip(rows, (draft.chunks for draft in fresh), strict=True)),
                       now)

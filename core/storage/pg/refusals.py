@@ -1,6 +1,6 @@
 """How PostgreSQL (and psycopg) refuse a request, turned into the engine's own errors.
 
-The same refusals the SQLite side makes (:mod:`core.storage.refusals`): a full disk is
+The same refusals the SQLite side makes (:mod:`core.storage.sqlite.refusals`): a full disk is
 ``StorageFull``, a server that may not be written (a replica, a read-only role) is
 ``ReadOnlyDatabase``, text the driver cannot send is ``InvalidInput``, a lock held past the
 server's ``lock_timeout`` or a conflict that outlasted every attempt is ``MemoryBusy``; what
@@ -29,7 +29,7 @@ from core.errors import (
     WorkbenchError,
 )
 from core.storage.locations import Location, scrub
-from core.storage.refusals import not_text
+from core.storage.rows import not_text
 
 # Errors after which the same transaction, run again from the start, may well succeed.
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)

@@ -1,5 +1,5 @@
 """PostgreSQL: schedules and their runs (oxydra's ``SchedulerStore``), as
-:mod:`core.storage.schedules` keeps them in SQLite.
+:mod:`core.storage.sqlite.schedules` keeps them in SQLite.
 
 Rows are plain dicts with the SQLite side's columns, order and refusals. SQLite serializes
 every writer; here many write at once, so what SQLite's lock gave is asked for explicitly:
@@ -18,10 +18,10 @@ from psycopg import sql
 
 from core.errors import NotFound
 from core.storage.pg.connection import Conn
-from core.storage.schedules import COLUMNS, EDITABLE, RUN_COLUMNS
+from core.storage.rows import SCHEDULE_COLUMNS, SCHEDULE_EDITABLE, SCHEDULE_RUN_COLUMNS
 
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM schedules"
-_SELECT_RUNS = f"SELECT {', '.join(RUN_COLUMNS)} FROM schedule_runs"
+_SELECT = f"SELECT {', '.join(SCHEDULE_COLUMNS)} FROM schedules"
+_SELECT_RUNS = f"SELECT {', '.join(SCHEDULE_RUN_COLUMNS)} FROM schedule_runs"
 
 
 def _limit(limit: int) -> int | None:
@@ -30,11 +30,11 @@ def _limit(limit: int) -> int | None:
 
 
 def _rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    return [dict(zip(SCHEDULE_COLUMNS, row, strict=True)) for row in rows]
 
 
 def _runs(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows]
+    return [dict(zip(SCHEDULE_RUN_COLUMNS, row, strict=True)) for row in rows]
 
 
 async def _fetch(conn: Conn, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
@@ -125,12 +125,12 @@ async def update_schedule(
     conn: Conn, schedule_id: str, changes: dict[str, Any], now: str
 ) -> dict[str, Any]:
     """Apply checked changes; ``NotFound`` when there is no such schedule."""
-    unknown = set(changes) - EDITABLE
+    unknown = set(changes) - SCHEDULE_EDITABLE
     assert not unknown, f"not editable: {unknown}"
     assignments = [sql.SQL("{} = %s").format(sql.Identifier(column)) for column in changes]
     statement = sql.SQL("UPDATE schedules SET {} WHERE schedule_id = %s RETURNING {}").format(
         sql.SQL(", ").join([*assignments, sql.SQL("updated_at = %s")]),
-        sql.SQL(", ").join(sql.Identifier(column) for column in COLUMNS))
+        sql.SQL(", ").join(sql.Identifier(column) for column in SCHEDULE_COLUMNS))
     cursor = await conn.execute(statement, (*changes.values(), now, schedule_id))
     updated = _rows(await cursor.fetchall())
     if not updated:
@@ -164,7 +164,7 @@ async def claim_due(
     if not ids:
         return []
     claimed = await _fetch(conn, "UPDATE schedules SET claimed_by = %s, claim_expires_at = %s"
-                           f" WHERE schedule_id = ANY(%s) RETURNING {', '.join(COLUMNS)}",
+                           f" WHERE schedule_id = ANY(%s) RETURNING {', '.join(SCHEDULE_COLUMNS)}",
                            (runner, until, ids))
     position = {schedule_id: n for n, schedule_id in enumerate(ids)}
     return sorted(claimed, key=lambda schedule: position[schedule["schedule_id"]])
@@ -198,9 +198,9 @@ async def record_run_and_reschedule(
     if not found:
         raise NotFound(f"no schedule {run['schedule_id']!r}")
     schedule = found[0]
-    await conn.execute(f"INSERT INTO schedule_runs({', '.join(RUN_COLUMNS)}) VALUES "
-                       f"({', '.join(['%s'] * len(RUN_COLUMNS))})",
-                       tuple(run[c] for c in RUN_COLUMNS))
+    await conn.execute(f"INSERT INTO schedule_runs({', '.join(SCHEDULE_RUN_COLUMNS)}) VALUES "
+                       f"({', '.join(['%s'] * len(SCHEDULE_RUN_COLUMNS))})",
+                       tuple(run[c] for c in SCHEDULE_RUN_COLUMNS))
     failures = 0 if run["status"] == "ok" else schedule["consecutive_failures"] + 1
     reason = status_reason if status is not None else schedule["status_reason"]
     new_status = status or schedule["status"]

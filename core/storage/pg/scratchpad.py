@@ -1,5 +1,5 @@
 """PostgreSQL: the scratchpad, one JSON field of a session's ``session_state`` (oxydra;
-:mod:`core.storage.scratchpad` on an async connection).
+:mod:`core.storage.sqlite.scratchpad` on an async connection).
 
 The field is changed alone (``jsonb_set``, ``-``) on a locked row, so a scratchpad write
 and a message store never undo each other. A bound write locks the session's row (the

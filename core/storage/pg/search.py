@@ -1,4 +1,4 @@
-"""PostgreSQL: retrieval's legs inside a scope (:mod:`core.storage.search`'s operations on
+"""PostgreSQL: retrieval's legs inside a scope (:mod:`core.storage.sqlite.search`'s operations on
 an async connection): bm25 full text, the LIKE fallback, pgvector KNN.
 
 - Full text: each typed term is a phrase (``phraseto_tsquery`` over ``memory_english``,
@@ -38,7 +38,8 @@ from core.storage.fts_words import words
 from core.storage.pg import fts_bm25
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
-from core.storage.search import FullTextRows, LegRequest, LegRows, Scope, like_pattern
+from core.storage.rows import like_pattern
+from core.storage.vocabulary import FullTextRows, LegRequest, LegRows, Scope
 
 # Raw syntax's rank, ts_rank_cd, normalised by 1 + log(document length) (flag 1), the
 # flag closest to bm25 that fts_compare measured (and still far from it).
@@ -374,7 +375,7 @@ async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRo
 
 async def fetch_chunks(conn: Conn, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Chunk rows by id: text, session, sequence range, metadata, context, time (its first
-    message's, as SQLite's ``core.storage.chunk_rows`` reads it)."""
+    message's, as SQLite's ``core.storage.sqlite.chunk_rows`` reads it)."""
     if not chunk_ids:
         return {}
     cursor = await conn.execute(

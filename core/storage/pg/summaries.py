@@ -1,5 +1,5 @@
 """PostgreSQL: rolling summaries, compactions and consolidation (aidaemon, oxydra,
-crabtalk; :mod:`core.storage.summaries` on an async connection).
+crabtalk; :mod:`core.storage.sqlite.summaries` on an async connection).
 
 The rolling summary is the ``summary_state`` field of a session's ``session_state``, the
 latest compaction its ``compaction`` field. Each change first locks that row
@@ -18,17 +18,16 @@ from typing import Any
 
 from core.errors import NotFound, SummaryConflict
 from core.inputs import shown
-from core.storage.notes import MEMORY_PREFIX, NoteDraft
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import add_note
-from core.storage.summaries import (
-    _ARCHIVE_COLUMNS,
+from core.storage.rows import (
+    ARCHIVE_COLUMNS,
     MARKER_IMPORTANCE,
-    CompactionPlan,
-    _archives,
+    archives,
     epoch_of,
     swapped_summary,
 )
+from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft
 
 
 async def _locked_state(conn: Conn, session_id: str) -> dict[str, Any]:
@@ -133,20 +132,20 @@ async def list_archives(conn: Conn, session_id: str | None = None) -> list[dict[
     """A session's archives (every session's without one), oldest first."""
     where, params = ("WHERE session_id = %s", (session_id,)) if session_id else ("", ())
     cursor = await conn.execute(
-        f"SELECT {', '.join(_ARCHIVE_COLUMNS)} FROM archives {where}"
+        f"SELECT {', '.join(ARCHIVE_COLUMNS)} FROM archives {where}"
         " ORDER BY archived_at, session_id, marker_sequence", params)
-    return _archives(list(await cursor.fetchall()))
+    return archives(list(await cursor.fetchall()))
 
 
 async def unwritten_archives(conn: Conn) -> list[dict[str, Any]]:
     """Archives whose markdown file has not been written yet, with their note's content."""
     cursor = await conn.execute(
-        f"SELECT {', '.join('a.' + c for c in _ARCHIVE_COLUMNS)}, n.content FROM archives a"
+        f"SELECT {', '.join('a.' + c for c in ARCHIVE_COLUMNS)}, n.content FROM archives a"
         " JOIN notes n ON n.note_id = a.note_id WHERE a.file_path IS NULL"
         # SQLite breaks archived_at ties by rowid (insertion); the key is the closest here.
         " ORDER BY a.archived_at, a.session_id, a.marker_sequence")
     rows = list(await cursor.fetchall())
-    found = _archives([row[:-1] for row in rows])
+    found = archives([row[:-1] for row in rows])
     for archive, row in zip(found, rows, strict=True):
         archive["content"] = row[-1]
     return found

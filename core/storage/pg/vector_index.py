@@ -20,8 +20,8 @@ import psycopg
 from psycopg import AsyncConnection
 
 from core.errors import DimensionMismatch
-from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.pg.migrations import MIGRATION_LOCK
+from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 # pgvector 0.6 indexes vectors of up to 2,000 dimensions with HNSW; above that the
 # namespace search stays exact (a scan of the agent's vectors).

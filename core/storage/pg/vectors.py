@@ -1,4 +1,4 @@
-"""PostgreSQL: the pgvector column and the embedding backlog (:mod:`core.storage.vectors`'s
+"""PostgreSQL: the pgvector column and the embedding backlog (:mod:`core.storage.sqlite.vectors`'s
 operations on an async connection).
 
 Several processes may each run an embedding worker on one memory, so the backlog is
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from core.storage.backend import VECTOR_IDENTITY_KEY
 from core.storage.pg import vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
+from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 # Long enough for any batch to be embedded and saved (seconds on CPU, minutes on a slow
 # endpoint with retries), short enough that a killed worker's chunks do not wait long.

@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, ListItem, ListView, Select, Static
 
 from core.errors import WorkbenchError
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import ScratchpadState
 from workbench.app.layout import borderless_when_short
 from workbench.app.panes.base import Pane

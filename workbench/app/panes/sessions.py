@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Input, Static
 
 from core.errors import NotFound, WorkbenchError
 from core.export_paths import export_root, in_export_root
-from core.storage.notes import MEMORY_PREFIX
+from core.storage.vocabulary import MEMORY_PREFIX
 from core.summary.compaction import archive_name
 from core.types import (
     MemoryRecord,

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from core.storage.notes import memory_session_id
+from core.storage.vocabulary import memory_session_id
 from workbench.bench.isolation.inputs import (
     crafted_namespaces,
     crafted_note_refs,

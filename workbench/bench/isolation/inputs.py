@@ -8,9 +8,8 @@ What the attacker never types is the content: that is what the markers detect.
 
 from __future__ import annotations
 
-from core.storage.events import agent_token_for, scope_token_for
 from core.storage.fts_rows import session_prefix
-from core.storage.notes import memory_session_id
+from core.storage.vocabulary import agent_token_for, memory_session_id, scope_token_for
 
 # Letters that look like Latin ones: Cyrillic i, a, c, e, o; and fullwidth forms.
 _LOOK_ALIKE = str.maketrans({"i": "\u0456", "a": "\u0430", "c": "\u0441", "e": "\u0435",

@@ -50,7 +50,7 @@ class Planted:
 
     @property
     def sessions(self) -> list[str]:
-        from core.storage.notes import memory_session_id
+        from core.storage.vocabulary import memory_session_id
 
         return [VICTIM_CHAT, VICTIM_OLD, memory_session_id(VICTIM)]
 
@@ -173,7 +173,7 @@ class _Reader:
 
             self._pg = psycopg.connect(memory, autocommit=True)
         else:
-            from core.storage.connection import open_connection
+            from core.storage import open_connection
 
             self._lite = open_connection(location.path, read_only=True, busy_timeout_ms=5000)
 
@@ -199,7 +199,7 @@ class Snapshot:
     archive files. Two snapshots are equal exactly when nothing of the victim's changed."""
 
     def __init__(self, planted: Planted, archive_root: Path) -> None:
-        from core.storage.events import scope_token_for
+        from core.storage.vocabulary import scope_token_for
         from core.summary.archive_files import safe_name
 
         self._planted = planted

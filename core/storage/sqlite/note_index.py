@@ -19,20 +19,13 @@ in three ways, each for a reason:
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.storage.events import CHUNK_COLUMNS, chunk_scope_token, insert_rows, next_fts_rowid
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
 from core.storage.messages import PreparedChunk
-
-
-def note_chunk_id(note_id: str, name: str, content_hash: str) -> str:
-    """A note chunk's id: fixed by its note, its context (the name) and its text."""
-    digest = hashlib.sha256(f"{note_id}\x00{name}\x00{content_hash}".encode()).hexdigest()
-    return f"chk-{digest[:32]}"
+from core.storage.rows import note_rows
+from core.storage.sqlite.events import CHUNK_COLUMNS, insert_rows, next_fts_rowid
 
 
 def _next_sequence(conn: Any, session_id: str) -> int:
@@ -43,32 +36,6 @@ def _next_sequence(conn: Any, session_id: str) -> int:
         "           coalesce((SELECT max(sequence) FROM conversation_events"
         "                     WHERE session_id = ?1), 0))", (session_id,)).fetchone()
     return int(row[0]) + 1
-
-
-def note_rows(note: dict[str, Any], chunks: Iterable[PreparedChunk], sequence: int,
-              now: str) -> tuple[tuple[Any, ...], str, str, list[tuple[str, PreparedChunk]]]:
-    """What indexing one note writes, whatever the backend: its event row (session_id,
-    sequence, payload_json, created_at, importance, role), its chunks' metadata JSON and
-    scope token, and each distinct chunk with its id (a paragraph repeated inside one note
-    is indexed once)."""
-    note_id, session_id, name = note["note_id"], note["session_id"], note["name"]
-    payload = {"role": "system", "content": note["content"],
-               "metadata": {"note_id": note_id, "name": name, "kind": note["kind"],
-                            "category": note["category"], "tags": note["tags"]}}
-    event = (session_id, sequence, json.dumps(payload, ensure_ascii=False), now,
-             note["importance"], note_id)
-    metadata = json.dumps({
-        "note_id": note_id, "name": name, "kind": note["kind"],
-        "category": note["category"], "tags": note["tags"], "source": note["source"],
-        "importance": note["importance"], "created_at": note["created_at"],
-        "updated_at": note["updated_at"], "schema_version": note["schema_version"],
-        "sequence": sequence,
-    }, ensure_ascii=False)
-    distinct: dict[str, PreparedChunk] = {}
-    for chunk in chunks:
-        distinct.setdefault(chunk.content_hash, chunk)
-    return (event, metadata, chunk_scope_token(session_id, note["namespace"]),
-            [(note_chunk_id(note_id, name, h), chunk) for h, chunk in distinct.items()])
 
 
 def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedChunk]]],

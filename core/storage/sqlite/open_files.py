@@ -6,7 +6,7 @@ but a plain ``open()``/``close()`` of the file, or an ``immutable=1`` connection
 no locks and closes its descriptor at once), would silently release the SHARED lock another
 connection here holds, and a writer closing elsewhere could then checkpoint and delete the
 ``-wal`` under it. Connections count themselves here by (device, inode), and a file already
-open is never examined again (:func:`core.storage.memory_file.examine`).
+open is never examined again (:func:`core.storage.sqlite.memory_file.examine`).
 """
 
 from __future__ import annotations

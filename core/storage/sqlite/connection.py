@@ -20,8 +20,9 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from core.errors import ExtensionMissing, ReadOnlyDatabase
-from core.storage import refusals
-from core.storage.open_files import track, tracked_class
+from core.storage import rows
+from core.storage.sqlite import refusals
+from core.storage.sqlite.open_files import track, tracked_class
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -452,7 +453,7 @@ class Database:
         try:
             return await self.writer.run(self._guarded_write, fn, args)
         except UnicodeEncodeError:
-            raise refusals.not_text() from None
+            raise rows.not_text() from None
         except Exception as exc:
             refusal = refusals.storage_refusal(self.path, exc,
                                                busy_timeout_ms=self._busy_timeout_ms)
@@ -490,7 +491,7 @@ class Database:
         try:
             return await lane.run(fn, *args)
         except UnicodeEncodeError:
-            raise refusals.not_text() from None
+            raise rows.not_text() from None
         except Exception as exc:
             if refusals.primary_code(exc) != refusals.SQLITE_BUSY:
                 raise

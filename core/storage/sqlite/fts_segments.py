@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.storage.connection import transaction
+from core.storage.sqlite.connection import transaction
 
 # FTS5's automerge while no import runs: its default (merge four segments of a level).
 AUTOMERGE = 4

@@ -7,8 +7,8 @@ session therefore searches exactly the namespace's notes, and a namespace query 
 beside the agent's conversations. The engine refuses messages for ``memory:`` sessions, so
 such a session holds notes only.
 
-How a note is indexed, and how listings are planned: :mod:`core.storage.note_index` and
-:mod:`core.storage.note_listing`.
+How a note is indexed, and how listings are planned: :mod:`core.storage.sqlite.note_index` and
+:mod:`core.storage.sqlite.note_listing`.
 
 Every operation is one transaction that resolves names inside it, so a second writer can
 never slip between a check and a write; every statement names the namespace, so an id or
@@ -19,105 +19,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
-from core.storage.connection import select_in, transaction
-from core.storage.events import insert_rows
 from core.storage.messages import PreparedChunk
-from core.storage.note_index import chunks_of, index_notes, touch_note, unindex_note
+from core.storage.rows import NOTE_COLUMNS, name_range, names_of, new_row, note_dicts
+from core.storage.sqlite.connection import select_in, transaction
+from core.storage.sqlite.events import insert_rows
+from core.storage.sqlite.note_index import chunks_of, index_notes, touch_note, unindex_note
+from core.storage.vocabulary import NoteChanges, NoteDraft, NoteRef, memory_session_id
 
-MEMORY_PREFIX = "memory:"
-
-_NOTE_COLUMNS = ("note_id", "namespace", "session_id", "name", "content", "kind", "category",
-                 "tags_json", "source", "importance", "event_sequence", "created_at",
-                 "updated_at", "schema_version")
-_SELECT = "SELECT " + ", ".join(f"n.{column}" for column in _NOTE_COLUMNS) + " FROM notes n"
-
-
-def memory_session_id(namespace: str) -> str:
-    """The session that holds a namespace's notes."""
-    return MEMORY_PREFIX + namespace
-
-
-@dataclass(frozen=True)
-class NoteRef:
-    """How a caller named a note: by its id, or by a name or alias."""
-
-    note_id: str | None = None
-    name: str | None = None
-
-    def describe(self) -> str:
-        """The reference in words, for messages."""
-        # A reference may be any text (only names are held to a length), so it is cut.
-        return f"note {self.note_id}" if self.note_id is not None else f"note {shown(self.name)}"
-
-
-@dataclass(frozen=True)
-class NoteDraft:
-    """A new note, validated and chunked above storage."""
-
-    note_id: str
-    namespace: str
-    name: str
-    aliases: tuple[str, ...]
-    content: str
-    kind: str
-    category: str
-    tags: tuple[str, ...]
-    source: str
-    importance: float
-    chunks: tuple[PreparedChunk, ...]
-    schema_version: int = 1
-    created_at: str | None = None  # an import keeps the exported times; None: now
-    updated_at: str | None = None
-
-
-@dataclass(frozen=True)
-class NoteChanges:
-    """What a write changes; None keeps the note's value."""
-
-    content: str | None = None
-    chunks: tuple[PreparedChunk, ...] | None = None
-    kind: str | None = None
-    category: str | None = None
-    tags: tuple[str, ...] | None = None
-    source: str | None = None
-    importance: float | None = None
+NOTE_SELECT = "SELECT " + ", ".join(f"n.{column}" for column in NOTE_COLUMNS) + " FROM notes n"
 
 
 # -- reading -------------------------------------------------------------------------------
 
 
-def _notes(conn: Any, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+def notes_with_aliases(conn: Any, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
     """Note rows as dicts, with their aliases (sorted) and tags."""
     return note_dicts(rows, select_in(
         conn, "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id IN",
         [row[0] for row in rows]))
 
 
-def note_dicts(rows: Sequence[Sequence[Any]],
-               alias_rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
-    """Note rows (``_NOTE_COLUMNS``) as dicts, with their tags and their aliases, sorted,
-    from ``alias_rows`` of (note_id, alias) (either backend's)."""
-    aliases: dict[str, list[str]] = {}
-    for note_id, name in alias_rows:
-        aliases.setdefault(note_id, []).append(name)
-    notes = []
-    for row in rows:
-        note = dict(zip(_NOTE_COLUMNS, row, strict=True))
-        note["tags"] = json.loads(note.pop("tags_json"))
-        note["aliases"] = sorted(aliases.get(note["note_id"], []))
-        notes.append(note)
-    return notes
-
-
 def _by_id(conn: Any, namespace: str, note_id: str) -> dict[str, Any] | None:
-    rows = conn.execute(f"{_SELECT} WHERE n.namespace = ? AND n.note_id = ?",
+    rows = conn.execute(f"{NOTE_SELECT} WHERE n.namespace = ? AND n.note_id = ?",
                         (namespace, note_id)).fetchall()
-    return _notes(conn, rows)[0] if rows else None
+    return notes_with_aliases(conn, rows)[0] if rows else None
 
 
 def resolve(conn: Any, namespace: str, ref: NoteRef) -> str | None:
@@ -147,9 +76,9 @@ def _require(conn: Any, namespace: str, ref: NoteRef) -> dict[str, Any]:
 def notes_by_ids(conn: Any, namespace: str,
                  note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The namespace's notes among ``note_ids``; ids of other namespaces are left out."""
-    rows = select_in(conn, f"{_SELECT} WHERE n.namespace = ? AND n.note_id IN", note_ids,
+    rows = select_in(conn, f"{NOTE_SELECT} WHERE n.namespace = ? AND n.note_id IN", note_ids,
                      [namespace])
-    return {note["note_id"]: note for note in _notes(conn, rows)}
+    return {note["note_id"]: note for note in notes_with_aliases(conn, rows)}
 
 
 def note_names(conn: Any, namespace: str, category: str | None = None) -> list[str]:
@@ -165,16 +94,8 @@ def note_names(conn: Any, namespace: str, category: str | None = None) -> list[s
 
 def all_notes(conn: Any, namespace: str) -> list[dict[str, Any]]:
     """Every note of the namespace, by name (for export)."""
-    return _notes(conn, conn.execute(f"{_SELECT} WHERE n.namespace = ? ORDER BY n.name",
-                                     (namespace,)).fetchall())
-
-
-def name_range(prefix: str) -> tuple[str, str] | None:
-    """The (low, high) bounds of the names starting with ``prefix`` (ending in ``/``), as an
-    index range in binary order; None for the empty prefix (every name)."""
-    if not prefix:
-        return None
-    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return notes_with_aliases(conn, conn.execute(
+        f"{NOTE_SELECT} WHERE n.namespace = ? ORDER BY n.name", (namespace,)).fetchall())
 
 
 def notes_under(conn: Any, namespace: str, source: str, prefix: str,
@@ -190,11 +111,11 @@ def notes_under(conn: Any, namespace: str, source: str, prefix: str,
     if children_only:
         where.append("instr(substr(n.name, ?), '/') = 0")
         params.append(len(prefix) + 1)
-    sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY n.note_id"
+    sql = f"{NOTE_SELECT} WHERE {' AND '.join(where)} ORDER BY n.note_id"
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    return _notes(conn, conn.execute(sql, params).fetchall())
+    return notes_with_aliases(conn, conn.execute(sql, params).fetchall())
 
 
 def _reindex(conn: Any, namespace: str, note_id: str, chunks: Iterable[PreparedChunk],
@@ -246,31 +167,16 @@ def _refuse_taken(conn: Any, namespace: str, names: Sequence[str],
                             f"({note_id}) in namespace {namespace!r}; nothing was written")
 
 
-def _new_row(draft: NoteDraft, note_id: str, session_id: str, now: str) -> dict[str, Any]:
-    """A new note's row as :func:`_notes` reads it back."""
-    return {"note_id": note_id, "namespace": draft.namespace, "session_id": session_id,
-            "name": draft.name, "content": draft.content, "kind": draft.kind,
-            "category": draft.category, "tags": list(draft.tags), "source": draft.source,
-            "importance": draft.importance, "event_sequence": None,
-            "created_at": draft.created_at or now, "updated_at": draft.updated_at or now,
-            "schema_version": draft.schema_version, "aliases": list(draft.aliases)}
-
-
 def _insert_notes(conn: Any, rows: Sequence[dict[str, Any]]) -> None:
     """Insert new notes with their names and tags, one statement per table."""
-    insert_rows(conn, "notes", _NOTE_COLUMNS, [
+    insert_rows(conn, "notes", NOTE_COLUMNS, [
         tuple(json.dumps(row["tags"], ensure_ascii=False) if column == "tags_json"
-              else row[column] for column in _NOTE_COLUMNS) for row in rows])
+              else row[column] for column in NOTE_COLUMNS) for row in rows])
     insert_rows(conn, "note_names", ["namespace", "name", "note_id", "is_alias"], [
         binding for row in rows
-        for binding in _names_of(row["namespace"], row["note_id"], row["name"], row["aliases"])])
+        for binding in names_of(row["namespace"], row["note_id"], row["name"], row["aliases"])])
     insert_rows(conn, "note_tags", ["note_id", "namespace", "tag"], [
         (row["note_id"], row["namespace"], tag) for row in rows for tag in row["tags"]])
-
-
-def _names_of(namespace: str, note_id: str, name: str,
-              aliases: Sequence[str]) -> list[tuple[str, str, str, int]]:
-    return [(namespace, name, note_id, 0), *[(namespace, a, note_id, 1) for a in aliases]]
 
 
 def _set_tags(conn: Any, namespace: str, note_id: str, tags: Sequence[str]) -> None:
@@ -287,7 +193,7 @@ def add_note(conn: Any, draft: NoteDraft, now: str) -> dict[str, Any]:
     with transaction(conn):
         session_id = _memory_session(conn, draft.namespace, now)
         _refuse_taken(conn, draft.namespace, [draft.name, *draft.aliases])
-        row = _new_row(draft, draft.note_id, session_id, now)
+        row = new_row(draft, draft.note_id, session_id, now)
         _insert_notes(conn, [row])
         index_notes(conn, [(row, draft.chunks)], now)
         return _by_id(conn, draft.namespace, draft.note_id)  # type: ignore[return-value]
@@ -457,15 +363,15 @@ def import_notes(conn: Any, namespace: str, drafts: Sequence[NoteDraft], overwri
                  json.dumps(list(draft.tags), ensure_ascii=False), draft.source,
                  draft.importance, now, note_id))
             insert_rows(conn, "note_names", ["namespace", "name", "note_id", "is_alias"],
-                        _names_of(namespace, note_id, draft.name, draft.aliases))
+                        names_of(namespace, note_id, draft.name, draft.aliases))
             _set_tags(conn, namespace, note_id, draft.tags)
             _reindex(conn, namespace, note_id, draft.chunks, now)
         replacing = {id(draft) for draft in replaced.values()}
         fresh = [draft for draft in drafts if id(draft) not in replacing]
         taken = {row[0] for row in select_in(conn, "SELECT note_id FROM notes WHERE note_id IN",
                                              [draft.note_id for draft in fresh])}
-        rows = [_new_row(draft, new_id() if draft.note_id in taken else draft.note_id,
-                         session_id, now) for draft in fresh]
+        rows = [new_row(draft, new_id() if draft.note_id in taken else draft.note_id,
+                        session_id, now) for draft in fresh]
         _insert_notes(conn, rows)
         index_notes(conn, list(zip(rows, (draft.chunks for draft in fresh), strict=True)), now)
         return {"applied": True, "collisions": collisions, "added": len(rows),

@@ -4,20 +4,17 @@ Every function takes a connection and runs on its lane's thread; each write is o
 transaction (a savepoint when the caller holds one). A thread is a session of the saver's
 agent namespace: a write makes the session when it is new and refuses, with
 ``OutOfNamespace``, one another agent made; a read finds only its namespace's threads. The
-messages of a checkpoint are stored through :func:`core.storage.events.write_messages` in
+messages of a checkpoint are stored through :func:`core.storage.sqlite.events.write_messages` in
 the checkpoint's own transaction, so a checkpoint is never stored without its messages.
 Only ``framework_items`` rows of framework ``langgraph`` are read or changed here.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from core.errors import OutOfNamespace
-from core.storage import events
-from core.storage.connection import select_in, transaction
 from core.storage.langgraph_types import (
     FRAMEWORK,
     CheckpointPut,
@@ -31,6 +28,8 @@ from core.storage.langgraph_types import (
     write_row,
 )
 from core.storage.messages import PreparedMessage, out_of_namespace
+from core.storage.sqlite import events
+from core.storage.sqlite.connection import select_in, transaction
 
 _CHECKPOINT_COLUMNS = ("session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,"
                        " checkpoint_type, checkpoint, metadata_json, created_at")
@@ -323,7 +322,3 @@ class read_snapshot:  # noqa: N801  (a context manager named as the statement it
             self._conn.execute("COMMIT")
 
 
-def metadata_text(metadata: dict[str, Any]) -> str:
-    """Checkpoint metadata as stored: JSON, NUL characters dropped (PostgreSQL text holds
-    none, and LangGraph's own savers drop them too)."""
-    return json.dumps(metadata, ensure_ascii=False).replace("\\u0000", "")

@@ -23,23 +23,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.storage.chunk_rows import chunk_row
 from core.storage.derived import session_text
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.vector_matrix import NamespaceVectors
 from core.storage.executed import DERIVED, Executed
-from core.storage.search import (
+from core.storage.sqlite.chunk_rows import chunk_row
+from core.storage.sqlite.search import (
     READ_WHOLE_RATIO,
-    LegRequest,
     SessionAnswer,
     session_bm25,
     session_match,
     whole_session,
 )
-
-SESSION_VECTOR_LEG = "session rows of the namespace matrix (numpy, exact)"
-"""What answers a session's vector leg from the derived matrix."""
+from core.storage.vocabulary import SESSION_VECTOR_LEG, LegRequest
 
 
 class SessionMatrix:

@@ -17,14 +17,27 @@ import os
 import time
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
-from core.storage import (
+from core.storage import vocabulary
+from core.storage.agent_items_operations import AgentItemsOperations
+from core.storage.backend import BackendFeatures
+from core.storage.derived.fulltext import FullTextIndex
+from core.storage.derived.fulltext_leg import DerivedFullText
+from core.storage.derived.holder import DerivedIndexes
+from core.storage.derived.saving import ensure_database_id, sqlite_saving
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
+from core.storage.executed import Executed
+from core.storage.langgraph_operations import LangGraphOperations
+from core.storage.locations import parse_location
+from core.storage.operations import OperationModules
+from core.storage.rows import schema_too_new_message
+from core.storage.shared_operations import SharedOperations
+from core.storage.sqlite import (
     agent_items,
     chunk_rows,
     copying,
@@ -42,26 +55,11 @@ from core.storage import (
     summaries,
     vectors,
 )
-from core.storage.agent_items_operations import AgentItemsOperations
-from core.storage.backend import VECTOR_IDENTITY_KEY, BackendFeatures
-from core.storage.connection import Database, checkpoint_wal
-from core.storage.derived.fulltext import FullTextIndex
-from core.storage.derived.fulltext_leg import DerivedFullText
-from core.storage.derived.holder import DerivedIndexes
-from core.storage.derived.saving import ensure_database_id, sqlite_saving
-from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
-from core.storage.executed import Executed
-from core.storage.langgraph_operations import LangGraphOperations
-from core.storage.locations import parse_location
-from core.storage.migrations import (
-    current_version,
-    latest_version,
-    migrate,
-    schema_too_new_message,
-)
-from core.storage.refusals import storage_refusal
-from core.storage.session_vectors import SessionMatrix
-from core.storage.shared_operations import SharedOperations
+from core.storage.sqlite.connection import Database, checkpoint_wal
+from core.storage.sqlite.migrations import current_version, latest_version, migrate
+from core.storage.sqlite.refusals import storage_refusal
+from core.storage.sqlite.session_vectors import SessionMatrix
+from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 if TYPE_CHECKING:
     from core.storage.backend import Backend
@@ -87,7 +85,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
     features = SQLITE_FEATURES
     vector_leg_name = "sqlite-vec"
-    _ops = SimpleNamespace(
+    _ops = OperationModules(
         copying=copying, events=events, facts=facts, logbook=logbook, note_listing=note_listing,
         notes=notes, schedules=schedules, scratchpad=scratchpad, search=search,
         session_snapshot=session_snapshot, summaries=summaries, vectors=vectors,
@@ -198,7 +196,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         await asyncio.to_thread(self.derived.close)
         self._db.close()
 
-    async def vector_leg(self, scope: search.Scope, query: np.ndarray, k: int, model: str,
+    async def vector_leg(self, scope: vocabulary.Scope, query: np.ndarray, k: int, model: str,
                          tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]:
         """A namespace's nearest chunks from its matrix in memory once that is built (the
         scan of the same vectors in sqlite-vec until then); a session's, and tagged ones,
@@ -207,7 +205,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
             return await self.vector_search(scope, query, k, model, tags), self.vector_leg_name
         return await self._db.read(self._namespace_vector_leg, scope, query, k, model)
 
-    def _namespace_vector_leg(self, conn: Any, scope: search.Scope, query: np.ndarray, k: int,
+    def _namespace_vector_leg(self, conn: Any, scope: vocabulary.Scope, query: np.ndarray, k: int,
                               model: str, chunks: dict[str, dict[str, Any]] | None = None,
                               *, all_cores: bool = False) -> tuple[list[tuple[str, float]], str]:
         """The namespace's nearest chunks; with ``chunks``, the matrix's rows are read whole
@@ -231,19 +229,19 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
                 for name in (self.namespace_vectors.name, self.full_text_index.name)
                 if self.derived.state(name).ready}
 
-    async def run_legs(self, request: search.LegRequest, *, full_text: bool,
-                       ) -> search.LegRows:
+    async def run_legs(self, request: vocabulary.LegRequest, *, full_text: bool,
+                       ) -> vocabulary.LegRows:
         """A session's legs in one hop; its vector leg and fetch from the namespace matrix
-        when a namespace query has built it (:mod:`core.storage.session_vectors`)."""
+        when a namespace query has built it (:mod:`core.storage.sqlite.session_vectors`)."""
         if not (search.session_vector_leg(request, full_text) and self.session_matrix.ready()):
             return await super().run_legs(request, full_text=full_text)
         return await self._db.read(functools.partial(
             search.run_legs, full_text=full_text, session_vectors=self.session_matrix.answer),
             request)
 
-    async def namespace_legs(self, request: search.LegRequest, *, full_text: bool,
+    async def namespace_legs(self, request: vocabulary.LegRequest, *, full_text: bool,
                              query_vector: Awaitable[np.ndarray | None] | None,
-                             ) -> search.LegRows:
+                             ) -> vocabulary.LegRows:
         """Each leg reads the chunks it found in its own hop, so no third read follows
         them: the full-text leg's hits (by rowid from the derived index, else by id), and
         the vector leg's (by rowid from the matrix, else by id). Each leg's time includes
@@ -256,7 +254,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         chunks: dict[str, dict[str, Any]] = {}
         ran: list[Executed] = []
 
-        def fts_hop(conn: Any) -> tuple[search.FullTextRows, dict[str, dict[str, Any]]]:
+        def fts_hop(conn: Any) -> tuple[vocabulary.FullTextRows, dict[str, dict[str, Any]]]:
             found: dict[str, dict[str, Any]] = {}
             answer = search.full_text_leg(conn, request, self.derived_full_text, found)
             return answer, _rest_of_chunks(conn, answer.rows, found)
@@ -306,7 +304,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
             if vector is None:
                 await fts_leg()
-                return search.LegRows(fts_rows, fallback, [], chunks, timings, None, ran)
+                return vocabulary.LegRows(fts_rows, fallback, [], chunks, timings, None, ran)
             query = vector
 
             def both_hops(conn: Any) -> tuple[Any, Any, float]:
@@ -320,15 +318,15 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
             chunks.update(vector_chunks)
             timings["fts"] = (middle - embedded) * 1000
             timings["vector"] = (time.perf_counter() - middle + embedded - started) * 1000
-            return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
+            return vocabulary.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
         # The vector leg first: the matrix scan is the longer leg, and a query embedded on
         # the event loop is dispatched before the full-text leg's thread starts competing
         # for the GIL (p50 -8 to -12 %, p95 -6 to -14 % in interleaved runs).
         await asyncio.gather(*([vector_leg()] if query_vector is not None else []),
                              *([fts_leg()] if full_text else []))
-        return search.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
+        return vocabulary.LegRows(fts_rows, fallback, vector_rows, chunks, timings, path, ran)
 
-    async def full_text_leg(self, request: search.LegRequest) -> search.FullTextRows:
+    async def full_text_leg(self, request: vocabulary.LegRequest) -> vocabulary.FullTextRows:
         """bm25 (or raw syntax) rows, which answered: "like" (the fallback), "derived" (a
         namespace's typed words, from the in-memory index once it is built) or None, and
         what ran."""
@@ -385,7 +383,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
     async def bulk_writes(self, importing: bool) -> None:
         """FTS5's automerge off while an import writes, back on after it
-        (:func:`core.storage.fts_segments.set_automerge`)."""
+        (:func:`core.storage.sqlite.fts_segments.set_automerge`)."""
         if self.read_only:
             return
         await self._db.write(fts_segments.set_automerge,
@@ -399,7 +397,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         return await self._db.write(checkpoint_wal)
 
     async def merge_full_text(self) -> bool:
-        """One step of merging chunks_fts's segments (:mod:`core.storage.fts_segments`);
+        """One step of merging chunks_fts's segments (:mod:`core.storage.sqlite.fts_segments`);
         False when it is one segment, or the file is read-only."""
         if self.read_only:
             return False

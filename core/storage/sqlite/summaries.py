@@ -9,15 +9,20 @@ sequence), so of two writers that read the same state exactly one wins, in any p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InvalidInput, NotFound, SummaryConflict
+from core.errors import NotFound, SummaryConflict
 from core.inputs import shown
-from core.storage.connection import transaction
-from core.storage.notes import MEMORY_PREFIX, NoteDraft, add_note
-
-MARKER_IMPORTANCE = 0.1  # a system line (aidaemon's importance for system messages)
+from core.storage.rows import (
+    ARCHIVE_COLUMNS,
+    MARKER_IMPORTANCE,
+    archives,
+    epoch_of,
+    swapped_summary,
+)
+from core.storage.sqlite.connection import transaction
+from core.storage.sqlite.notes import add_note
+from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft
 
 
 def _state(conn: Any, session_id: str) -> dict[str, Any]:
@@ -26,26 +31,6 @@ def _state(conn: Any, session_id: str) -> dict[str, Any]:
     if row is None:
         raise NotFound(f"no session {shown(session_id)}")
     return json.loads(row[0])
-
-
-def epoch_of(state: dict[str, Any]) -> int:
-    """The summary epoch recorded in a session state (0 before the first summary)."""
-    return int((state.get("summary_state") or {}).get("epoch", 0))
-
-
-def swapped_summary(state: dict[str, Any], summary: dict[str, Any], expected_epoch: int,
-                    now: str) -> dict[str, Any] | None:
-    """The summary state to write over ``state`` (the session's): None when its epoch is no
-    longer ``expected_epoch`` (another summarizer won); ``InvalidInput`` when the summary
-    claims to cover messages past the session's last."""
-    if epoch_of(state) != expected_epoch:
-        return None
-    last = int(state.get("last_sequence") or 0)
-    upper = int(summary["upper_sequence"])
-    if not 0 <= upper <= last:
-        raise InvalidInput(f"upper_sequence {upper} is outside the session's history "
-                           f"(0 to {last})")
-    return {**summary, "epoch": expected_epoch + 1, "updated_at": now}
 
 
 def write_summary_state(conn: Any, session_id: str, summary: dict[str, Any],
@@ -74,19 +59,6 @@ def record_summary_error(conn: Any, session_id: str, error: str | None, now: str
             conn.execute("UPDATE session_state SET state_json = json_set(state_json,"
                          " '$.summary_error', json(?)) WHERE session_id = ?",
                          (value, session_id))
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    """What a compaction read and summarised; committed only if the session still matches."""
-
-    session_id: str
-    expected_epoch: int
-    expected_last: int       # the session's last sequence when it was read
-    first_sequence: int      # the folded prefix: first_sequence..expected_last
-    message_count: int
-    summarizer: str
-    marker: dict[str, Any]   # the marker event's payload, without the sequence
 
 
 def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
@@ -142,30 +114,21 @@ def archive_count(conn: Any, session_id: str) -> int:
                         (session_id,)).fetchone()[0]
 
 
-_ARCHIVE_COLUMNS = ("session_id", "marker_sequence", "archive_name", "namespace", "note_id",
-                    "first_sequence", "last_sequence", "message_count", "archived_at",
-                    "summarizer", "file_path", "file_error")
-
-
-def _archives(rows: list[Any]) -> list[dict[str, Any]]:
-    return [dict(zip(_ARCHIVE_COLUMNS, row, strict=True)) for row in rows]
-
-
 def list_archives(conn: Any, session_id: str | None = None) -> list[dict[str, Any]]:
     """A session's archives (every session's without one), oldest first."""
     where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
-    return _archives(conn.execute(
-        f"SELECT {', '.join(_ARCHIVE_COLUMNS)} FROM archives {where}"
+    return archives(conn.execute(
+        f"SELECT {', '.join(ARCHIVE_COLUMNS)} FROM archives {where}"
         " ORDER BY archived_at, session_id, marker_sequence", params).fetchall())
 
 
 def unwritten_archives(conn: Any) -> list[dict[str, Any]]:
     """Archives whose markdown file has not been written yet, with their note's content."""
     rows = conn.execute(
-        f"SELECT {', '.join('a.' + c for c in _ARCHIVE_COLUMNS)}, n.content FROM archives a"
+        f"SELECT {', '.join('a.' + c for c in ARCHIVE_COLUMNS)}, n.content FROM archives a"
         " JOIN notes n ON n.note_id = a.note_id WHERE a.file_path IS NULL"
         " ORDER BY a.archived_at").fetchall()
-    found = _archives([row[:-1] for row in rows])
+    found = archives([row[:-1] for row in rows])
     for archive, row in zip(found, rows, strict=True):
         archive["content"] = row[-1]
     return found

@@ -25,45 +25,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from core import indexing
-from core.storage.events import scope_token_for
-from core.storage.messages import chunk_id_for
-from core.storage.note_index import note_chunk_id
-from core.storage.notes import MEMORY_PREFIX
-
-_SHOWN = 20  # problems kept per kind, each kind still counted in full
-
-
-@dataclass
-class FileFindings:
-    """What :func:`check_file` found; every count but ``pending_chunks`` must be 0."""
-
-    integrity: list[str] = field(default_factory=list)
-    half_stored: list[str] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)
-    half_stored_count: int = 0
-    orphan_count: int = 0
-    pending_chunks: int = 0  # the embedding backlog the file holds (work to resume, not a fault)
-    events: int = 0
-    chunks: int = 0
-
-    def _half(self, problem: str) -> None:
-        self.half_stored_count += 1
-        if len(self.half_stored) < _SHOWN:
-            self.half_stored.append(problem)
-
-    def _orphan(self, problem: str) -> None:
-        self.orphan_count += 1
-        if len(self.orphans) < _SHOWN:
-            self.orphans.append(problem)
-
-    @property
-    def sound(self) -> bool:
-        """True when nothing is broken, half-stored or orphaned."""
-        return not self.integrity and not self.half_stored_count and not self.orphan_count
+from core.storage.rows import FileFindings, check_messages, note_chunk_id
+from core.storage.vocabulary import MEMORY_PREFIX, scope_token_for
 
 
 def check_integrity(conn: Any) -> list[str]:
@@ -98,29 +64,6 @@ def check_file(conn: Any, *, max_chars: int, overlap_chars: int) -> FileFindings
     _check_vectors(conn, found, chunks)
     _check_session_state(conn, found)
     return found
-
-
-def check_messages(found: FileFindings, events: dict[tuple[str, int], tuple[Any, ...]],
-                   chunks: dict[str, tuple[Any, ...]], max_chars: int,
-                   overlap_chars: int) -> None:
-    """Half-stored messages and orphaned chunks, from the rows of ``events`` ((session,
-    sequence) -> (payload_json, consolidated_at)) and ``chunks`` (chunk_id -> (session,
-    start, end, full-text rowid, note_id, embedding status)); also used on PostgreSQL."""
-    for (session_id, sequence), (payload_json, _) in events.items():
-        if session_id.startswith(MEMORY_PREFIX):
-            continue  # a note's event: _check_notes
-        payload = json.loads(payload_json)
-        if "compact_marker" in (payload.get("metadata") or {}):
-            continue  # written without chunks: _check_compactions
-        text = indexing.normalize_text(indexing.extract_indexable_text(payload))
-        for piece in indexing.chunk_text(text, max_chars, overlap_chars):
-            chunk = chunks.get(chunk_id_for(session_id, indexing.content_hash(piece)))
-            if chunk is None or chunk[4] is not None or not chunk[1] <= sequence <= chunk[2]:
-                found._half(f"message {session_id}#{sequence}: a chunk of its text is missing")
-                break
-    for chunk_id, (session_id, start, _end, _fts, note_id, _status) in chunks.items():
-        if note_id is None and (session_id, start) not in events:
-            found._orphan(f"chunk {chunk_id}: no event {session_id}#{start}")
 
 
 def _check_notes(conn: Any, found: FileFindings,

@@ -21,119 +21,16 @@ PostgreSQL's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import InvalidInput
-from core.storage.connection import select_in, sqlite_module, transaction
-from core.storage.events import insert_rows
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
-from core.storage.vectors import set_meta
-
-
-@dataclass(frozen=True)
-class CopyTable:
-    """One table as ``migrate`` copies it: its key (the page order) and its columns."""
-
-    name: str
-    key: tuple[str, ...]
-    columns: tuple[str, ...]
-
-
-@dataclass
-class RowPage:
-    """A page of rows and the key to read the next page after (None: the table is done).
-
-    A page may hold fewer rows than asked, even none, before the table is done (a page of
-    chunks of which none has a vector)."""
-
-    rows: list[dict[str, Any]]
-    after: list[Any] | None
-
-
-@dataclass
-class WriteResult:
-    """What a page's write did: rows stored now, rows already there, and rows refused with
-    the reason (the destination cannot hold them as they are)."""
-
-    written: int = 0
-    present: int = 0
-    refused: list[tuple[list[Any], str]] = field(default_factory=list)
-
-
-COPY_TABLES: tuple[CopyTable, ...] = (
-    CopyTable("memory_meta", ("key",), ("key", "value")),
-    CopyTable("sessions", ("session_id",),
-              ("session_id", "agent_identity", "created_at", "updated_at")),
-    CopyTable("conversation_events", ("session_id", "sequence"),
-              ("session_id", "sequence", "payload_json", "created_at", "role", "importance",
-               "consolidated_at")),
-    CopyTable("session_state", ("session_id",), ("session_id", "state_json", "updated_at")),
-    CopyTable("files", ("file_id",),
-              ("file_id", "session_id", "source_uri", "content_hash", "metadata_json",
-               "created_at")),
-    CopyTable("chunks", ("fts_rowid",),
-              ("chunk_id", "session_id", "chunk_text", "content_hash", "sequence_start",
-               "sequence_end", "metadata_json", "fts_rowid", "scope_token", "embedding_status",
-               "embedding_error", "embedding_attempts", "created_at", "context_text",
-               "note_id")),
-    CopyTable("chunks_vec", ("chunk_id",),
-              ("chunk_id", "agent_identity", "session_id", "embedding_blob", "embedding_model")),
-    CopyTable("notes", ("note_id",),
-              ("note_id", "namespace", "session_id", "name", "content", "kind", "category",
-               "tags_json", "source", "importance", "event_sequence", "created_at",
-               "updated_at", "schema_version")),
-    CopyTable("note_names", ("namespace", "name"), ("namespace", "name", "note_id", "is_alias")),
-    CopyTable("note_tags", ("note_id", "tag"), ("note_id", "namespace", "tag")),
-    CopyTable("facts", ("id",),
-              ("id", "category", "key", "value", "source", "created_at", "updated_at",
-               "namespace")),
-    CopyTable("archives", ("session_id", "marker_sequence"),
-              ("session_id", "marker_sequence", "archive_name", "namespace", "note_id",
-               "first_sequence", "last_sequence", "message_count", "archived_at", "summarizer",
-               "file_path", "file_error")),
-    CopyTable("framework_items", ("session_id", "sequence"),
-              ("session_id", "sequence", "framework", "item_key", "raw_json", "removed_at")),
-    CopyTable("langgraph_checkpoints", ("session_id", "checkpoint_ns", "checkpoint_id"),
-              ("session_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
-               "checkpoint_type", "checkpoint", "metadata_json", "created_at")),
-    CopyTable("langgraph_writes", ("session_id", "checkpoint_ns", "checkpoint_id", "task_id",
-                                   "idx"),
-              ("session_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx",
-               "channel", "value_type", "value")),
-    CopyTable("schedules", ("row_order",),
-              ("schedule_id", "user_id", "name", "goal", "cadence_json", "notification_policy",
-               "status", "created_at", "updated_at", "next_run_at", "last_run_at",
-               "last_run_status", "consecutive_failures", "channel_id", "channel_context_id",
-               "claimed_by", "claim_expires_at", "status_reason", "row_order")),
-    CopyTable("schedule_runs", ("run_id",),
-              ("run_id", "schedule_id", "started_at", "finished_at", "status",
-               "output_summary", "output", "turn_count", "cost", "notified")),
-    CopyTable("retrieval_log", ("log_id",),
-              ("log_id", "created_at", "caller", "scope_kind", "scope_value", "query",
-               "params_json", "results_json", "timings_json")),
-    CopyTable("relevance_judgments", ("judgment_id",),
-              ("judgment_id", "scope_kind", "scope_value", "query", "chunk_id", "grade",
-               "created_at", "updated_at")),
-)
-
-TABLES_BY_NAME = {table.name: table for table in COPY_TABLES}
-
-
-def copy_table(name: str) -> CopyTable:
-    """The table ``name`` as copied; ``InvalidInput`` for a table that is not copied."""
-    try:
-        return TABLES_BY_NAME[name]
-    except KeyError:
-        raise InvalidInput(f"{name!r} is not a table a memory is copied by; the tables are "
-                           + ", ".join(TABLES_BY_NAME)) from None
-
-
-def row_key(table: CopyTable, row: dict[str, Any]) -> list[Any]:
-    """The row's key values, in the table's key order."""
-    return [row[column] for column in table.key]
+from core.storage.rows import COPY_TABLES, TABLES_BY_NAME, CopyTable, copy_table, row_key
+from core.storage.sqlite.connection import select_in, sqlite_module, transaction
+from core.storage.sqlite.events import insert_rows
+from core.storage.sqlite.vectors import set_meta
+from core.storage.vocabulary import RowPage, WriteResult
 
 
 def copy_tables(conn: Any) -> list[str]:
@@ -274,11 +171,3 @@ def _present_keys(conn: Any, table: CopyTable, rows: Sequence[dict[str, Any]],
         f"SELECT 1 FROM {table.name} WHERE {condition}", row_key(table, row)).fetchone()}
 
 
-def encode_key(after: Sequence[Any] | None) -> str:
-    """A resume key as memory_meta stores it."""
-    return json.dumps(None if after is None else list(after), ensure_ascii=False)
-
-
-def decode_key(value: str | None) -> list[Any] | None:
-    """A resume key read back from memory_meta."""
-    return None if value is None else json.loads(value)

@@ -7,39 +7,18 @@ previous version, never between two.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 
 from core.errors import SchemaTooNew
 from core.storage import fts_rows
-
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One schema step: its version number, name and SQL script."""
-
-    version: int
-    name: str
-    sql: str
+from core.storage.rows import Migration, migrations_in, schema_too_new_message
 
 
-def available_migrations(package: str = "core.storage") -> list[Migration]:
-    """Every migration shipped with this code in ``package``'s ``migrations/`` folder (the
-    SQLite schema's by default), in version order."""
-    found = []
-    for entry in resources.files(package).joinpath("migrations").iterdir():
-        match = _NAME.match(entry.name)
-        if match:
-            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text("utf-8")))
-    found.sort(key=lambda m: m.version)
-    versions = [m.version for m in found]
-    assert versions == list(range(1, len(found) + 1)), f"migration numbering has gaps: {versions}"
-    return found
+def available_migrations() -> list[Migration]:
+    """Every SQLite migration shipped with this code (the files beside this module), in
+    version order."""
+    return migrations_in("core.storage.sqlite")
 
 
 def latest_version() -> int:
@@ -56,12 +35,6 @@ def current_version(conn: Any) -> int:
         return 0
     row = conn.execute("SELECT max(version) FROM memory_migrations").fetchone()
     return int(row[0] or 0)
-
-
-def schema_too_new_message(path: object, found: int, known: int) -> str:
-    """The one line shown when a file is newer than this code."""
-    return (f"{path} has schema version {found}, newer than this workbench understands "
-            f"({known}); it is opened read-only. Upgrade memory-workbench to write to it.")
 
 
 def migrate(conn: Any, path: object = "database") -> list[int]:
@@ -107,7 +80,7 @@ def migrate(conn: Any, path: object = "database") -> list[int]:
 
 def split_statements(script: str) -> list[str]:
     """Split a SQL script into complete statements (triggers keep their inner semicolons)."""
-    from core.storage.connection import sqlite_module
+    from core.storage.sqlite.connection import sqlite_module
 
     complete = sqlite_module().complete_statement
     statements: list[str] = []

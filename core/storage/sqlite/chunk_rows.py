@@ -6,12 +6,10 @@ Metadata stays JSON and the context keeps its separators until a result needs th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from core.indexing import CONTEXT_SEPARATOR
-from core.storage.connection import select_in
+from core.storage.sqlite.connection import select_in
 
 # created_at: the time of the chunk's first message, which the date boost reads when the
 # message's metadata names no date (core/retrieval/dates.py).
@@ -24,16 +22,6 @@ def chunk_row(row: Sequence[Any]) -> dict[str, Any]:
     return {"chunk_id": row[1], "session_id": row[2], "text": row[3],
             "sequence_start": row[4], "sequence_end": row[5], "metadata_json": row[6],
             "context_text": row[7], "created_at": row[8]}
-
-
-def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
-    """A fetched chunk's metadata object."""
-    return json.loads(chunk["metadata_json"] or "{}")
-
-
-def chunk_context(chunk: dict[str, Any]) -> str:
-    """A fetched chunk's conversational context, one previous message per line."""
-    return chunk["context_text"].replace(CONTEXT_SEPARATOR, "\n")
 
 
 def chunks_by_rowid(conn: Any, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.storage.connection import transaction
 from core.storage.log_rows import LogRow
+from core.storage.sqlite.connection import transaction
 
 
 def append_logs(conn: Any, rows: list[LogRow]) -> None:

@@ -7,31 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from core.storage.connection import select_in
 from core.storage.fts_rows import prefixed, session_prefix, words
-from core.storage.notes import _SELECT, _notes, memory_session_id
-from core.storage.search import like_pattern
+from core.storage.rows import like_pattern
+from core.storage.sqlite.connection import select_in
+from core.storage.sqlite.notes import NOTE_SELECT, notes_with_aliases
+from core.storage.vocabulary import NoteQuery, memory_session_id
 
 # A filtered page is reached from its set of note ids up to this many matches; above it the
 # namespace is walked in page order (a wide filter fills a page within a few rows).
 _SMALL_SET = 2000
-
-
-@dataclass(frozen=True)
-class NoteQuery:
-    """A listing's filters and page; every filter is applied in SQL."""
-
-    namespace: str
-    category: str | None = None
-    kind: str | None = None
-    tags: tuple[str, ...] = ()
-    text: str | None = None
-    order: str = "name"  # "name" or "updated" (most recent first)
-    limit: int = 50
-    offset: int = 0
 
 
 def _text_expression(session_id: str, text: str) -> str | None:
@@ -117,10 +103,10 @@ def list_notes(conn: Any, query: NoteQuery,
     clauses = where + sets
     if sets and total <= _SMALL_SET:
         clauses[0] = "+n.namespace = ?"
-    rows = conn.execute(f"{_SELECT} WHERE {' AND '.join(clauses)} ORDER BY {_order(query)}"
+    rows = conn.execute(f"{NOTE_SELECT} WHERE {' AND '.join(clauses)} ORDER BY {_order(query)}"
                         " LIMIT ? OFFSET ?",
                         [*params, *set_params, query.limit, query.offset]).fetchall()
-    return _notes(conn, rows), total, True, text_match
+    return notes_with_aliases(conn, rows), total, True, text_match
 
 
 # A text filter whose words are in more notes than this is checked note by note during a
@@ -158,8 +144,8 @@ def _walk_for_text(conn: Any, query: NoteQuery, clauses: list[str], params: list
             exact = False
             break
     cursor.close()
-    by_id = {row[0]: row for row in select_in(conn, f"{_SELECT} WHERE n.note_id IN", page)}
-    return _notes(conn, [by_id[note_id] for note_id in page]), counted, exact
+    by_id = {row[0]: row for row in select_in(conn, f"{NOTE_SELECT} WHERE n.note_id IN", page)}
+    return notes_with_aliases(conn, [by_id[note_id] for note_id in page]), counted, exact
 
 
 def _count(conn: Any, where: Sequence[str], params: Sequence[Any], sets: Sequence[str],

@@ -20,23 +20,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage import events
-from core.storage.connection import transaction
-from core.storage.langgraph_rows import ensure_session
 from core.storage.messages import PreparedMessage
-
-FRAMEWORK = "openai-agents"
-"""The ``framework_items.framework`` of an Agents SDK session's items."""
+from core.storage.rows import AGENTS_FRAMEWORK, item_key
+from core.storage.sqlite import events
+from core.storage.sqlite.connection import transaction
+from core.storage.sqlite.langgraph_rows import ensure_session
 
 _LIVE = ("FROM framework_items f JOIN sessions s ON s.session_id = f.session_id"
          " WHERE f.session_id = ? AND f.framework = ? AND f.removed_at IS NULL"
          " AND coalesce(s.agent_identity, '') = ?")
-
-
-def item_key(sequence: int) -> str:
-    """An item's key in its session: its event's sequence (unique in the session, never
-    reused, since a removed item keeps its event)."""
-    return str(sequence)
 
 
 def add_items(conn: Any, session_id: str, agent_identity: str, now: str,
@@ -50,7 +42,7 @@ def add_items(conn: Any, session_id: str, agent_identity: str, now: str,
         if replace:
             conn.execute("UPDATE framework_items SET removed_at = ? WHERE session_id = ?"
                          " AND framework = ? AND removed_at IS NULL",
-                         (now, session_id, FRAMEWORK))
+                         (now, session_id, AGENTS_FRAMEWORK))
         if not prepared:
             return []
         outcomes = events.write_messages(conn, prepared, True,
@@ -61,7 +53,7 @@ def add_items(conn: Any, session_id: str, agent_identity: str, now: str,
         conn.executemany(
             "INSERT INTO framework_items(session_id, sequence, framework, item_key, raw_json)"
             " VALUES (?, ?, ?, ?, ?)",
-            [(session_id, sequence, FRAMEWORK, item_key(sequence), raw)
+            [(session_id, sequence, AGENTS_FRAMEWORK, item_key(sequence), raw)
              for sequence, raw in zip(sequences, raw_json, strict=True)])
         return sequences
 
@@ -70,7 +62,7 @@ def live_items(conn: Any, agent_identity: str, session_id: str,
                limit: int | None) -> list[str]:
     """The JSON of the session's items not removed, oldest first: the latest ``limit`` of
     them (None or negative: all, as SQLite's LIMIT takes a negative one)."""
-    params: list[Any] = [session_id, FRAMEWORK, agent_identity]
+    params: list[Any] = [session_id, AGENTS_FRAMEWORK, agent_identity]
     if limit is None or limit < 0:
         rows = conn.execute(f"SELECT f.raw_json {_LIVE} ORDER BY f.sequence", params)
         return [row[0] for row in rows.fetchall()]
@@ -85,7 +77,7 @@ def pop_item(conn: Any, session_id: str, agent_identity: str, now: str) -> str |
     with transaction(conn):
         found = conn.execute(f"SELECT f.sequence, f.raw_json {_LIVE}"
                              " ORDER BY f.sequence DESC LIMIT 1",
-                             (session_id, FRAMEWORK, agent_identity)).fetchone()
+                             (session_id, AGENTS_FRAMEWORK, agent_identity)).fetchone()
         if found is None:
             return None
         conn.execute("UPDATE framework_items SET removed_at = ? WHERE session_id = ?"
@@ -102,5 +94,5 @@ def clear_items(conn: Any, session_id: str, agent_identity: str, now: str) -> in
             " AND removed_at IS NULL AND EXISTS (SELECT 1 FROM sessions s"
             " WHERE s.session_id = framework_items.session_id"
             " AND coalesce(s.agent_identity, '') = ?)",
-            (now, session_id, FRAMEWORK, agent_identity))
+            (now, session_id, AGENTS_FRAMEWORK, agent_identity))
         return int(cursor.rowcount)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.storage.events import read_events, read_session_state
+from core.storage.sqlite.events import read_events, read_session_state
 
 
 def read_session_snapshot(conn: Any, session_id: str) -> dict[str, Any] | None:

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import OutOfNamespace
-from core.storage.connection import transaction
-from core.storage.events import session_agents
 from core.storage.messages import out_of_namespace
+from core.storage.sqlite.connection import transaction
+from core.storage.sqlite.events import session_agents
 
 
 def read_scratchpad(conn: Any, session_id: str) -> dict[str, Any] | None:

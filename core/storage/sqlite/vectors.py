@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from core.errors import DimensionMismatch
-from core.storage.backend import VECTOR_IDENTITY_KEY
-from core.storage.connection import select_in, transaction
-from core.storage.events import insert_vectors
+from core.storage.sqlite.connection import select_in, transaction
+from core.storage.sqlite.events import insert_vectors
+from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 # vec0 reserves a block of chunk_size vectors per partition; the default (1024) bloats a file
 # with many small sessions (DESIGN.md: 1,000 sessions -> ~1 GB for 10k vectors; 128 -> 130 MB).

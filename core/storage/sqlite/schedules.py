@@ -12,22 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import NotFound
-from core.storage.connection import transaction
+from core.storage.rows import SCHEDULE_COLUMNS, SCHEDULE_EDITABLE, SCHEDULE_RUN_COLUMNS
+from core.storage.sqlite.connection import transaction
 
-COLUMNS = ("schedule_id", "user_id", "name", "goal", "cadence_json", "notification_policy",
-           "status", "created_at", "updated_at", "next_run_at", "last_run_at",
-           "last_run_status", "consecutive_failures", "channel_id", "channel_context_id",
-           "status_reason")
-RUN_COLUMNS = ("run_id", "schedule_id", "started_at", "finished_at", "status",
-               "output_summary", "output", "turn_count", "cost", "notified")
-EDITABLE = frozenset({"name", "goal", "cadence_json", "notification_policy", "status",
-                      "next_run_at", "channel_id", "channel_context_id", "status_reason",
-                      "consecutive_failures"})
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM schedules"
+_SELECT = f"SELECT {', '.join(SCHEDULE_COLUMNS)} FROM schedules"
 
 
 def _rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    return [dict(zip(SCHEDULE_COLUMNS, row, strict=True)) for row in rows]
 
 
 def insert_schedule(conn: Any, row: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +89,7 @@ def delete_schedule(conn: Any, schedule_id: str) -> bool:
 def update_schedule(conn: Any, schedule_id: str, changes: dict[str, Any],
                     now: str) -> dict[str, Any]:
     """Apply checked changes; ``NotFound`` when there is no such schedule."""
-    unknown = set(changes) - EDITABLE
+    unknown = set(changes) - SCHEDULE_EDITABLE
     assert not unknown, f"not editable: {unknown}"
     with transaction(conn):
         get_schedule(conn, schedule_id)
@@ -147,9 +139,9 @@ def record_run_and_reschedule(conn: Any, run: dict[str, Any], next_run_at: str |
     """
     with transaction(conn):
         schedule = get_schedule(conn, run["schedule_id"])
-        conn.execute(f"INSERT INTO schedule_runs({', '.join(RUN_COLUMNS)}) VALUES "
-                     f"({', '.join('?' * len(RUN_COLUMNS))})",
-                     tuple(run[c] for c in RUN_COLUMNS))
+        conn.execute(f"INSERT INTO schedule_runs({', '.join(SCHEDULE_RUN_COLUMNS)}) VALUES "
+                     f"({', '.join('?' * len(SCHEDULE_RUN_COLUMNS))})",
+                     tuple(run[c] for c in SCHEDULE_RUN_COLUMNS))
         failures = 0 if run["status"] == "ok" else schedule["consecutive_failures"] + 1
         reason = status_reason if status is not None else schedule["status_reason"]
         new_status = status or schedule["status"]
@@ -180,10 +172,10 @@ def prune_run_history(conn: Any, schedule_id: str, keep: int) -> int:
 
 def run_history(conn: Any, schedule_id: str, limit: int) -> list[dict[str, Any]]:
     """A schedule's runs, newest first."""
-    rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM schedule_runs"
+    rows = conn.execute(f"SELECT {', '.join(SCHEDULE_RUN_COLUMNS)} FROM schedule_runs"
                         " WHERE schedule_id = ? ORDER BY started_at DESC, run_id DESC LIMIT ?",
                         (schedule_id, limit)).fetchall()
-    return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows]
+    return [dict(zip(SCHEDULE_RUN_COLUMNS, row, strict=True)) for row in rows]
 
 
 def count_runs(conn: Any, schedule_id: str) -> int:
@@ -194,8 +186,8 @@ def count_runs(conn: Any, schedule_id: str) -> int:
 
 def get_run(conn: Any, run_id: str) -> dict[str, Any]:
     """One run; ``NotFound`` when there is none."""
-    row = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM schedule_runs WHERE run_id = ?",
-                       (run_id,)).fetchone()
+    row = conn.execute(f"SELECT {', '.join(SCHEDULE_RUN_COLUMNS)} FROM schedule_runs"
+                       " WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise NotFound(f"no schedule run {run_id!r}")
-    return dict(zip(RUN_COLUMNS, row, strict=True))
+    return dict(zip(SCHEDULE_RUN_COLUMNS, row, strict=True))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.storage.connection import transaction
+from core.storage.sqlite.connection import transaction
 
 _COLUMNS = ("id", "category", "key", "value", "source", "created_at", "updated_at", "namespace")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM facts"

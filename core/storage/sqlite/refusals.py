@@ -4,7 +4,7 @@ A full disk (SQLITE_FULL, or sqlite-vec's plain SQLITE_ERROR when the file is ou
 a file that became read-only (SQLITE_READONLY), another process holding the write lock
 past the busy timeout (SQLITE_BUSY), text the driver cannot bind (a lone surrogate), and a
 writer connection sqlite-vec left unable to commit. :class:`Database`
-(:mod:`core.storage.connection`) applies these to every read and write.
+(:mod:`core.storage.sqlite.connection`) applies these to every read and write.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from core.errors import InvalidInput, MemoryBusy, ReadOnlyDatabase, StorageFull, WorkbenchError
+from core.errors import MemoryBusy, ReadOnlyDatabase, StorageFull, WorkbenchError
 
 SQLITE_BUSY, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 5, 8, 10, 13, 14
 
@@ -22,14 +22,6 @@ SQLITE_BUSY, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 5, 8,
 def primary_code(exc: BaseException) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     return code & 0xFF if isinstance(code, int) else None
-
-
-def not_text() -> InvalidInput:
-    """The refusal of a value the driver could not bind: text that is not valid UTF-8 (a
-    lone surrogate), from any entry point that did not check it first. Nothing was written:
-    binding fails before the statement runs, and the transaction rolls back."""
-    return InvalidInput("a value given is not valid UTF-8 text (it holds a lone surrogate, "
-                        "U+D800-U+DFFF); nothing was read or written")
 
 
 def busy(path: Path, busy_timeout_ms: int | None) -> MemoryBusy:

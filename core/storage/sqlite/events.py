@@ -9,14 +9,12 @@ from the embedding worker, unless the bulk path brought them along.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from core.storage.connection import select_in, transaction
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
 from core.storage.messages import (
     PreparedMessage,
@@ -30,22 +28,8 @@ from core.storage.messages import (
     sessions_wanting_context,
     with_counts,
 )
-
-
-def scope_token_for(session_id: str) -> str:
-    """The token indexed with a session's chunks in chunks_fts and ANDed into its queries."""
-    return "s" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-def agent_token_for(agent_identity: str | None) -> str:
-    """The token indexed with every chunk of an agent's sessions (its namespace)."""
-    return "a" + hashlib.sha256((agent_identity or "").encode("utf-8", "surrogatepass")
-                                ).hexdigest()[:24]
-
-
-def chunk_scope_token(session_id: str, agent_identity: str | None) -> str:
-    """What a chunk's ``scope_token`` column holds: its session's token and its agent's."""
-    return f"{scope_token_for(session_id)} {agent_token_for(agent_identity)}"
+from core.storage.sqlite.connection import select_in, transaction
+from core.storage.vocabulary import chunk_scope_token, scope_token_for
 
 
 def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:

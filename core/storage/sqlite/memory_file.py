@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import InvalidInput
-from core.storage import refusals
-from core.storage.connection import peek_connection, sqlite_module
-from core.storage.open_files import open_in_this_process
+from core.storage.sqlite import refusals
+from core.storage.sqlite.connection import peek_connection, sqlite_module
+from core.storage.sqlite.open_files import open_in_this_process
 
 State = Literal["missing", "empty", "memory"]
 """``missing``: nothing at the path (a dangling symlink included: SQLite creates its target);

@@ -33,8 +33,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from core.storage.events import next_fts_rowid
 from core.storage.executed import FTS5, Executed
+from core.storage.sqlite.events import next_fts_rowid
 
 K1 = 1.2  # FTS5's bm25 constants (fts5_aux.c)
 _TOKENIZER = "porter unicode61 remove_diacritics 2"  # chunks_fts's, so words stem the same

@@ -15,61 +15,32 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from core.errors import InvalidInput
-from core.inputs import one_line, shown
-from core.storage import fts_maxscore
-from core.storage.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
-from core.storage.connection import select_in, sqlite_module
-from core.storage.events import agent_token_for, scope_token_for
+from core.inputs import one_line
 from core.storage.executed import DERIVED, FTS5, LIKE, Executed, inlined
-from core.storage.fts_maxscore import bm25_rowids, quoted
 from core.storage.fts_rows import prefixed, session_prefix
 from core.storage.fts_words import words
+from core.storage.rows import like_pattern
+from core.storage.sqlite import fts_maxscore
+from core.storage.sqlite.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
+from core.storage.sqlite.connection import select_in, sqlite_module
+from core.storage.sqlite.fts_maxscore import bm25_rowids, quoted
+from core.storage.vocabulary import (
+    FullTextRows,
+    LegRequest,
+    LegRows,
+    Scope,
+    derived_answers,
+)
 
 if TYPE_CHECKING:
     from core.storage.derived.fulltext_leg import DerivedFullText
 
 SQLITE_ERROR = 1  # the generic error code, which FTS5 gives a MATCH it cannot parse
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What a query searches: one session, or every session of one agent identity."""
-
-    session_id: str | None = None
-    namespace: str | None = None
-
-    def __post_init__(self) -> None:
-        if (self.session_id is None) == (self.namespace is None):
-            raise ValueError("a scope is a session_id or a namespace, not both or neither")
-
-    @property
-    def kind(self) -> str:
-        """"session" or "namespace", as the retrieval log and judgments record it."""
-        return "session" if self.session_id is not None else "namespace"
-
-    @property
-    def value(self) -> str:
-        """The session id or the namespace."""
-        return self.session_id if self.session_id is not None else self.namespace or ""
-
-    @property
-    def token(self) -> str:
-        """The FTS token that marks this scope's chunks."""
-        if self.session_id is not None:
-            return scope_token_for(self.session_id)
-        return agent_token_for(self.namespace)
-
-    def describe(self) -> str:
-        """The scope in words, for explanations."""
-        if self.session_id is not None:
-            return f"session {shown(self.session_id)}"
-        return f"namespace {shown(self.namespace)}"
 
 
 def _tags_clause(tags: Sequence[str]) -> tuple[str, list[Any]]:
@@ -255,14 +226,6 @@ def like_search(conn: Any, scope: Scope, text: str, k: int, tags: Sequence[str] 
     return [(row[0], 1.0) for row in rows]
 
 
-def like_pattern(text: str) -> str:
-    """A LIKE pattern (with ``ESCAPE '\\'``) for ``text`` anywhere: its wildcards are literal.
-
-    Callers hold ``text`` to :data:`core.inputs.MAX_QUERY_CHARS`, so the pattern stays under
-    SQLite's 50,000-byte limit on one ("LIKE or GLOB pattern too complex")."""
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str,
                   tags: Sequence[str] = ()) -> list[tuple[str, float]]:
     """The ``k`` nearest chunks by cosine distance: (chunk_id, distance).
@@ -291,51 +254,6 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
         " AND v.embedding_model = ? ORDER BY distance LIMIT ?",
         [blob, *params, *tag_params, model, k],
     ).fetchall()
-
-
-@dataclass(frozen=True)
-class LegRequest:
-    """What one query asks of the legs: which run, with what, how deep, in which scope."""
-
-    scope: Scope
-    depth: int
-    tags: tuple[str, ...] = ()
-    terms: tuple[str, ...] = ()  # typed query words, ORed (full-text leg)
-    raw_expression: str | None = None  # FTS5 syntax as written (raw mode), instead of terms
-    like_text: str | None = None  # the LIKE fallback's text when full text finds nothing
-    context_weight: float = 0.5
-    query_vector: np.ndarray | None = None  # None: no vector leg
-    model: str = ""
-
-
-@dataclass
-class LegRows:
-    """The legs' raw rows, the chunks they name, and what each step cost (ms)."""
-
-    fts: list[tuple[str, float]]
-    fts_fallback: str | None
-    vector: list[tuple[str, float]]
-    chunks: dict[str, dict[str, Any]]
-    timings_ms: dict[str, float]
-    vector_path: str | None = None  # what answered the vector leg (None: the backend's own)
-    fts_ran: list[Executed] = field(default_factory=list)  # the full-text leg, as it ran
-
-
-class FullTextRows(NamedTuple):
-    """The full-text leg's rows, which answered (None: the database's full text, "like":
-    the fallback, "derived": a derived index, equal to the database's ranking), and every
-    statement it ran, in order."""
-
-    rows: list[tuple[str, float]]
-    answered: str | None
-    ran: list[Executed]
-
-
-def derived_answers(request: LegRequest) -> bool:
-    """Whether the derived index may answer: a namespace's typed words, without tags (a
-    tag filter and FTS5 syntax stay in SQL)."""
-    return (request.scope.namespace is not None and not request.tags
-            and request.raw_expression is None)
 
 
 def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | None = None,
@@ -426,7 +344,7 @@ class SessionAnswer(NamedTuple):
 
 # Given the connection, the request, the full-text leg's (rowid, score) rows (None: rank
 # them too, from the derived full-text index) and the timings to fill: the answer, or None
-# when the SQL path must answer (see core.storage.session_vectors).
+# when the SQL path must answer (see core.storage.sqlite.session_vectors).
 SessionVectors = Callable[[Any, LegRequest, list[tuple[int, float]] | None, dict[str, float]],
                           SessionAnswer | None]
 
