@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.storage import connection
+from core.storage.sqlite import connection
 from core.storage.sqlite.migrations import available_migrations, latest_version, split_statements
 from core.storage.sqlite.search import Scope
 from tests.conftest import DETERMINISTIC, rows

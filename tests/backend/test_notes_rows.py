@@ -10,7 +10,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput
-from core.storage import note_listing
+from core.storage.sqlite import note_listing
 from core.storage.sqlite.connection import open_connection
 from core.storage.sqlite.events import scope_token_for
 from tests.conftest import DETERMINISTIC, execute, rows

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from core.storage import refusals
+from core.storage.sqlite import refusals
 from core.storage.sqlite.connection import open_connection, transaction
 
 
@@ -55,7 +55,7 @@ def test_a_connection_that_cannot_commit_is_recognised() -> None:
 
 async def test_a_writer_left_unable_to_commit_is_replaced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from core.storage import connection
+    from core.storage.sqlite import connection
 
     db = connection.Database(tmp_path / "w.db", read_only=False, reader_pool_size=1,
                              busy_timeout_ms=1000)
