@@ -10,8 +10,8 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
-from core.storage.sqlite import note_listing
 from core.storage.locations import parse_location
+from core.storage.sqlite import note_listing
 from tests.conftest import DETERMINISTIC
 
 NOTE_ID = re.compile(r"note-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
