@@ -14,7 +14,7 @@ from core import Engine
 from core.config import load_config
 from core.errors import ConfigError, InvalidInput
 from workbench.cli.root import main
-from workbench.cli.support import MemoryLocation
+from workbench.command_line import MemoryLocation
 from workbench.mcp.server import mcp_command
 
 URL = "postgresql://agent:s3cret-password@db.example:5432/memory"

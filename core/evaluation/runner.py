@@ -182,13 +182,13 @@ async def evaluate(engine: Engine, dataset: Dataset, *,
     """
     if check:
         await check_engine_holds(engine, dataset)
-    found = await _search_all(engine, dataset, top_k_chunks, vector_weight, fts_weight, fusion)
-    return _report(engine, dataset, found, top_k_chunks, excluded)
+    found = await search_all(engine, dataset, top_k_chunks, vector_weight, fts_weight, fusion)
+    return report_of(engine, dataset, found, top_k_chunks, excluded)
 
 
-async def _search_all(engine: Engine, dataset: Dataset, top_k_chunks: int,
-                      vector_weight: float | None = None, fts_weight: float | None = None,
-                      fusion: str | None = None) -> list[SearchResult]:
+async def search_all(engine: Engine, dataset: Dataset, top_k_chunks: int,
+                     vector_weight: float | None = None, fts_weight: float | None = None,
+                     fusion: str | None = None) -> list[SearchResult]:
     """Every query's search, legs kept: other weights and fusions re-rank them without I/O."""
     return [await engine.search(session_id=query.session_id, query=query.query,
                                 top_k=top_k_chunks, vector_weight=vector_weight,
@@ -196,8 +196,8 @@ async def _search_all(engine: Engine, dataset: Dataset, top_k_chunks: int,
             for query in dataset.queries]
 
 
-def _report(engine: Engine, dataset: Dataset, found: Sequence[SearchResult],
-            top_k_chunks: int, excluded: Sequence[str]) -> EvalReport:
+def report_of(engine: Engine, dataset: Dataset, found: Sequence[SearchResult],
+              top_k_chunks: int, excluded: Sequence[str]) -> EvalReport:
     """Score each query's ranking against its evidence turns; means overall and by category."""
     turn_ids = {session_id: dataset.turn_ids(session_id) for session_id in dataset.messages}
     scores = []
@@ -263,7 +263,7 @@ async def sweep(engine: Engine, dataset: Dataset, *, fusions: Sequence[str] = FU
                 progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """Evaluate every fusion at every vector weight (full-text weight 1 - vector weight)."""
     await check_engine_holds(engine, dataset)
-    searched = await _search_all(engine, dataset, top_k_chunks)  # the only database work
+    searched = await search_all(engine, dataset, top_k_chunks)  # the only database work
     runs: list[SweepRun] = []
     total = len(fusions) * len(weights)
     for fusion in fusions:
@@ -271,7 +271,7 @@ async def sweep(engine: Engine, dataset: Dataset, *, fusions: Sequence[str] = FU
             fts_weight = round(1.0 - vector_weight, 6)
             reranked = [found.rerank(fusion=fusion, vector_weight=vector_weight,
                                      fts_weight=fts_weight) for found in searched]
-            report = _report(engine, dataset, reranked, top_k_chunks, excluded)
+            report = report_of(engine, dataset, reranked, top_k_chunks, excluded)
             runs.append(SweepRun(fusion, vector_weight, fts_weight, report.overall))
             if progress is not None:
                 progress(len(runs), total)

@@ -28,9 +28,9 @@ from core.evaluation.runner import (
     DEFAULT_TOP_K_CHUNKS,
     EXCLUDED_CATEGORIES,
     EvalReport,
-    _report,
-    _search_all,
     check_engine_holds,
+    report_of,
+    search_all,
 )
 from core.evaluation.settings import Overrides, apply_overrides, describe, with_implied
 from core.evaluation.stats import (
@@ -83,12 +83,12 @@ async def score_points(open_engine: OpenEngine, base: Config, dataset: Dataset,
     for search_config, members in _search_groups(base, points):
         async with open_engine(search_config) as engine:
             await check_engine_holds(engine, dataset)
-            searched = await _search_all(engine, dataset, top_k_chunks)
+            searched = await search_all(engine, dataset, top_k_chunks)
             for index in members:
                 ranking = {name: getattr(configs[index].retrieval, name)
                            for name in RERANK_FIELDS}
                 reranked = [found.rerank(**ranking) for found in searched]
-                reports[index] = _report(engine, dataset, reranked, top_k_chunks, excluded)
+                reports[index] = report_of(engine, dataset, reranked, top_k_chunks, excluded)
                 done += 1
                 if progress is not None:
                     progress(done, len(points))

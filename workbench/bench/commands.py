@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from workbench.cli.support import (
+from workbench.command_line import (
     MEMORY,
     MEMORY_HELP,
-    _echo_figures,
-    _load_config,
-    _require_db,
-    _with_model,
+    command_config,
+    echo_figures,
     model_option,
+    require_db,
+    with_model,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ def bench_ingest(ctx: click.Context, model: str | None, messages: int, sessions:
     """Encode-only vs end-to-end ingest throughput (store + drain), their ratio, peak RSS."""
     from workbench.bench.ingest import run_ingest
 
-    config = _with_model(_load_config(ctx), model)
-    _echo_figures(lambda say: run_ingest(config, messages, sessions, say=say))
+    config = with_model(command_config(ctx), model)
+    echo_figures(lambda say: run_ingest(config, messages, sessions, say=say))
 
 
 @bench.command("query")
@@ -63,9 +63,9 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
     PostgreSQL the vector leg's recall@10."""
     from workbench.bench.query import run_query_bench
 
-    config = _with_model(_load_config(ctx), model)
+    config = with_model(command_config(ctx), model)
     try:
-        _echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
+        echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
                                                   db=db and db.target, reuse=reuse,
                                                   say=say))
     except FileExistsError as error:
@@ -111,9 +111,9 @@ def bench_peers(ctx: click.Context, model: str | None, chunks: int, sessions: in
         sys.exit(2)
     if reuse and db is None:
         raise click.UsageError("--reuse needs --db (the file to measure)")
-    config = _with_model(_load_config(ctx), model)
+    config = with_model(command_config(ctx), model)
     try:
-        _echo_figures(lambda say: run_peers_bench(config, chunks, sessions, queries=queries,
+        echo_figures(lambda say: run_peers_bench(config, chunks, sessions, queries=queries,
                                                   db=None if db is None else Path(db),
                                                   reuse=reuse, say=say))
     except (FileExistsError, NothingToMeasure) as error:
@@ -136,8 +136,8 @@ def bench_coldstart(ctx: click.Context, model: str | None, chunks: int, sessions
     p50/p95 of its first 100 and of the same warm, and the saved indexes' bytes."""
     from workbench.bench.coldstart import run_coldstart
 
-    config = _with_model(_load_config(ctx), model)
-    _echo_figures(lambda say: run_coldstart(config, chunks, sessions,
+    config = with_model(command_config(ctx), model)
+    echo_figures(lambda say: run_coldstart(config, chunks, sessions,
                                             db=None if db is None else db.target, say=say))
 
 
@@ -162,7 +162,7 @@ def bench_writers(ctx: click.Context, db: Location | None, processes: int, messa
 
     from workbench.bench.writers import run_writers_bench
 
-    config = _with_model(_load_config(ctx), model or "deterministic")
+    config = with_model(command_config(ctx), model or "deterministic")
     try:
         figures = run_writers_bench(config, db and db.target, processes, messages, seed=seed,
                                     say=lambda line: click.echo(line, err=True))
@@ -185,8 +185,8 @@ def bench_app(ctx: click.Context, db: Location, model: str | None, runs: int) ->
     """Start-up: first paint, memory open, sessions listed and model loaded, in ms."""
     from workbench.bench.app import run_app_bench
 
-    _require_db(db)
-    config = _with_model(_load_config(ctx), model)
+    require_db(db)
+    config = with_model(command_config(ctx), model)
     run_app_bench(db, config.to_dict(), runs, click.echo)
 
 

@@ -58,8 +58,8 @@ from workbench.bench.concurrency_sides import (
     keep_going,
 )
 from workbench.bench.measure import percentile
-from workbench.cli.support import _load_config, echo_json, json_option, model_option
-from workbench.cli.support import _run as _run_cli
+from workbench.command_line import command_config, echo_json, json_option, model_option
+from workbench.command_line import run_command as _run_cli
 
 
 class _LogCatcher(logging.Handler):
@@ -215,19 +215,19 @@ async def run_concurrency(config_path: Path | None, model: str | None, ops: int,
         if folder is None:
             folder = Path(stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="workbench-bench-")))
-        return await _run(config_path, model, ops, say, folder, seed)
+        return await run_command(config_path, model, ops, say, folder, seed)
 
 
-async def _run(config_path: Path | None, model: str | None, ops: int,
+async def run_command(config_path: Path | None, model: str | None, ops: int,
                say: Callable[[str], None], folder: Path, seed: int) -> ConcurrencyFigures:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from core import Engine
     from core.config import load_config
-    from workbench.cli.support import _with_model
+    from workbench.command_line import with_model
 
-    config = _with_model(load_config(config_path), model)
+    config = with_model(load_config(config_path), model)
     path = folder / "memory.db"
     env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_CONFIG"}
     if config_path is not None:
@@ -304,7 +304,7 @@ def bench_concurrency(ctx: click.Context, ops: int, model: str | None, as_json: 
     """An agent over MCP and the app's engine write one file at once: errors, lost writes,
     write latency. Exits 1 when an error surfaced or a write was lost."""
     config_path = ctx.obj.get("config_path") if ctx.obj else None
-    _load_config(ctx)  # a bad config file is refused here, in one line, before anything runs
+    command_config(ctx)  # a bad config file is refused here, in one line, before anything runs
     figures = _run_cli(run_concurrency(config_path, model, ops,
                                        say=lambda line: click.echo(line, err=True)))
     for warning in figures.warnings:

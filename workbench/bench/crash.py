@@ -67,7 +67,7 @@ from workbench.bench.crash_child import (
     NOTES_NAMESPACE,
 )
 from workbench.bench.crash_ledger import WORKLOAD_SESSIONS
-from workbench.cli.support import MEMORY, _load_config, _run, _with_model
+from workbench.command_line import MEMORY, command_config, run_command, with_model
 from workbench.text import to_json
 
 WORKLOADS = ("ingest", "notes", "compact", "recall")
@@ -444,9 +444,9 @@ def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None,
                   db: Location | None,
                   workloads: tuple[str, ...], as_json: bool) -> None:
     """Kill writers at random moments; check nothing acknowledged is lost or half-stored."""
-    config = _with_model(_load_config(ctx), model or "deterministic")
+    config = with_model(command_config(ctx), model or "deterministic")
     try:
-        figures = _run(run_crash_bench(config, kills, seed,
+        figures = run_command(run_crash_bench(config, kills, seed,
                                        say=lambda line: click.echo(line, err=True),
                                        db=db and db.target,
                                        workloads=workloads or None))

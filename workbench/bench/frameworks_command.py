@@ -8,7 +8,13 @@ from pathlib import Path
 
 import click
 
-from workbench.cli.support import _echo_figures, _load_config, _run, _with_model, model_option
+from workbench.command_line import (
+    command_config,
+    echo_figures,
+    model_option,
+    run_command,
+    with_model,
+)
 
 
 @click.command("frameworks")
@@ -32,16 +38,16 @@ def frameworks_command(ctx: click.Context, model: str | None, turns: int,
     """Per-turn p50/p95 of LangGraph's aput+aput_writes (AsyncSqliteSaver vs WorkbenchSaver)
     and the Agents SDK's add_items+get_items (SQLiteSession vs WorkbenchSession), with the
     embedding worker off and with --model as well; or, with --run-turns, a watched run."""
-    config = _load_config(ctx)
+    config = command_config(ctx)
     if run_turns is not None:
         _drive(config, model, run_turns, file, framework, pause)
         return
     from workbench.bench.frameworks import run_frameworks_bench
 
-    deterministic = _with_model(config, "deterministic")
-    with_model = None if model in (None, "deterministic") else _with_model(config, model)
-    _echo_figures(lambda say: run_frameworks_bench(
-        deterministic, turns, model_config=with_model, model=model, say=say))
+    deterministic = with_model(config, "deterministic")
+    model_config = None if model in (None, "deterministic") else with_model(config, model)
+    echo_figures(lambda say: run_frameworks_bench(
+        deterministic, turns, model_config=model_config, model=model, say=say))
 
 
 def _drive(config: object, model: str | None, turns: int, file: str | None, framework: str,
@@ -53,7 +59,7 @@ def _drive(config: object, model: str | None, turns: int, file: str | None, fram
     if "://" in file:
         raise click.UsageError("--file is a SQLite memory file, not a URL")
     try:
-        report = _run(run_turns(_with_model(config, model or "deterministic"), Path(file),
+        report = run_command(run_turns(with_model(config, model or "deterministic"), Path(file),
                                 framework, turns, pause,
                                 say=lambda line: click.echo(line, err=True)))
     except FileExistsError as error:

@@ -50,7 +50,7 @@ from workbench.bench.peers_lancedb import (
     lancedb_searches,
     stored_query_texts,
 )
-from workbench.bench.query import AGENT, TOP_K, _time_each, query_texts, round_robin
+from workbench.bench.query import AGENT, TOP_K, query_texts, round_robin, time_each
 
 # The goals, at p95: ours at least this many times faster than LanceDB's.
 NAMESPACE_GOAL_SPEEDUP = 5.0
@@ -296,12 +296,12 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
         for name in PATHS:
             waited = await wait_until_quiet()
             say(f"timing {name}: ours (after {waited:.1f} s waiting for a quiet process) …")
-            ours_ms[name] = await _time_each(asked, ours[name])
+            ours_ms[name] = await time_each(asked, ours[name])
         await engine.retrieval.flush_logs()
         for name in PATHS:
             waited = await wait_until_quiet()
             say(f"timing {name}: LanceDB (after {waited:.1f} s waiting for a quiet process) …")
-            theirs_ms[name] = await _time_each(
+            theirs_ms[name] = await time_each(
                 asked, lambda sid, text, name=name: lancedb_call(name, sid, text))
 
     return PeersFigures(

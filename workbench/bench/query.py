@@ -244,7 +244,7 @@ def _pg_database_mb(url: str) -> float:
     return 0.0 if row is None else int(row[0]) / (1024 * 1024)
 
 
-async def _time_each(asked: list[tuple[str, str]],
+async def time_each(asked: list[tuple[str, str]],
                      call: Callable[[str, str], Awaitable[Any]]) -> list[float]:
     """Milliseconds each (session, text) query took, one at a time."""
     timings = []
@@ -355,9 +355,9 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
 
             warmed = warm_file_cache(path) if path is not None else None
             say("timing the query embedding alone …")
-            embed_ms = await _time_each(asked, lambda sid, text: engine.embed_query(text))
+            embed_ms = await time_each(asked, lambda sid, text: engine.embed_query(text))
             say("timing session-scoped hybrid queries …")
-            session_ms = await _time_each(asked, lambda sid, text: engine.hybrid_query(
+            session_ms = await time_each(asked, lambda sid, text: engine.hybrid_query(
                 session_id=sid, query=text, top_k=TOP_K))
 
             say("timing re-fusion of kept legs, and each leg's share …")

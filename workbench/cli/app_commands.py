@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import (
+from workbench.command_line import (
     MEMORY,
-    _load_config,
+    command_config,
     examine_memory,
     memory_location,
     model_option,
@@ -66,7 +66,7 @@ def open_command(ctx: click.Context, db: Location | None, theme: str | None,
                  model: str | None) -> None:
     """Open the app on a memory: a file (created if missing) or a postgresql:// URL
     (default: the config's [storage] url, else ./data/memory.db)."""
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     _run_app(memory_location(db, config), config, theme)
 
 
@@ -85,7 +85,7 @@ def demo_command(ctx: click.Context, db_path: Path, fresh: bool, no_open: bool,
     schedules with runs) and open the app on it."""
     from workbench.demo.build import build_demo
 
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     if fresh and db_path.exists():
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db_path}{suffix}").unlink(missing_ok=True)

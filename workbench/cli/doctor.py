@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import (
+from workbench.command_line import (
     MEMORY,
     MEMORY_HELP,
-    _load_config,
-    _run,
+    command_config,
     model_fallback_said,
     model_option,
     open_engine,
+    run_command,
     unlogged_warnings,
 )
 
@@ -195,8 +195,8 @@ def render(report: dict[str, Any]) -> list[str]:
 def doctor(ctx: click.Context, db: Location | None, model: str | None, as_json: bool) -> None:
     """Print what the engine finds: SQLite, sqlite-vec, FTS5 (for a file), model, clipboard,
     the memory (a server's: PostgreSQL and pgvector)."""
-    config = _load_config(ctx, model)
-    report = _run(gather(config, db, ctx.obj.get("config_path")))
+    config = command_config(ctx, model)
+    report = run_command(gather(config, db, ctx.obj.get("config_path")))
     model_fallback_said()  # the model line says it, with its reason
     if as_json:
         click.echo(json.dumps(report, indent=2))

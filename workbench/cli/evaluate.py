@@ -11,16 +11,16 @@ import click
 
 from core.retrieval.fusion import FUSIONS
 from core.storage.locations import Location
-from workbench.cli.support import (
+from workbench.command_line import (
     MEMORY,
     MEMORY_HELP,
-    _drain_with_progress,
-    _echo_warnings,
-    _load_config,
-    _require_db,
-    _run,
+    command_config,
+    drain_with_progress,
+    echo_warnings,
     model_option,
     open_engine,
+    require_db,
+    run_command,
 )
 
 SIDE_HELP = ("a TOML config file laid over the current config, 'current', or settings "
@@ -30,7 +30,7 @@ SIDE_HELP = ("a TOML config file laid over the current config, 'current', or set
 def _measuring_config(ctx: click.Context, model: str | None) -> Any:
     # Evaluation queries are measurements, not an agent's recalls: they stay out of the
     # file's retrieval log.
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     return config.model_copy(
         update={"retrieval": config.retrieval.model_copy(update={"log_enabled": False})})
 
@@ -80,11 +80,11 @@ def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep
         raise click.UsageError("--compare names both settings whole; leave out --sweep, "
                                "--folds, --vector-weight and --fusion")
     config = _measuring_config(ctx, model)
-    _require_db(db)
+    require_db(db)
     from core.evaluation import report as text
 
     if compare:
-        comparison, names = _run(_compare(db, dataset_path, config, compare))
+        comparison, names = run_command(_compare(db, dataset_path, config, compare))
         if as_json:
             click.echo(json.dumps({"dataset": str(dataset_path), "a_setting": compare[0],
                                    "b_setting": compare[1], **comparison.to_dict()}, indent=2))
@@ -95,7 +95,7 @@ def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep
         from core.evaluation.settings import default_axes
 
         axes = default_axes(fusions=(fusion,) if fusion else None)
-        cv, _ = _run(_tune(db, dataset_path, config, axes, folds))
+        cv, _ = run_command(_tune(db, dataset_path, config, axes, folds))
         if as_json:
             click.echo(json.dumps({"dataset": str(dataset_path), **cv.to_dict()}, indent=2))
             return
@@ -103,7 +103,7 @@ def eval_command(ctx: click.Context, db: Location, dataset_path: Path, run_sweep
         lines += text.grid_lines(cv) if run_sweep else []
         _echo_lines([*lines, *([""] if run_sweep else []), *text.cross_validation_lines(cv)])
         return
-    result, names = _run(_evaluate(db, dataset_path, config, vector_weight, fusion))
+    result, names = run_command(_evaluate(db, dataset_path, config, vector_weight, fusion))
     if as_json:
         click.echo(json.dumps({"dataset": str(dataset_path), **result.to_dict()}, indent=2))
         return
@@ -146,15 +146,15 @@ def tune_command(ctx: click.Context, db: Location, dataset_path: Path | None,
     if (dataset_path is None) == (not scope) or len(scope) > 1:
         raise click.UsageError("tune on one of: --dataset FILE, --session ID, --namespace NAME")
     config = _measuring_config(ctx, model)
-    _require_db(db)
+    require_db(db)
     try:
         axes = [parse_axis(axis) for axis in grid] if grid else default_axes()
     except WorkbenchError as exc:
         raise click.BadParameter(str(exc), param_hint="--grid") from None
     if dataset_path is not None:
-        cv, _ = _run(_tune(db, dataset_path, config, axes, folds))
+        cv, _ = run_command(_tune(db, dataset_path, config, axes, folds))
     else:
-        cv = _run(_tune_judged(db, scope, config, axes, folds))
+        cv = run_command(_tune_judged(db, scope, config, axes, folds))
     written = False
     if write_path is not None and cv.beats_current:
         try:
@@ -207,8 +207,8 @@ async def _evaluate(db: Location, dataset_path: Path, config: Any,
 
     dataset = read_dataset(dataset_path)
     async with _draining(db, config) as engine:
-        _echo_warnings(engine)
-        await _drain_with_progress(engine)
+        echo_warnings(engine)
+        await drain_with_progress(engine)
         result = await evaluate(
             engine, dataset, vector_weight=vector_weight, fusion=fusion,
             fts_weight=None if vector_weight is None else round(1.0 - vector_weight, 6))
@@ -221,8 +221,8 @@ async def _scored(db: Location, dataset: Any, config: Any, points: list[Any],
     from core.evaluation.tuning import score_points
 
     async with _draining(db, config) as engine:
-        _echo_warnings(engine)
-        await _drain_with_progress(engine)
+        echo_warnings(engine)
+        await drain_with_progress(engine)
     return await score_points(lambda c: open_engine(db, c, writes=False), config, dataset, points,
                               progress=_progress(label))
 
@@ -259,8 +259,8 @@ async def _tune_judged(db: Location, scope: dict[str, str], config: Any, axes: l
 
     points = [{}, *grid_points(axes)]  # the current setting first: ties go to it
     async with _draining(db, config) as engine:
-        _echo_warnings(engine)
-        await _drain_with_progress(engine)
+        echo_warnings(engine)
+        await drain_with_progress(engine)
     scores, count, model = await score_judged_points(
         lambda c: open_engine(db, c, writes=False), config, scope, points, _progress("grid"))
     # One scope, one group: the folds split its queries.

@@ -13,7 +13,7 @@ import click
 
 from core.notes.facts import SOURCES
 from core.storage.locations import Location
-from workbench.cli.support import db_option, echo_json, json_option, on_engine
+from workbench.command_line import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
 
 VALUE_CHARS = 60

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from workbench.cli.support import _load_config, _run, echo_json, json_option
+from workbench.command_line import command_config, echo_json, json_option, run_command
 
 
 @click.command("migrate")
@@ -24,8 +24,8 @@ def migrate_command(ctx: click.Context, source: str, destination: str, batch: in
                     sample: int, as_json: bool) -> None:
     """Copy the whole memory at SOURCE into DESTINATION (a file path or a postgresql:// URL,
     either way), resuming an interrupted run, then compare both; exit 1 on a difference."""
-    config = _load_config(ctx)
-    report = _run(_migrate(source, destination, batch, sample, config.storage))
+    config = command_config(ctx)
+    report = run_command(_migrate(source, destination, batch, sample, config.storage))
     if as_json:
         echo_json({**asdict(report), "ok": report.ok})
     else:

@@ -20,7 +20,7 @@ import click
 
 from core.notes.fields import CATEGORIES, KINDS
 from core.storage.locations import Location
-from workbench.cli.support import db_option, echo_json, json_option, model_option, on_engine
+from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
 from workbench.text import count, short_time, table
 
 T = TypeVar("T")

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import (
-    _load_config,
-    _run,
+from workbench.command_line import (
+    command_config,
     db_option,
     echo_json,
     json_option,
     memory_location,
+    run_command,
 )
 from workbench.text import table
 
@@ -35,7 +35,7 @@ def pg_group() -> None:
 
 def _server_memory(ctx: click.Context, db: Location | None) -> Location:
     """The PostgreSQL memory the command works on; exit 1 for a SQLite file."""
-    location = memory_location(db, _load_config(ctx))
+    location = memory_location(db, command_config(ctx))
     if not location.is_postgres:
         click.echo(f"error: {location} is a SQLite file, which has no roles; give a "
                    "postgresql:// URL with --db (or set [storage] url)", err=True)
@@ -67,7 +67,7 @@ def grant_command(ctx: click.Context, namespace: str, role: str, password: str |
     from core.storage.pg import roles
 
     location = _server_memory(ctx, db)
-    granted = _run(roles.grant(location, namespace, role, _password(password)))
+    granted = run_command(roles.grant(location, namespace, role, _password(password)))
     if as_json:
         echo_json(granted.to_dict())
         return
@@ -86,7 +86,7 @@ def revoke_command(ctx: click.Context, role: str, db: Location | None, as_json: 
     from core.storage.pg import roles
 
     location = _server_memory(ctx, db)
-    revoked = _run(roles.revoke(location, role))
+    revoked = run_command(roles.revoke(location, role))
     if as_json:
         echo_json(revoked.to_dict() if revoked else None)
         return
@@ -105,7 +105,7 @@ def roles_command(ctx: click.Context, db: Location | None, as_json: bool) -> Non
     from core.storage.pg import roles
 
     location = _server_memory(ctx, db)
-    grants = _run(roles.list_grants(location))
+    grants = run_command(roles.list_grants(location))
     if as_json:
         echo_json([grant.to_dict() for grant in grants])
         return

@@ -8,17 +8,17 @@ from typing import Any
 import click
 
 from core.storage.locations import Location
-from workbench.cli.support import (
-    _echo_warnings,
-    _load_config,
-    _require_db,
-    _run,
+from workbench.command_line import (
+    command_config,
     db_option,
     echo_json,
+    echo_warnings,
     json_option,
     memory_location,
     model_option,
     open_engine,
+    require_db,
+    run_command,
 )
 
 
@@ -29,10 +29,10 @@ from workbench.cli.support import (
 @click.pass_context
 def reindex(ctx: click.Context, db: Location | None, model: str | None, as_json: bool) -> None:
     """Re-embed every chunk with a model (moving the memory to it), with a progress bar."""
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     location = memory_location(db, config)
-    _require_db(location)
-    report = _run(_reindex(location, config))
+    require_db(location)
+    report = run_command(_reindex(location, config))
     if as_json:
         echo_json(report)
     else:
@@ -48,7 +48,7 @@ async def _reindex(db: Location, config: Any) -> dict[str, Any]:
     async with open_engine(db, config, writes=True, reindex=True) as engine:
         if engine.model.fell_back:
             await engine.reindex()  # refuses, saying why, before anything is drawn or changed
-        _echo_warnings(engine)
+        echo_warnings(engine)
         # The bar goes to stderr: stdout is the result, which a script may read.
         with Progress("[progress.description]{task.description}", BarColumn(),
                       MofNCompleteColumn(), TimeRemainingColumn(), transient=False,

@@ -28,7 +28,7 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
     config's [storage] url, else ./data/memory.db); `workbench demo` builds a demo memory
     and opens it.
     """
-    from workbench.cli.support import say_model_fallback, show_engine_log
+    from workbench.command_line import say_model_fallback, show_engine_log
 
     show_engine_log()
     # The model's lines come as the command ends: after its error, when it has one.

@@ -14,14 +14,14 @@ from typing import Any, TypeVar
 import click
 
 from core.storage.locations import Location
-from workbench.cli.support import (
-    _load_config,
-    _require_db,
+from workbench.command_line import (
+    command_config,
     db_option,
     echo_json,
     json_option,
     memory_location,
     on_engine,
+    require_db,
 )
 from workbench.text import one_line, table
 
@@ -352,8 +352,8 @@ def scheduler_run_command(ctx: click.Context, db: Location | None, once: bool,
     from core.errors import ConfigError
     from core.schedules.actions import action_from_config
 
-    config = _load_config(ctx)
-    _require_db(memory_location(db, config))
+    config = command_config(ctx)
+    require_db(memory_location(db, config))
     try:  # refuse a runner with nothing to run before the memory is opened
         action_from_config(config.scheduler)
     except ConfigError as exc:

@@ -16,7 +16,7 @@ import click
 
 from core.storage.locations import Location
 from workbench.cli.notes import read_text_input
-from workbench.cli.support import db_option, echo_json, json_option, on_engine
+from workbench.command_line import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
 
 _SESSION = click.argument("session_id", metavar="SESSION")

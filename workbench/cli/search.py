@@ -11,16 +11,16 @@ from core.retrieval.fusion import FUSIONS
 from core.retrieval.search import MODES, fusion_scale
 from core.storage.locations import Location
 from core.types import HybridQueryResult, ScoreParts
-from workbench.cli.support import (
-    _load_config,
-    _require_db,
-    _run,
+from workbench.command_line import (
+    command_config,
     db_option,
     echo_read_only,
     hold_vectors_off,
     memory_location,
     model_option,
     open_engine,
+    require_db,
+    run_command,
 )
 
 
@@ -128,9 +128,9 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
     """Run a query as the agent would, with per-leg scores; --explain says why."""
     if (session_id is None) == (namespace is None):
         raise click.UsageError("give --session or --namespace")
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     location = memory_location(db, config)
-    _require_db(location)
+    require_db(location)
 
     async def run() -> Any:
         async with open_engine(location, config, writes=False) as engine:
@@ -142,7 +142,7 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
                 tags=list(tags) or None, min_score=min_score, raw_fts=raw_fts, caller="cli",
                 require_session=True)
 
-    found = _run(run())
+    found = run_command(run())
     if as_json:
         payload = found.explain() if explain else [r.to_dict() for r in found.results]
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -171,9 +171,9 @@ def log_command(ctx: click.Context, db: Location | None, model: str | None, limi
                 caller: str | None,
                 replay_id: int | None, as_json: bool) -> None:
     """List the retrieval log (every query, from any front end), or replay one entry."""
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     location = memory_location(db, config)
-    _require_db(location)
+    require_db(location)
 
     async def run() -> Any:
         async with open_engine(location, config, writes=False) as engine:
@@ -183,7 +183,7 @@ def log_command(ctx: click.Context, db: Location | None, model: str | None, limi
                 return await engine.replay(replay_id)
             return await engine.retrieval_log(limit, caller=caller)
 
-    found = _run(run())
+    found = run_command(run())
     if replay_id is not None:
         if as_json:
             click.echo(json.dumps([r.to_dict() for r in found.results], indent=2,

@@ -21,7 +21,7 @@ import click
 from core.indexing import ROLES
 from core.storage.locations import Location
 from workbench.cli.notes import read_text_input
-from workbench.cli.support import db_option, echo_json, json_option, model_option, on_engine
+from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
 from workbench.text import (
     call_signature,
     count,

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from core.storage.locations import Location
-from workbench.cli.support import db_option, echo_json, json_option, model_option, on_engine
+from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
 
 
 @click.command("summarize")

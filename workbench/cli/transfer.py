@@ -18,21 +18,21 @@ from typing import Any
 import click
 
 from core.storage.locations import Location
-from workbench.cli.support import (
+from workbench.command_line import (
     MEMORY,
     MEMORY_HELP,
-    _drain_with_progress,
-    _echo_warnings,
-    _load_config,
-    _run,
+    command_config,
     db_option,
+    drain_with_progress,
     echo_created,
     echo_json,
+    echo_warnings,
     is_missing,
     json_option,
     model_option,
     on_engine,
     open_engine,
+    run_command,
 )
 from workbench.text import count
 
@@ -101,7 +101,7 @@ async def _import(source_format: str, file: Path | str, db: Location, namespace:
     async with open_engine(db, config, writes=True) as engine:
         if created:
             echo_created(db)
-        _echo_warnings(engine)
+        echo_warnings(engine)
         report = await import_file(source_format, engine, file, namespace=namespace,
                                    progress=_show_progress())
         await engine.drain()
@@ -126,8 +126,8 @@ def _import_command(source_format: str) -> click.Command:
     @click.pass_context
     def command(ctx: click.Context, file: Path | str, db: Location, namespace: str | None,
                 model: str | None, as_json: bool) -> None:
-        config = _load_config(ctx, model)
-        report = _run(_import(source_format, file, db, namespace, config))
+        config = command_config(ctx, model)
+        report = run_command(_import(source_format, file, db, namespace, config))
         if as_json:
             echo_json(report.to_dict())
             return
@@ -168,13 +168,13 @@ def import_locomo(ctx: click.Context, files: tuple[Path, ...], db: Location,
 
     Each conversation becomes one session; importing a file again adds nothing.
     """
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     if dataset_path is None:
         if db.is_postgres:
             raise click.UsageError("give --dataset: a memory on a server has no folder to "
                                    "write the dataset beside")
         dataset_path = db.path.with_name(f"{db.path.stem}.locomo.jsonl")
-    summary = _run(_import_locomo(files, db, dataset_path, config, times))
+    summary = run_command(_import_locomo(files, db, dataset_path, config, times))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -216,9 +216,9 @@ async def _import_locomo(files: tuple[Path, ...], db: Location, dataset_path: Pa
     async with open_engine(db, config, writes=True) as engine:
         if created:
             echo_created(db)
-        _echo_warnings(engine)
+        echo_warnings(engine)
         stored = await store_dataset(engine, dataset)
-        status = await _drain_with_progress(engine)
+        status = await drain_with_progress(engine)
     write_dataset(dataset, dataset_path)
     return {
         "db": str(db), "dataset": str(dataset_path),

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import (
+from workbench.command_line import (
     MEMORY,
     MEMORY_HELP,
-    _load_config,
-    _run,
+    command_config,
     echo_created,
     is_missing,
     model_option,
     open_engine,
+    run_command,
     say_model_fallback,
     unlogged_warnings,
 )
@@ -174,5 +174,5 @@ def mcp_command(ctx: click.Context, db: Location | None, namespace: str,
     """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="workbench mcp: %(levelname)s %(message)s")
-    config = _load_config(ctx, model)
-    _run(serve(db, namespace, config))
+    config = command_config(ctx, model)
+    run_command(serve(db, namespace, config))

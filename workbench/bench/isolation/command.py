@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from workbench.cli.support import MEMORY
+from workbench.command_line import MEMORY
 
 if TYPE_CHECKING:
     from core.storage.locations import Location

@@ -23,7 +23,7 @@ DEFAULT_DB = Path("data") / "memory.db"
 T = TypeVar("T")
 
 
-def _run(coro: Coroutine[Any, Any, T]) -> T:
+def run_command(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine, turning the engine's refusals into one line on stderr and exit 1."""
     from core.errors import WorkbenchError
 
@@ -136,7 +136,7 @@ def show_engine_log() -> None:
         atexit.register(say_model_fallback)
 
 
-def _load_config(ctx: click.Context, model: str | None = None) -> Any:
+def command_config(ctx: click.Context, model: str | None = None) -> Any:
     """The config the command runs with: the file's (or the defaults), with ``model`` (the
     command's ``--model``) applied when given."""
     from core.config import load_config
@@ -147,10 +147,10 @@ def _load_config(ctx: click.Context, model: str | None = None) -> Any:
     except ConfigError as exc:
         click.echo(f"error: config: {exc}", err=True)
         sys.exit(1)
-    return _with_model(config, model)
+    return with_model(config, model)
 
 
-def _with_model(config: Any, model: str | None) -> Any:
+def with_model(config: Any, model: str | None) -> Any:
     """The config with ``--model`` applied: a folder or hub id for model2vec."""
     if model is None:
         return config
@@ -166,7 +166,7 @@ model_option = click.option(
     help="model2vec hub id or folder ('deterministic' for the zero-download backend);"
          " default: the configured model.")
 """``--model``, on every command that embeds (or opens a memory whose vectors a model
-made); :func:`_load_config` applies it."""
+made); :func:`command_config` applies it."""
 
 
 class MemoryLocation(click.ParamType):
@@ -227,7 +227,7 @@ def missing_memory(db: Location, state: str = "missing") -> str:
     return f"{db} does not exist; only a command that adds to memory creates it ({creators})"
 
 
-def _require_db(db: Location) -> None:
+def require_db(db: Location) -> None:
     """Exit 1 with one line unless ``db`` is a memory file already: one that is missing or
     empty, or is not a memory at all (another application's database, a damaged file, a
     device, a symlink loop), is left untouched. A server's database is not looked for:
@@ -272,7 +272,7 @@ def unlogged_warnings(engine: Any) -> list[str]:
     return [warning for warning in engine.warnings if warning != logged]
 
 
-def _echo_warnings(engine: Any) -> None:
+def echo_warnings(engine: Any) -> None:
     for warning in unlogged_warnings(engine):
         click.echo(f"warning: {warning}", err=True)
 
@@ -286,9 +286,9 @@ def echo_read_only(engine: Any) -> None:
                    "reading works, writing is refused", err=True)
 
 
-def _echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, Any]]) -> None:
+def echo_figures(bench: Callable[[Callable[[str], None]], Coroutine[Any, Any, Any]]) -> None:
     """Run a benchmark with its progress on stderr, then print its figures on stdout."""
-    figures = _run(bench(lambda line: click.echo(line, err=True)))
+    figures = run_command(bench(lambda line: click.echo(line, err=True)))
     for line in figures.lines():
         click.echo(line)
 
@@ -331,11 +331,11 @@ def on_engine(ctx: click.Context, db: Location | None,
     memory file is made a memory (and said so) when the command ``adds`` to memory, else
     refused (:func:`missing_memory`); a file that is not a memory is refused either way.
     ``model`` is the command's ``--model``."""
-    config = _load_config(ctx, model)
+    config = command_config(ctx, model)
     location = memory_location(db, config)
     created = adds and is_missing(location)
     if not adds:
-        _require_db(location)
+        require_db(location)
 
     async def run() -> T:
         async with open_engine(location, config, writes=writes or adds,
@@ -343,15 +343,15 @@ def on_engine(ctx: click.Context, db: Location | None,
             if created:
                 echo_created(location)
             if warn:
-                _echo_warnings(engine)
+                echo_warnings(engine)
             else:
                 echo_read_only(engine)
             return await work(engine)
 
-    return _run(run())
+    return run_command(run())
 
 
-async def _drain_with_progress(engine: Any) -> Any:
+async def drain_with_progress(engine: Any) -> Any:
     """Wait for the embedding backlog to empty, with a progress line on stderr."""
     status = await engine.embedding_status()
     if status.backlog and engine.worker is not None:
