@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core import indexing, inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, OutOfNamespace
-from core.notes.fields import clean_namespace
+from core.inputs import clean_namespace
 from core.storage.messages import PreparedChunk, PreparedMessage, out_of_namespace
 from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import MemoryRecord, SessionInfo, StoreResult

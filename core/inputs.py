@@ -71,6 +71,18 @@ def visible_text(value: Any, what: str) -> str:
     return value
 
 
+MAX_IDENTIFIER_CHARS = 200
+"""Longest note name, alias, fact category or key, or namespace, in characters."""
+
+
+def clean_namespace(value: Any) -> str:
+    """A namespace as given (it is an agent identity: exact, never trimmed or normalised),
+    held to the identifier rule (:func:`identifier`). Every layer that takes a namespace
+    (storage's roles, retrieval, conversations, the framework adapters, notes) checks it
+    here."""
+    return identifier(value, "namespace", MAX_IDENTIFIER_CHARS)
+
+
 def identifier(value: Any, what: str, limit: int) -> str:
     """``value`` exactly as given when it is an identifier: visible text (:func:`visible_text`),
     not blank, at most ``limit`` characters; else ``InvalidInput`` naming ``what``."""

@@ -17,8 +17,7 @@ from core import inputs
 from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import InvalidInput
-from core.inputs import shown
-from core.notes.fields import clean_namespace
+from core.inputs import clean_namespace, shown
 from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import ScratchpadState
 

@@ -15,15 +15,12 @@ import uuid
 from typing import Any
 
 from core.errors import InvalidInput
-from core.inputs import identifier, shown, visible_text
+from core.inputs import MAX_IDENTIFIER_CHARS, shown, visible_text
 
 KINDS = ("Note", "Archive")
 CATEGORIES = ("core", "daily", "conversation")
 NOTE_SCHEMA_VERSION = 1
 """oxydra's ``schema_version`` of note metadata: a constant, for future migrations."""
-
-MAX_IDENTIFIER_CHARS = 200
-"""Longest note name, alias, fact category or key, or namespace, in characters."""
 
 DEFAULT_IMPORTANCE = 0.5
 
@@ -74,12 +71,6 @@ def clean_name(value: Any, what: str = "name") -> str:
     if is_note_id(name):
         raise InvalidInput(f"{what} {shown(name)} has the shape of a note id; choose another")
     return name
-
-
-def clean_namespace(value: Any) -> str:
-    """A namespace as given (it is an agent identity: exact, never trimmed or normalised),
-    held to the identifier rule (:func:`core.inputs.identifier`)."""
-    return identifier(value, "namespace", MAX_IDENTIFIER_CHARS)
 
 
 def clean_reference(value: Any) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from core import indexing, inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, NameTaken, NotFound
+from core.inputs import clean_namespace
 from core.notes.fields import (
     DEFAULT_IMPORTANCE,
     NOTE_SCHEMA_VERSION,
@@ -29,7 +30,6 @@ from core.notes.fields import (
     clean_importance,
     clean_kind,
     clean_name,
-    clean_namespace,
     clean_reference,
     clean_source,
     generated_name,

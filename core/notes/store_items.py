@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.clock import now
 from core.errors import InvalidInput
-from core.inputs import shown
-from core.notes.fields import MAX_IDENTIFIER_CHARS
+from core.inputs import MAX_IDENTIFIER_CHARS, shown
 
 if TYPE_CHECKING:
     from core.types import Note

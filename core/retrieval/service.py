@@ -21,7 +21,7 @@ from core import indexing, inputs, retrieval
 from core.clock import utc_now
 from core.conversations import require_session_in
 from core.errors import EmbeddingError, InvalidInput, NotFound
-from core.notes.fields import MAX_IDENTIFIER_CHARS, clean_namespace
+from core.inputs import MAX_IDENTIFIER_CHARS, clean_namespace
 from core.retrieval.boosts import boost_settings
 from core.retrieval.depth import leg_depth
 from core.retrieval.log_writer import LogWriter

@@ -37,8 +37,7 @@ from core.errors import (
     SummaryConflict,
     SummaryError,
 )
-from core.inputs import shown
-from core.notes.fields import MAX_IDENTIFIER_CHARS
+from core.inputs import MAX_IDENTIFIER_CHARS, shown
 from core.storage.vocabulary import CompactionPlan
 from core.summary import archive_files
 from core.summary.service import summary_turns, turns_of

@@ -137,7 +137,7 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
     The model loads before the server answers, so what start-up has to say (a fallback
     model, or the refusal ``embedding.on_missing_model = "refuse"`` makes) is on stderr
     before the first tool call rather than in that call's error."""
-    from core.notes.fields import clean_namespace
+    from core.inputs import clean_namespace
     from workbench.mcp.tools import TOOLS, MemoryTools
     from workbench.mcp.transport import stdio_transport
 

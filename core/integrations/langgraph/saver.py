@@ -43,8 +43,8 @@ from langgraph.checkpoint.base import (
 from core import inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, OutOfNamespace
+from core.inputs import clean_namespace
 from core.integrations.langgraph.messages import as_messages, keys_of, to_message
-from core.notes.fields import clean_namespace
 from core.storage.langgraph_types import (
     CheckpointPut,
     CheckpointQuery,

@@ -29,8 +29,8 @@ from agents.memory.session_settings import resolve_session_limit
 from core import inputs
 from core.clock import utc_now
 from core.errors import OutOfNamespace
+from core.inputs import clean_namespace
 from core.integrations.openai_agents.storing import item_json, store_items
-from core.notes.fields import clean_namespace
 from core.storage.messages import out_of_namespace
 
 if TYPE_CHECKING:

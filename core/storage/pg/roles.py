@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from core.errors import InvalidInput
-from core.notes.fields import clean_namespace
+from core.inputs import clean_namespace
 from core.storage.locations import Location
 from core.storage.pg.connection import Conn, PgDatabase
 
