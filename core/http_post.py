@@ -19,10 +19,17 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from core.embeddings.base import short_reason
-
 EXCERPT_CHARS = 200
 PIECE_CHARS = 12
+
+
+def short_reason(exc: BaseException | str, limit: int = 160) -> str:
+    """The first line of an exception's message (or of a reason given as text), shortened,
+    for one-line warnings."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 
 class PostFailed(Exception):

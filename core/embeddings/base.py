@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from core.errors import EmbeddingError
+from core.http_post import short_reason
 
 if TYPE_CHECKING:
     import numpy as np
@@ -99,11 +100,3 @@ def l2_normalise(matrix: object) -> np.ndarray:
         raise EmbeddingError("the model returned non-finite values (NaN or infinity)")
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
-
-
-def short_reason(exc: BaseException | str, limit: int = 160) -> str:
-    """The first line of an exception's message (or of a reason given as text), shortened,
-    for one-line warnings."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    text = lines[0] if lines else type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
