@@ -32,6 +32,7 @@ from core.config import Config, load_config
 from core.conversations import Conversations
 from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, LoadingEmbedder
+from core.locations import Location, parse_location
 from core.model import CurrentModel
 from core.model_loading import ModelLoader, needs_model
 from core.notes.facts import Facts
@@ -42,7 +43,6 @@ from core.retrieval.search import SearchResult
 from core.retrieval.service import Retrieval
 from core.schedules.store import Schedules
 from core.scratchpad import Scratchpad
-from core.storage.locations import Location, parse_location
 from core.storage.opening import configured_location, open_backend
 from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from core.summary.archive_files import safe_name
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
 
 
 def export_root(location: Location) -> Path:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import InvalidInput
+from core.locations import Location, parse_location
 from core.storage.derived.changes import LINEAGE_KEY
 from core.storage.derived.saving import DATABASE_ID_KEY
-from core.storage.locations import Location, parse_location
 from core.storage.opening import open_backend
 from core.storage.rows import copy_table, decode_key, encode_key, row_key
 from core.storage.vocabulary import VECTOR_IDENTITY_KEY

@@ -14,7 +14,7 @@ import pytest
 import textual._wait
 from click.testing import CliRunner
 
-from core.storage.locations import Location, parse_location
+from core.locations import Location, parse_location
 from core.storage.sqlite.connection import open_connection
 from tests.pg_server import pg_server, pg_url  # noqa: F401  (fixtures: a real PostgreSQL)
 from tests.tiny_model import build_tiny_model

@@ -43,7 +43,7 @@ MIGRATED_TEMPLATE = "memory_template_migrated"
 async def _migrate(url: str) -> None:
     """Open (so migrate) and close the memory at ``url``."""
     from core.config import StorageConfig
-    from core.storage.locations import parse_location
+    from core.locations import parse_location
     from core.storage.pg.backend import PostgresBackend
 
     backend = await PostgresBackend.open(parse_location(url), StorageConfig())

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from core.storage.locations import Location
+from core.locations import Location
 from workbench.cli import app_commands
 from workbench.cli.root import main
 

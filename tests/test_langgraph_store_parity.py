@@ -19,7 +19,7 @@ from langgraph.store.memory import InMemoryStore
 
 from core import Engine
 from core.integrations.langgraph import WorkbenchStore
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from tests.conftest import DETERMINISTIC
 
 NAMESPACES = [("docs",), ("docs", "a"), ("docs", "a", "deep"), ("docs", "b"), ("users",),

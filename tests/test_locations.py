@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from core.errors import InvalidInput
-from core.storage.locations import parse_location, redact_url, scrub
+from core.locations import parse_location, redact_url, scrub
 
 
 @pytest.mark.parametrize("value", ["memory.db", "/var/lib/agent/memory.db", "dir/with:colon.db",

@@ -10,7 +10,7 @@ import pytest
 
 from core import Engine
 from core.errors import InvalidInput, NameTaken, NotFound, ReadOnlyDatabase
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.sqlite import note_listing
 from tests.conftest import DETERMINISTIC
 

@@ -16,8 +16,8 @@ from workbench.text import to_json
 
 if TYPE_CHECKING:
     from core.engine import Engine
+    from core.locations import Location
     from core.opening import Opening
-    from core.storage.locations import Location
 
 DEFAULT_DB = Path("data") / "memory.db"
 T = TypeVar("T")
@@ -171,7 +171,7 @@ made); :func:`command_config` applies it."""
 
 class MemoryLocation(click.ParamType):
     """Where a memory lives, as every command takes it: a SQLite file path or a
-    ``postgresql://`` URL, parsed into a :class:`~core.storage.locations.Location`.
+    ``postgresql://`` URL, parsed into a :class:`~core.locations.Location`.
 
     ``click.Path`` would take a URL for a file name (and ``resolve_path`` would mangle it);
     this type refuses only what no backend opens: an unknown ``scheme://`` and a folder.
@@ -183,7 +183,7 @@ class MemoryLocation(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Location:
         from core.errors import InvalidInput
-        from core.storage.locations import Location, parse_location
+        from core.locations import Location, parse_location
 
         if isinstance(value, Location):
             return value
@@ -203,7 +203,7 @@ MEMORY_HELP = "The memory: a file or a postgresql:// URL"
 def memory_location(db: Location | None, config: Any) -> Location:
     """The memory a command opens: ``--db`` when given, else the config's ``[storage] url``,
     else ./data/memory.db."""
-    from core.storage.locations import parse_location
+    from core.locations import parse_location
 
     if db is not None:
         return db

@@ -134,7 +134,7 @@ class StorageConfig(_Section):
     @classmethod
     def _openable_url(cls, value: str) -> str:
         if value:
-            from core.storage.locations import parse_location
+            from core.locations import parse_location
 
             try:
                 parse_location(value)

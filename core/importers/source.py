@@ -140,7 +140,7 @@ def is_url(source: str | Path) -> bool:
 def shown_source(source: str | Path) -> str:
     """The source as a report shows it (a URL without its password)."""
     if is_url(source):
-        from core.storage.locations import parse_location
+        from core.locations import parse_location
 
         return str(parse_location(str(source)))
     return str(source)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from core.locations import Location
     from core.storage.langgraph_types import (
         CheckpointPut,
         CheckpointQuery,
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
         StoredItem,
         WriteRow,
     )
-    from core.storage.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.vocabulary import (

@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from core.errors import InvalidInput
-from core.storage.locations import Location, parse_location
+from core.locations import Location, parse_location
 
 if TYPE_CHECKING:
     from core.config import StorageConfig

@@ -22,7 +22,7 @@ from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.operations import OperationModules

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from core.config import StorageConfig
+from core.locations import parse_location
 from core.storage.backend import Backend
-from core.storage.locations import parse_location
 from core.storage.pg.backend import PostgresBackend
 from core.storage.sqlite.sqlite_backend import SqliteBackend
 from tests.backend.builders import DIMENSION, MODEL

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg.connection import PgDatabase
 
 

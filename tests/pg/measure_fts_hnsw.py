@@ -33,8 +33,8 @@ from core import indexing
 from core.config import EmbeddingConfig, StorageConfig
 from core.embeddings.model2vec_backend import load_model2vec
 from core.evaluation.locomo import convert_locomo_file
+from core.locations import parse_location
 from core.retrieval.fts_query import query_terms
-from core.storage.locations import parse_location
 from core.storage.messages import PreparedChunk, PreparedMessage
 from core.storage.pg import fts_compare, search
 from core.storage.pg.backend import PostgresBackend

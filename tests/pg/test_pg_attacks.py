@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from core import Engine
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg import roles
 from tests.pg.test_pg_roles import as_role, drop_role
 from workbench.bench.isolation import sql_attacks

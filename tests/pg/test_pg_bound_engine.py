@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from core import Engine
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg import roles
 from tests.pg.test_pg_roles import alpha_bound, as_role, drop_role
 

@@ -23,7 +23,7 @@ from core.errors import (
     StorageFull,
     StorageUnavailable,
 )
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg import refusals, vectors
 from core.storage.pg.connection import PgDatabase
 from tests.pg_server import FOLDER_PREFIX, PgTestServer, start_server

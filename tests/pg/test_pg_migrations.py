@@ -13,7 +13,7 @@ import pytest
 from psycopg import AsyncConnection, sql
 
 from core.errors import ExtensionMissing, SchemaTooNew
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg import migrations
 from core.storage.pg.connection import PgDatabase
 from core.storage.rows import Migration, schema_too_new_message
@@ -96,7 +96,7 @@ async def test_a_schema_newer_than_the_code_is_refused_with_the_sqlite_message(
 _RACER = """
 import asyncio, sys, time
 from pathlib import Path
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg.connection import PgDatabase
 
 async def main(url: str, ready: str, go: str) -> None:

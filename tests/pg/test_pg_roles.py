@@ -16,7 +16,7 @@ from psycopg import errors as pg_errors
 
 from core import Engine
 from core.errors import InvalidInput, OutOfNamespace
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.messages import chunk_id_for
 from core.storage.pg import roles
 from core.storage.pg.connection import PgDatabase

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from core import Engine
 from core.errors import StorageUnavailable
-from core.storage.locations import parse_location
+from core.locations import parse_location
 from core.storage.pg import roles
 from tests.pg_server import PgTestServer
 from workbench.cli.root import main

@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from core import Engine
 from core.errors import WorkbenchError
-from core.storage.locations import Location, parse_location
+from core.locations import Location, parse_location
 from core.types import Pulse
 from workbench.app.clipboard import copy_text
 from workbench.app.host import Report

@@ -20,7 +20,7 @@ from workbench.command_line import (
 )
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
 
 
 @click.group()

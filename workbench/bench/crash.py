@@ -60,7 +60,7 @@ from typing import Any
 
 import click
 
-from core.storage.locations import Location
+from core.locations import Location
 from workbench.bench import crash_ledger, crash_recall
 from workbench.bench.crash_child import (
     CRASH_DB_VARIABLE,
@@ -358,7 +358,7 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
     otherwise each has a temporary file of its own.
     """
     from core import Engine
-    from core.storage.locations import parse_location
+    from core.locations import parse_location
 
     url = None
     if db is not None:

@@ -279,7 +279,7 @@ async def run_query_bench(config: Any, chunks: int, sessions: int, *, queries: i
         raise FileExistsError(f"{keep} exists; bench query builds a new file")
     if keep is not None and db is not None:
         raise ValueError("give keep or db, not both")
-    from core.storage.locations import parse_location
+    from core.locations import parse_location
 
     location = parse_location(str(db)) if db is not None else None
     url = location.target if location is not None and location.is_postgres else None

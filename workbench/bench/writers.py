@@ -210,7 +210,7 @@ def run_writers_bench(config: Any, db: str | Path | None, processes: int = 4,
     """Run ``processes`` writers storing ``messages`` messages between them into ``db``
     (a temporary SQLite file when None) and check what one reader finds afterwards."""
     from core.config import load_config
-    from core.storage.locations import parse_location
+    from core.locations import parse_location
 
     if processes < 1 or messages < 1 or sessions < 1 or namespaces < 1:
         raise ValueError("processes, messages, sessions and namespaces must be positive")

@@ -18,7 +18,7 @@ from workbench.command_line import (
 )
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
 
 
 class OpensByDefault(click.Group):
@@ -96,7 +96,7 @@ def demo_command(ctx: click.Context, db_path: Path, fresh: bool, no_open: bool,
         click.echo(f"  {summary.sessions} sessions, {summary.messages} messages, "
                    f"{summary.notes} notes, {summary.schedules} schedules", err=True)
     if not no_open:
-        from core.storage.locations import parse_location
+        from core.locations import parse_location
 
         _run_app(parse_location(db_path), config, theme)
 

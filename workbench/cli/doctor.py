@@ -27,7 +27,7 @@ from workbench.command_line import (
 )
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
 
 
 def _check_model(config: Any) -> dict[str, Any]:
@@ -107,7 +107,7 @@ async def gather(config: Any, db: Location | None, config_path: Path | None) -> 
     from core.storage import capabilities
 
     if db is None and config.storage.url:
-        from core.storage.locations import parse_location
+        from core.locations import parse_location
 
         db = parse_location(config.storage.url)
     report: dict[str, Any] = {

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from core.locations import Location
 from core.retrieval.fusion import FUSIONS
-from core.storage.locations import Location
 from workbench.command_line import (
     MEMORY,
     MEMORY_HELP,

@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
+from core.locations import Location
 from core.notes.facts import SOURCES
-from core.storage.locations import Location
 from workbench.command_line import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
 

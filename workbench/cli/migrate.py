@@ -39,8 +39,8 @@ async def _migrate(source: str, destination: str, batch: int, sample: int,
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    from core.locations import parse_location
     from core.migrate import migrate
-    from core.storage.locations import parse_location
 
     src, dst = parse_location(source), parse_location(destination)
     console = Console(stderr=True)  # stdout is the report, which a script may read

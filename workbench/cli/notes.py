@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import click
 
+from core.locations import Location
 from core.notes.fields import CATEGORIES, KINDS
-from core.storage.locations import Location
 from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
 from workbench.text import count, short_time, table
 

@@ -23,7 +23,7 @@ from workbench.command_line import (
 from workbench.text import table
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
 
 PASSWORD_ENV = "WORKBENCH_ROLE_PASSWORD"
 

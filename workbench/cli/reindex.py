@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from core.storage.locations import Location
+from core.locations import Location
 from workbench.command_line import (
     command_config,
     db_option,

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from core.storage.locations import Location
+from core.locations import Location
 from workbench.cli.notes import read_text_input
 from workbench.command_line import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table

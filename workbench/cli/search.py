@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
+from core.locations import Location
 from core.retrieval.fusion import FUSIONS
 from core.retrieval.search import MODES, fusion_scale
-from core.storage.locations import Location
 from core.types import HybridQueryResult, ScoreParts
 from workbench.command_line import (
     command_config,

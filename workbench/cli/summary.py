@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from core.storage.locations import Location
+from core.locations import Location
 from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
 
 

@@ -35,7 +35,7 @@ from workbench.command_line import (
 if TYPE_CHECKING:  # the protocol, pydantic and the tools load when the server starts
     from pydantic import ValidationError
 
-    from core.storage.locations import Location
+    from core.locations import Location
     from workbench.mcp.tools import MemoryTools
 
 log = logging.getLogger("workbench.mcp")

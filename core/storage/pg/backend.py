@@ -26,12 +26,12 @@ import psycopg
 
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
+from core.locations import Location
 from core.storage.agent_items_operations import AgentItemsOperations
 from core.storage.backend import BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
-from core.storage.locations import Location
 from core.storage.operations import OperationModules
 from core.storage.pg import (
     agent_items,

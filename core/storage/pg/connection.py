@@ -48,7 +48,7 @@ from psycopg import AsyncConnection, IsolationLevel
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import ReadOnlyDatabase, WorkbenchError
-from core.storage.locations import Location
+from core.locations import Location
 from core.storage.pg import migrations, refusals
 
 T = TypeVar("T")

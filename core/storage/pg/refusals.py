@@ -28,7 +28,7 @@ from core.errors import (
     StorageUnavailable,
     WorkbenchError,
 )
-from core.storage.locations import Location, scrub
+from core.locations import Location, scrub
 from core.storage.rows import not_text
 
 # Errors after which the same transaction, run again from the start, may well succeed.

@@ -20,7 +20,7 @@ from psycopg import sql
 
 from core.errors import InvalidInput
 from core.inputs import clean_namespace
-from core.storage.locations import Location
+from core.locations import Location
 from core.storage.pg.connection import Conn, PgDatabase
 
 # The tables holding a namespace's rows: a granted role reads and writes them through the

@@ -23,6 +23,7 @@ import numpy as np
 
 from core.config import StorageConfig
 from core.errors import SchemaTooNew, StorageFull
+from core.locations import parse_location
 from core.storage import vocabulary
 from core.storage.agent_items_operations import AgentItemsOperations
 from core.storage.backend import BackendFeatures
@@ -33,7 +34,6 @@ from core.storage.derived.saving import ensure_database_id, sqlite_saving
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVectors
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
-from core.storage.locations import parse_location
 from core.storage.operations import OperationModules
 from core.storage.rows import schema_too_new_message
 from core.storage.shared_operations import SharedOperations

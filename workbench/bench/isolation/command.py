@@ -17,7 +17,7 @@ import click
 from workbench.command_line import MEMORY
 
 if TYPE_CHECKING:
-    from core.storage.locations import Location
+    from core.locations import Location
 
 
 def report_lines(result: Any) -> list[str]:

@@ -89,7 +89,7 @@ def run_suite(workdir: Path, cli: click.Command, *, memory: str | None = None,
     them all); ``mcp=False`` leaves the MCP server out. ``parts`` names the entry points
     that attack (the victim's view is always checked): the tests run the parts side by side.
     """
-    from core.storage.locations import parse_location
+    from core.locations import parse_location
 
     workdir.mkdir(parents=True, exist_ok=True)
     db_path = memory if memory is not None else str(workdir / "memory.db")
@@ -132,7 +132,7 @@ class Roles:
             self.mcp = self._grant(MCP_NAMESPACE, f"isolation_{tag}_mcp")
 
     def _grant(self, namespace: str, role: str) -> str:
-        from core.storage.locations import parse_location
+        from core.locations import parse_location
         from core.storage.pg import roles
 
         password = secrets.token_urlsafe(18)
@@ -153,7 +153,7 @@ class Roles:
         import psycopg
         from psycopg import sql
 
-        from core.storage.locations import parse_location
+        from core.locations import parse_location
         from core.storage.pg import roles
 
         for role in self.made:

@@ -164,7 +164,7 @@ class _Reader:
     placeholders on both (no query here holds a literal ``?``)."""
 
     def __init__(self, memory: str) -> None:
-        from core.storage.locations import parse_location
+        from core.locations import parse_location
 
         location = parse_location(memory)
         self.postgres = location.is_postgres
