@@ -27,7 +27,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from core import clock
 from core.clock import utc_now
@@ -39,13 +39,27 @@ from core.types import ScheduleDefinition, ScheduleRun
 
 if TYPE_CHECKING:
     from core.config import Config, SchedulerConfig
-    from core.engine import Engine
+    from core.schedules.store import Schedules
 
 log = logging.getLogger(__name__)
 
 CLAIM_MARGIN_SECS = 60.0
 PASS_LIMIT = 100
 """Schedules one pass runs at most; a busy runner starts the next pass without waiting."""
+
+class SchedulesHolder(Protocol):
+    """What a runner takes from the engine it fires schedules of (``core.engine.Engine``):
+    named here so the schedules need nothing from the engine above them."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def schedules(self) -> Schedules: ...
+
 
 RunCallback = Callable[[ScheduleRun, ScheduleDefinition], None]
 """Told of each recorded run, with the schedule as it stands after it."""
@@ -84,7 +98,7 @@ class Runner:
     ``action`` replaces the configured one (a front end with its own way to run goals).
     """
 
-    def __init__(self, engine: Engine, config: SchedulerConfig | Config | None = None,
+    def __init__(self, engine: SchedulesHolder, config: SchedulerConfig | Config | None = None,
                  runner_id: str | None = None, *, action: Action | None = None) -> None:
         if config is None:
             config = engine.config.scheduler
