@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core import indexing, inputs
 from core.clock import utc_now
@@ -25,8 +25,16 @@ from core.types import MemoryRecord, SessionInfo, StoreResult
 if TYPE_CHECKING:
     from core.config import Config
     from core.storage.backend import Backend
-    from core.summary.service import Summaries
     from core.working_memory import WorkingMemory
+
+
+class SessionWatcher(Protocol):
+    """What the conversations tell the rolling summaries (``core.summary.service.Summaries``,
+    above them) of each store and each forgotten session."""
+
+    def after_store(self, session_id: str, payload_json: str, sequence: int) -> None: ...
+
+    def forget(self, session_id: str) -> None: ...
 
 
 async def require_session_in(backend: Backend, session_id: str, namespace: str) -> None:
@@ -42,7 +50,7 @@ class Conversations:
     """Store, append, recall and forget the messages of sessions."""
 
     def __init__(self, backend: Backend, config: Config, working_memory: WorkingMemory,
-                 wake: Callable[[], None], summaries: Summaries) -> None:
+                 wake: Callable[[], None], summaries: SessionWatcher) -> None:
         self._backend = backend
         self._config = config
         self._working_memory = working_memory
