@@ -1,7 +1,7 @@
 """The bulk ingest path: many messages per transaction, embedded before they are written.
 
 A pipeline over batches: batch N is validated and chunked in a thread and embedded (in a
-helper process from the second batch on, see :mod:`core.embed_process`) while batch N-1 is
+helper process from the second batch on, see :mod:`core.embeddings.process`) while batch N-1 is
 written on the writer's lane, chunks and vectors in one transaction. Writes stay in input
 order, because sequences are checked in order.
 """
@@ -18,9 +18,9 @@ import numpy as np
 
 from core import inputs
 from core.clock import utc_now
-from core.embed_process import EmbeddingProcess, worth_a_process
 from core.embeddings import embed_checked
 from core.embeddings.context import blend_rows
+from core.embeddings.process import EmbeddingProcess, worth_a_process
 from core.errors import InvalidInput
 from core.storage.fts_rows import context_text
 from core.storage.messages import PreparedMessage
@@ -29,7 +29,7 @@ from core.types import BulkStoreResult, Rejected
 if TYPE_CHECKING:
     from core.config import Config
     from core.conversations import Conversations
-    from core.model import CurrentModel
+    from core.embeddings.current_model import CurrentModel
     from core.storage.backend import Backend
     from core.working_memory import WorkingMemory
 
@@ -85,7 +85,7 @@ class BulkIngest:
         It runs as a pipeline: while one batch is prepared and embedded the one before it is
         written, chunks and vectors together, so nothing waits in the backlog afterwards.
         From the second batch on, embedding runs in a helper process (see
-        :mod:`core.embed_process`) so that it has a core of its own. If embedding a batch
+        :mod:`core.embeddings.process`) so that it has a core of its own. If embedding a batch
         fails, its chunks are stored unembedded and the worker retries them.
         """
         model, backend, config = self._model, self._backend, self._config

@@ -5,8 +5,8 @@ file reads as a table of contents. Each service is given what it uses (the backe
 current model, the working memory, a config section, the services it calls) and none holds
 the Engine:
 
-- :mod:`core.model` and :mod:`core.model_loading`: the model, loaded now or in the
-  background, its embedding worker, reindexing
+- :mod:`core.embeddings.current_model` and :mod:`core.embeddings.loading`: the model,
+  loaded now or in the background, its embedding worker, reindexing
 - :mod:`core.conversations`: store, append, recall, forget (oxydra's ``Memory``)
 - :mod:`core.bulk`: the importers' bulk path
 - :mod:`core.retrieval.service`: hybrid queries, the retrieval log, ``get_context``
@@ -30,11 +30,11 @@ from core import sessions_export
 from core.bulk import BATCH_MESSAGES, BulkIngest, BulkItem, MessageTime
 from core.config import Config, load_config
 from core.conversations import Conversations
-from core.embed_worker import EmbeddingWorker
 from core.embeddings import Embedder, LoadedEmbedder, LoadingEmbedder
+from core.embeddings.current_model import CurrentModel
+from core.embeddings.loading import ModelLoader, needs_model
+from core.embeddings.worker import EmbeddingWorker
 from core.locations import Location, parse_location
-from core.model import CurrentModel
-from core.model_loading import ModelLoader, needs_model
 from core.notes.facts import Facts
 from core.notes.operations import NoteOperations
 from core.notes.service import Notes
@@ -187,7 +187,7 @@ class Engine(NoteOperations):
         """True when the file could not be (or was asked not to be) opened for writing."""
         return self.backend.read_only
 
-    # -- the current model (core/model.py: ``engine.model`` holds the rest) ----------------
+    # -- the current model (core/embeddings/current_model.py: ``engine.model``, the rest) ---
 
     @property
     def embedder(self) -> Embedder:
@@ -426,7 +426,7 @@ class Engine(NoteOperations):
         """The sessions that have a scratchpad, most recently written first."""
         return await self.scratchpad.sessions(limit)
 
-    # -- embeddings and the file (see core/model_loading.py) -------------------------------
+    # -- embeddings and the file (see core/embeddings/loading.py) -------------------------------
 
     async def embedding_status(self) -> EmbeddingStatus:
         """The model, its size, the backlog and failures, vectors of other models."""

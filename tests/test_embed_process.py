@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core import Engine, embed_process
+from core import Engine
 from core.config import EmbeddingConfig
-from core.embed_process import EmbeddingProcess
 from core.embeddings import load_embedder
+from core.embeddings import process as embed_process
+from core.embeddings.process import EmbeddingProcess
 from tests.conftest import DETERMINISTIC
 
 

@@ -23,7 +23,7 @@ def test_importing_core_loads_nothing_heavy() -> None:
 
 
 def test_the_engine_never_imports_textual_or_the_app() -> None:
-    loaded = modules_after("from core import Engine, load_config\nimport core.embed_worker")
+    loaded = modules_after("from core import Engine, load_config\nimport core.embeddings.worker")
     assert "textual" not in loaded and "workbench" not in loaded
     assert "model2vec" not in loaded  # the model library loads with the model, not before
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core import Engine
-from core.model_identity import identify, parse_identity
+from core.embeddings.identity import identify, parse_identity
 from tests.tiny_model import build_tiny_model
 
 MESSAGES = ["the quarterly tax filing deadline is near", "we went hiking in the mountains"]

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from core import Engine, embed_worker
-from core.embed_worker import EmbeddingWorker
+from core import Engine
+from core.embeddings import worker as embed_worker
+from core.embeddings.worker import EmbeddingWorker
 from core.errors import ReadOnlyDatabase, StorageFull
 from core.types import Pulse
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file
@@ -83,7 +84,7 @@ def fill_disk(folder: Path) -> Path:
 
 
 class BackOffs:
-    """``asyncio`` as :mod:`core.embed_worker` sees it, with the delay of each
+    """``asyncio`` as :mod:`core.embeddings.worker` sees it, with the delay of each
     ``asyncio.timeout`` the worker waits on recorded (its back-off between refused saves);
     each wait lasts a tenth of its delay, so a test sees several without taking seconds."""
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from core import Engine, embed_worker, upkeep
+from core import Engine, upkeep
+from core.embeddings import worker as embed_worker
 from core.summary import service as summary_service
 from tests.conftest import DETERMINISTIC
 

@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from core.model_loading import needs_model
+from core.embeddings.loading import needs_model
 from core.notes import transfer
 from core.types import Fact, Note, NoteExportResult, NoteImportResult, NotePage
 

@@ -34,7 +34,7 @@ from core.types import ContextItem, ContextResult, MemoryRecord
 if TYPE_CHECKING:
     from core.config import Config
     from core.conversations import Conversations
-    from core.model import CurrentModel
+    from core.embeddings.current_model import CurrentModel
     from core.storage.backend import Backend
 
 log = logging.getLogger(__name__)

@@ -168,7 +168,7 @@ class Backend(Protocol):
 
     async def vector_identity(self) -> str | None:
         """The recorded identity of the model the vectors were made by
-        (:mod:`core.model_identity`), or None when none is recorded."""
+        (:mod:`core.embeddings.identity`), or None when none is recorded."""
 
     async def ensure_vector_table(self, dimension: int, model: str,
                                   identity: str | None = None) -> None:

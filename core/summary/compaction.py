@@ -46,7 +46,7 @@ from core.types import CompactionResult, ConsolidationReport, MemoryRecord
 
 if TYPE_CHECKING:
     from core.config import ConsolidationConfig, SummaryConfig
-    from core.model import CurrentModel
+    from core.embeddings.current_model import CurrentModel
     from core.notes.service import Notes
     from core.storage.backend import Backend
     from core.summary.service import Replay, Summaries

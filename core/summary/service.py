@@ -45,7 +45,7 @@ from core.types import MemoryRecord, RestoreResult, SummaryOutcome, SummaryState
 
 if TYPE_CHECKING:
     from core.config import SummaryConfig
-    from core.model import CurrentModel
+    from core.embeddings.current_model import CurrentModel
     from core.storage.backend import Backend
     from core.tokens import TokenCounter
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core import Engine
-from core.model_identity import parse_identity
+from core.embeddings.identity import parse_identity
 from tests.conftest import rows
 from tests.test_model_identity import model2vec, store_and_embed
 from tests.tiny_model import build_tiny_model

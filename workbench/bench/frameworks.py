@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.embed_worker import GATHER_AT_MOST_SECONDS
+from core.embeddings.worker import GATHER_AT_MOST_SECONDS
 from core.summary.service import QUIET_AT_MOST_SECONDS as SUMMARY_AT_MOST_SECONDS
 from workbench.bench.measure import percentile
 from workbench.bench.synthetic import conversation

@@ -85,7 +85,7 @@ def ensure_vector_table(conn: Any, dimension: int, model: str,
     """Create the vector index for ``dimension``, or refuse a file made for another size.
 
     The first model recorded is the vectors' model, with its ``identity``
-    (:mod:`core.model_identity`); a file recorded before identities were kept gets the
+    (:mod:`core.embeddings.identity`); a file recorded before identities were kept gets the
     identity of the first model of its name that opens it."""
     with transaction(conn):
         existing = vector_dimension(conn)

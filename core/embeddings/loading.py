@@ -14,16 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from core.embed_worker import EmbeddingWorker
 from core.embeddings import load_embedder
+from core.embeddings.identity import identify, parse_identity, vectors_off
+from core.embeddings.worker import EmbeddingWorker
 from core.errors import EmbeddingError
-from core.model_identity import identify, parse_identity, vectors_off
 from core.tasks import cancel_and_wait
 from core.types import EmbeddingStatus, Pulse
 
 if TYPE_CHECKING:
     from core.config import EmbeddingConfig
-    from core.model import CurrentModel
+    from core.embeddings.current_model import CurrentModel
     from core.storage.backend import Backend
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])

@@ -1,7 +1,7 @@
 """The embedding model an engine runs at this moment, as its services read it.
 
 ``Engine.open(..., defer_model=True)`` opens the file with a placeholder model and swaps
-the real one in once it has loaded (:mod:`core.model_loading`): the embedder, the token
+the real one in once it has loaded (:mod:`core.embeddings.loading`): the embedder, the token
 counter and whether the file's vectors are usable all change then. Services are given this
 one object rather than the embedder itself, so none of them keeps the placeholder.
 """
@@ -17,8 +17,8 @@ from core.tokens import TokenCounter
 if TYPE_CHECKING:
     import numpy as np
 
-    from core.embed_worker import EmbeddingWorker
-    from core.model_identity import ModelIdentity, VectorsOff
+    from core.embeddings.identity import ModelIdentity, VectorsOff
+    from core.embeddings.worker import EmbeddingWorker
 
 # A query this short embeds on the event loop with a quick embedder (a static model takes
 # ~0.1 ms for it, less than handing it to a thread); a longer text goes to a thread.

@@ -5,7 +5,7 @@ threads in one process cannot run them side by side: a bulk import ran at the se
 of its stages. In a helper process the model runs on its own core while this process
 prepares and writes.
 
-The helper is ``python -m core.embed_process`` talking over its pipes, not
+The helper is ``python -m core.embeddings.process`` talking over its pipes, not
 ``multiprocessing``: spawning re-imports the caller's main module, which would run an
 agent's unguarded script a second time. It loads the model from the same config and
 reports the model's name; the engine only uses it when that name and size match its own
@@ -33,7 +33,7 @@ from core.config import EmbeddingConfig
 
 log = logging.getLogger(__name__)
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding core/
 
 # Seconds a batch waits for a starting helper rather than embedding in this process. The
 # helper is ready in well under a second here (0.6 s with a 256-dimension model): past this,
@@ -92,7 +92,7 @@ class EmbeddingProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "core.embed_process",
+            sys.executable, "-m", "core.embeddings.process",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, env=env, limit=2**26)
         assert process.stdin is not None and process.stdout is not None
