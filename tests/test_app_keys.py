@@ -21,13 +21,13 @@ from tests.app_support import (
     settle,
 )
 from workbench.app.long_work import consolidate
-from workbench.app.panes.playground import PlaygroundPane
 from workbench.app.panes.scratchpad import ScratchpadPane
 from workbench.app.panes.sessions import SessionsPane
+from workbench.app.playground.log import LogList
+from workbench.app.playground.pane import PlaygroundPane
+from workbench.app.playground.plot import SweepPlot
+from workbench.app.playground.results import ResultsList
 from workbench.app.screens.confirm import ConfirmScreen
-from workbench.app.widgets.playground_log import LogList
-from workbench.app.widgets.playground_plot import SweepPlot
-from workbench.app.widgets.playground_results import ResultsList
 
 SIZE = (160, 48)
 

@@ -13,10 +13,10 @@ from tests.app_support import FIXTURE_CONFIG, build_fixture, fixture_clock, sett
 from tests.test_pane_playground import ask, open_playground, option_texts, plain
 from tests.tiny_model import build_tiny_model
 from workbench.app.app import AppSettings, WorkbenchApp
+from workbench.app.playground.results import ResultsList
 from workbench.app.screens.explain import ExplainScreen
 from workbench.app.themes import PROJECT_THEMES
 from workbench.app.widgets.header import StatusHeader
-from workbench.app.widgets.playground_results import ResultsList
 
 
 def other_model_app(path: Path, model: Path) -> WorkbenchApp:

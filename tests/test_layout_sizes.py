@@ -24,8 +24,8 @@ from tests.app_support import (
 )
 from tests.test_pane_playground import ask, fixed_timings, open_playground
 from workbench.app.panes.sessions import SessionsPane
+from workbench.app.playground.results import ResultsList
 from workbench.app.screens.explain import ExplainScreen
-from workbench.app.widgets.playground_results import ResultsList
 
 SIZES = [(80, 24), (100, 30)]
 LONG_SESSION = "research-alta-via-1-planning-for-the-summer"

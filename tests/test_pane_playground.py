@@ -18,14 +18,14 @@ from tests.app_support import (
     running_app,
     settle,
 )
-from workbench.app.panes.playground import PlaygroundPane
-from workbench.app.panes.playground_sweep import NO_JUDGMENTS_SWEEP
+from workbench.app.playground.controls import WeightSlider
+from workbench.app.playground.log import LogList
+from workbench.app.playground.pane import PlaygroundPane
+from workbench.app.playground.plot import SweepPlot
+from workbench.app.playground.ranking import NO_RESULTS
+from workbench.app.playground.results import ResultsList
+from workbench.app.playground.sweep import NO_JUDGMENTS_SWEEP
 from workbench.app.screens.explain import ExplainScreen
-from workbench.app.widgets.playground_controls import WeightSlider
-from workbench.app.widgets.playground_log import LogList
-from workbench.app.widgets.playground_plot import SweepPlot
-from workbench.app.widgets.playground_ranking import NO_RESULTS
-from workbench.app.widgets.playground_results import ResultsList
 
 SIZE = (160, 48)
 
@@ -440,7 +440,7 @@ async def test_a_long_session_name_is_cut_in_the_scope_box_not_wrapped() -> None
     from textual.app import App, ComposeResult
 
     from core.types import SessionInfo
-    from workbench.app.widgets.playground_ask import AskBar
+    from workbench.app.playground.ask import AskBar
 
     class Bar(App[None]):
         def compose(self) -> ComposeResult:

@@ -19,8 +19,8 @@ from core.retrieval.search import KeptLegs, Ranking, fusion_scale, rank
 from tests.app_support import built_fixture, running_app, settle
 from tests.conftest import DETERMINISTIC
 from tests.test_pane_playground import ask, open_playground
-from workbench.app.widgets.playground_ranking import score_scale
-from workbench.app.widgets.playground_results import SHORT_BOOST_NAMES, ResultsList
+from workbench.app.playground.ranking import score_scale
+from workbench.app.playground.results import SHORT_BOOST_NAMES, ResultsList
 from workbench.cli.root import main
 from workbench.demo.build import build_demo
 from workbench.mcp.tools import TOOLS, MemorySaveArgs, MemorySearchArgs, MemoryTools

@@ -33,10 +33,10 @@ from workbench.app.host import Report
 from workbench.app.layout import HORIZONTAL_BREAKPOINTS, VERTICAL_BREAKPOINTS
 from workbench.app.panes.base import Pane
 from workbench.app.panes.notes import NotesPane
-from workbench.app.panes.playground import PlaygroundPane
 from workbench.app.panes.schedules import SchedulesPane
 from workbench.app.panes.scratchpad import ScratchpadPane
 from workbench.app.panes.sessions import SessionsPane
+from workbench.app.playground.pane import PlaygroundPane
 from workbench.app.screens.help import HelpScreen
 from workbench.app.themes import DEFAULT_THEME, PROJECT_THEMES, load_theme_dirs, user_theme_dir
 from workbench.app.widgets.header import StatusHeader

@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from core.retrieval.search import SearchResult, answering_statement
 from core.types import HybridQueryResult
-from workbench.app.widgets.playground_bars import FTS, VECTOR, bar, highlighted
+from workbench.app.playground.bars import FTS, VECTOR, bar, highlighted
 
 if TYPE_CHECKING:
     from workbench.app.host import WorkbenchHost

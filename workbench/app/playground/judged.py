@@ -14,8 +14,8 @@ from textual.widgets import Static
 from core.evaluation.judged import JudgedScore, SetScore, score_ranking
 from core.evaluation.stats import Interval
 from core.retrieval.search import SearchResult
-from workbench.app.widgets.playground_bars import metric_bar
-from workbench.app.widgets.playground_plot import NDCG, RECALL
+from workbench.app.playground.bars import metric_bar
+from workbench.app.playground.plot import NDCG, RECALL
 
 HOW_TO_JUDGE = ("space marks the highlighted result relevant, + and - grade it (0-3); "
                 "recall@k and nDCG@k follow the sliders.")

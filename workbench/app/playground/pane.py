@@ -38,15 +38,15 @@ from core.retrieval import query_terms
 from core.retrieval.search import Ranking, SearchResult, rank
 from core.types import ContextResult
 from workbench.app.panes.base import Pane
-from workbench.app.panes.playground_sweep import SweepActions
+from workbench.app.playground.ask import TRI_HYBRID, AskBar, Asked
+from workbench.app.playground.controls import RankingControls
+from workbench.app.playground.judged import JudgedBox
+from workbench.app.playground.log import LogList, scope_label
+from workbench.app.playground.plot import SweepPlot
+from workbench.app.playground.ranking import RankingView, ranking_ids
+from workbench.app.playground.results import ResultsList
+from workbench.app.playground.sweep import SweepActions
 from workbench.app.screens.explain import ExplainScreen
-from workbench.app.widgets.playground_ask import TRI_HYBRID, AskBar, Asked
-from workbench.app.widgets.playground_controls import RankingControls
-from workbench.app.widgets.playground_judged import JudgedBox
-from workbench.app.widgets.playground_log import LogList, scope_label
-from workbench.app.widgets.playground_plot import SweepPlot
-from workbench.app.widgets.playground_ranking import RankingView, ranking_ids
-from workbench.app.widgets.playground_results import ResultsList
 
 LOG_LIMIT = 100
 EMPTY = ("Type a query and press enter; the session selected in Sessions is the scope.\n\n"

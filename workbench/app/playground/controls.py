@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
 from core.retrieval.fusion import FUSIONS
-from workbench.app.widgets.playground_bars import FTS, VECTOR
+from workbench.app.playground.bars import FTS, VECTOR
 
 STEP = 0.05
 

@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 from core.retrieval.compare import RankingDiff, diff_rankings
 from core.retrieval.search import Ranking, SearchResult
 from core.types import ContextResult, HybridQueryResult
-from workbench.app.widgets.playground_results import (
+from workbench.app.playground.results import (
     FULL_ROW_FROM,
     ResultsList,
     RowMarks,

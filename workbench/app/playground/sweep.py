@@ -1,7 +1,7 @@
 """The playground's weight sweep: every judged query of the scope re-ranked at each vector
 weight, drawn with recall's band, and a verdict on whether the best beats the current one.
 
-A mixin of :class:`~workbench.app.panes.playground.PlaygroundPane`, kept apart so the pane
+A mixin of :class:`~workbench.app.playground.pane.PlaygroundPane`, kept apart so the pane
 reads as its layout and its flows; it uses the pane's state named below.
 """
 
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from core.evaluation.judged import JudgedSet, SweepPoint, best_point, set_sweep, sweep_verdict
 from core.evaluation.runner import SWEEP_WEIGHTS
-from workbench.app.widgets.playground_plot import SweepPlot
+from workbench.app.playground.plot import SweepPlot
 
 if TYPE_CHECKING:
     from core.retrieval.search import SearchResult
     from core.types import ContextResult
-    from workbench.app.widgets.playground_controls import RankingControls
+    from workbench.app.playground.controls import RankingControls
 
 NO_JUDGMENTS_SWEEP = "mark relevant results to see the sweep"
 

@@ -20,7 +20,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from core.types import ContextItem, HybridQueryResult, ScoreParts
-from workbench.app.widgets.playground_bars import (
+from workbench.app.playground.bars import (
     FTS,
     VECTOR,
     grade_mark,
