@@ -21,7 +21,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_mypy_finds_no_type_errors_in_core() -> None:
+def test_mypy_finds_no_type_errors_in_core_and_workbench() -> None:
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -203,8 +203,8 @@ class WorkbenchApp(App[None]):
         await self._poll_once()
         for pane in self.panes:
             pane._stale = True
-        if (pane := self.active_pane) is not None:
-            pane.activate()
+        if (active := self.active_pane) is not None:
+            active.activate()
         try:
             await engine.model_ready()
         except Exception as exc:  # a model the file refuses: browsing goes on without it

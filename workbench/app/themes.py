@@ -13,6 +13,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
@@ -94,4 +95,5 @@ def parse_theme(data: dict[str, object]) -> tuple[Theme | None, list[str]]:
     if problems:
         return None, problems
     assert isinstance(name, str) and isinstance(variables, dict) and isinstance(dark, bool)
-    return Theme(name=name.strip(), dark=dark, variables=dict(variables), **colours), []
+    return Theme(name=name.strip(), dark=dark, variables=dict(variables),
+                 **cast(dict[str, Any], colours)), []

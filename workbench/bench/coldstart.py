@@ -115,7 +115,7 @@ async def _warm(target: str, config: Any, queries: list[str]) -> None:
 
 async def _wait_ready(engine: Any) -> None:
     backend = engine.backend
-    derived = getattr(backend, "derived", None)
+    derived: Any = getattr(backend, "derived", None)
     if hasattr(derived, "build_now"):
         for name in (backend.namespace_vectors.name, backend.full_text_index.name):
             await asyncio.to_thread(derived.build_now, name)
@@ -143,7 +143,7 @@ async def measure(target: str, config: Any, queries: list[str]) -> dict[str, Any
             began = time.perf_counter()
             await engine.search(namespace=AGENT, query=text, top_k=TOP_K)
             warm.append((time.perf_counter() - began) * 1000)
-        backend = engine.backend
+        backend: Any = engine.backend  # each backend's own derived indexes, by name
         saved = raw = text_bytes = 0
         if hasattr(backend, "namespace_vectors"):
             raw = backend.namespace_vectors.raw_bytes()

@@ -66,7 +66,7 @@ def bench_query(ctx: click.Context, model: str | None, chunks: int, sessions: in
     config = with_model(command_config(ctx), model)
     try:
         echo_figures(lambda say: run_query_bench(config, chunks, sessions, queries=queries,
-                                                  db=db and db.target, reuse=reuse,
+                                                  db=None if db is None else db.target, reuse=reuse,
                                                   say=say))
     except FileExistsError as error:
         raise click.ClickException(str(error)) from error
@@ -164,7 +164,8 @@ def bench_writers(ctx: click.Context, db: Location | None, processes: int, messa
 
     config = with_model(command_config(ctx), model or "deterministic")
     try:
-        figures = run_writers_bench(config, db and db.target, processes, messages, seed=seed,
+        figures = run_writers_bench(config, None if db is None else db.target, processes,
+                                    messages, seed=seed,
                                     say=lambda line: click.echo(line, err=True))
     except FileExistsError as error:
         raise click.ClickException(str(error)) from error

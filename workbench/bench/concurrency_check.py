@@ -96,10 +96,10 @@ async def verify(path: Path, config: Any, ledger: Ledger) -> Verdict:
         by_session: dict[str, dict[int, tuple[str, str, Any]]] = defaultdict(dict)
         for (session_id, sequence), expected in ledger.appends.items():
             by_session[session_id][sequence] = expected
-        for session_id, expected in by_session.items():
+        for session_id, wanted in by_session.items():
             stored = {record.sequence: record.payload for record in
                       await engine.recall(session_id)}
-            for sequence, (op, role, content) in expected.items():
+            for sequence, (op, role, content) in wanted.items():
                 verdict.appends_checked += 1
                 payload = stored.get(sequence)
                 if (payload is None or payload.get("role") != role

@@ -377,12 +377,13 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
         folder = Path(name)
         config_path = folder / "config.json"
         config_path.write_text(json.dumps(as_dict), encoding="utf-8")
+        running: list[_Workload]
         if url is not None:
             await _refuse_used(url, as_dict, names)
-            workloads = [_Workload(w, url) for w in names]
+            running = [_Workload(w, url) for w in names]
         else:
-            workloads = [_Workload(w, folder / w / "memory.db") for w in names]
-        for workload in workloads:  # the schema is made once, so every kill hits writes
+            running = [_Workload(w, folder / w / "memory.db") for w in names]
+        for workload in running:  # the schema is made once, so every kill hits writes
             if isinstance(workload.db, Path):
                 workload.db.parent.mkdir()
                 async with Engine.open(workload.db, config=as_dict):
@@ -390,15 +391,15 @@ async def run_crash_bench(config: Any, kills: int, seed: int,
                 if workload.name == "recall":
                     workload.observer = await crash_recall.open_observer(workload.db, as_dict)
         try:
-            model = await _kill_all(workloads, kills, folder, config_path, rng, window,
+            model = await _kill_all(running, kills, folder, config_path, rng, window,
                                     early_share, as_dict, problems, say)
         finally:
-            for workload in workloads:
+            for workload in running:
                 if workload.observer is not None:
                     await workload.observer.close()
     return CrashFigures(model=model[0], dimension=model[1], seed=seed,
                         seconds=time.perf_counter() - started, window=window, workloads=[
-                            w.figures for w in workloads], problems=problems)
+                            w.figures for w in running], problems=problems)
 
 
 async def _kill_all(workloads: list[_Workload], kills: int, folder: Path, config_path: Path,
@@ -447,9 +448,9 @@ def crash_command(ctx: click.Context, kills: int, seed: int, model: str | None,
     config = with_model(command_config(ctx), model or "deterministic")
     try:
         figures = run_command(run_crash_bench(config, kills, seed,
-                                       say=lambda line: click.echo(line, err=True),
-                                       db=db and db.target,
-                                       workloads=workloads or None))
+                                              say=lambda line: click.echo(line, err=True),
+                                              db=None if db is None else str(db.target),
+                                              workloads=workloads or None))
     except (FileExistsError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     if as_json:

@@ -142,15 +142,16 @@ def compare(expected: Holdings, held: Holdings, open_op: dict[str, Any] | None) 
     """Acknowledged writes missing (lost) and writes nobody asked for (phantom); the open
     operation may have committed or not."""
     found = Comparison()
-    op = (open_op or {}).get("op")
+    asked: dict[str, Any] = open_op or {}
+    op = asked.get("op")
     spare = open_op is not None  # the open operation explains at most one difference
     for key, digest in expected.messages.items():
         if held.messages.get(key) != digest:
             found.lose(f"message {key[0]}#{key[1]}")
     for key in held.messages.keys() - expected.messages.keys():
-        if (spare and op == "store" and open_op["session"] == key[0]
-                and open_op["digest"] == held.messages[key]
-                and open_op["sequence"] in (None, key[1])):
+        if (spare and op == "store" and asked["session"] == key[0]
+                and asked["digest"] == held.messages[key]
+                and asked["sequence"] in (None, key[1])):
             spare = False
         else:
             found.extra(f"message {key[0]}#{key[1]}")
@@ -159,8 +160,8 @@ def compare(expected: Holdings, held: Holdings, open_op: dict[str, Any] | None) 
         if want == have:
             continue
         if (spare and op in ("add", "write", "rename", "alias", "unalias", "remove")
-                and open_op["note_id"] in (None, note_id) and open_op["after"] == have
-                and (open_op["note_id"] is not None or want is None)):
+                and asked["note_id"] in (None, note_id) and asked["after"] == have
+                and (asked["note_id"] is not None or want is None)):
             spare = False
         elif want is not None:
             found.lose(f"note {note_id}: want {want}, file has {have}")
@@ -170,7 +171,7 @@ def compare(expected: Holdings, held: Holdings, open_op: dict[str, Any] | None) 
         if held.archives.get(key) != archive:
             found.lose(f"archive {archive[0]!r} at {key[0]}#{key[1]}")
     for key in held.archives.keys() - expected.archives.keys():
-        if spare and op == "compact" and open_op["session"] == key[0]:
+        if spare and op == "compact" and asked["session"] == key[0]:
             spare = False
         else:
             found.extra(f"archive {held.archives[key][0]!r}")

@@ -24,6 +24,7 @@ when a namespace query is as fast as it gets.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import math
 import random
@@ -301,8 +302,7 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
         for name in PATHS:
             waited = await wait_until_quiet()
             say(f"timing {name}: LanceDB (after {waited:.1f} s waiting for a quiet process) …")
-            theirs_ms[name] = await time_each(
-                asked, lambda sid, text, name=name: lancedb_call(name, sid, text))
+            theirs_ms[name] = await time_each(asked, functools.partial(lancedb_call, name))
 
     return PeersFigures(
         model=embedder.name, dimension=embedder.dimension, chunks=counts["chunks"],

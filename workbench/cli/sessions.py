@@ -307,7 +307,7 @@ def append_command(ctx: click.Context, session_id: str, db: Location | None, mod
     if content is None and file_path is None:
         raise click.UsageError("give the message's text: --content TEXT, --file PATH or "
                                "--file -")
-    text = content if file_path is None else read_text_input(file_path)
+    text = content if content is not None else read_text_input(Path(str(file_path)))
     message = _message(role, text, tool_name, tool_call_id, importance, metadata)
 
     async def work(engine: Any) -> tuple[Any, bool]:

@@ -232,13 +232,16 @@ async def _act(engine: Engine, session: Session, step: Step, written: _Written) 
 async def _recall(engine: Engine, session: Session, step: Recall) -> None:
     """Search as the agent would, and grade the results that hold the judged phrases."""
     await engine.drain()  # so the vector leg sees every message written so far
-    scope = ({"session_id": session.session_id} if step.scope == "session"
-             else {"namespace": session.agent})
-    results = await engine.hybrid_query(query=step.query, caller="agent", **scope)
+    in_session = step.scope == "session"
+    results = await engine.hybrid_query(
+        query=step.query, caller="agent", session_id=session.session_id if in_session else None,
+        namespace=None if in_session else session.agent)
     for phrase, grade in step.judged:
         hit = next((result for result in results if phrase in result.text.lower()), None)
         if hit is not None:
-            await engine.judge(step.query, hit.chunk_id, grade, **scope)
+            await engine.judge(step.query, hit.chunk_id, grade,
+                               session_id=session.session_id if in_session else None,
+                               namespace=None if in_session else session.agent)
 
 
 # -- schedules -----------------------------------------------------------------------------

@@ -144,7 +144,7 @@ async def serve(db: Location | None, namespace: str, config: Any) -> None:
     namespace = clean_namespace(namespace)
     created = db is not None and is_missing(db)
     async with open_engine(db, config, writes=True, serves=True) as engine:
-        if created:
+        if created and db is not None:
             echo_created(db)
         say_model_fallback()
         for warning in unlogged_warnings(engine):

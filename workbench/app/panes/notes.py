@@ -15,7 +15,7 @@ changed or went away meanwhile, says that as well.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -31,7 +31,7 @@ from core.types import Note, NotePage
 from workbench.app.layout import borderless_when_short
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
-from workbench.app.screens.prompt import PromptScreen
+from workbench.app.screens.prompt import PromptScreen, when_given
 from workbench.app.widgets.note_editor import NoteEditor, stamp
 from workbench.app.widgets.note_form import (
     CheckedNote,
@@ -230,7 +230,9 @@ class NotesPane(Pane):
     @on(Select.Changed, "#notes-namespace")
     def _namespace_changed(self, event: Select.Changed) -> None:
         if event.value is Select.NULL:
-            event.select.value = self.namespace  # the blank choice means nothing here
+            select = cast("Select[str]", event.select)
+            if self.namespace is not None:  # the blank choice means nothing here
+                select.value = self.namespace
         elif event.value != self.namespace:
             self.namespace = str(event.value)
             if not self.editor.dirty:
@@ -289,18 +291,19 @@ class NotesPane(Pane):
     async def _save(self, checked: CheckedNote) -> None:
         editor, engine = self.editor, self.engine
         form, namespace, base = editor.form, editor.namespace, editor.note
-        values = {"kind": checked.kind, "category": checked.category, "tags": checked.tags,
-                  "source": checked.source, "importance": checked.importance}
         try:
             if base is None:
-                note = await engine.add_note(checked.name, checked.content, namespace=namespace,
-                                             aliases=checked.aliases, **values)
+                note = await engine.add_note(
+                    checked.name, checked.content, namespace=namespace, aliases=checked.aliases,
+                    kind=checked.kind, category=checked.category, tags=checked.tags,
+                    source=checked.source, importance=checked.importance)
             else:
                 note = await engine.edit_note(
                     base.note_id, namespace=namespace,
                     name=None if checked.name == base.name else checked.name,
                     aliases=None if list(checked.aliases) == base.aliases else checked.aliases,
-                    content=checked.content, **values)
+                    content=checked.content, kind=checked.kind, category=checked.category,
+                    tags=checked.tags, source=checked.source, importance=checked.importance)
         except WorkbenchError as exc:
             self._refused(exc, form)
             return
@@ -333,7 +336,7 @@ class NotesPane(Pane):
             return
         self.app.push_screen(PromptScreen(f"Rename note {note.name!r} to:", "a new name",
                                           note.name),
-                             lambda name: self._rename(note, name) if name else None)
+                             when_given(lambda name: self._rename(note, name)))
 
     @work(exclusive=True, group="notes-write", exit_on_error=False)
     async def _rename(self, note: Note, new_name: str) -> None:
@@ -351,7 +354,7 @@ class NotesPane(Pane):
         if (note := self._open_note_or_say()) is None:
             return
         self.app.push_screen(PromptScreen(f"Another name for {note.name!r}:", "an alias"),
-                             lambda alias: self._alias(note, alias) if alias else None)
+                             when_given(lambda alias: self._alias(note, alias)))
 
     @work(exclusive=True, group="notes-write", exit_on_error=False)
     async def _alias(self, note: Note, alias: str) -> None:
@@ -374,7 +377,7 @@ class NotesPane(Pane):
         self.app.push_screen(
             PromptScreen(f"Remove which alias of {note.name!r}? ({', '.join(note.aliases)})",
                          "an alias", note.aliases[-1]),
-            lambda alias: self._unalias(note, alias) if alias else None)
+            when_given(lambda alias: self._unalias(note, alias)))
 
     @work(exclusive=True, group="notes-write", exit_on_error=False)
     async def _unalias(self, note: Note, alias: str) -> None:
@@ -402,7 +405,7 @@ class NotesPane(Pane):
                     f"\n\nIts {len(note.content):,} characters and its search index go with "
                     "it; this cannot be undone.")
         self.app.push_screen(ConfirmScreen(question, "Delete"),
-                             lambda yes: self._delete(note) if yes else None)
+                             when_given(lambda _: self._delete(note)))
 
     @work(exclusive=True, group="notes-write", exit_on_error=False)
     async def _delete(self, note: Note) -> None:

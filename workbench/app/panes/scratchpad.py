@@ -30,6 +30,7 @@ from core.types import ScratchpadState
 from workbench.app.layout import borderless_when_short
 from workbench.app.panes.base import Pane
 from workbench.app.screens.confirm import ConfirmScreen
+from workbench.app.screens.prompt import when_given
 from workbench.app.widgets.lists import ItemList
 from workbench.text import count, short_time
 
@@ -440,7 +441,7 @@ class ScratchpadPane(Pane):
         question = (f"Clear the scratchpad of {session_id!r}? It goes whole, with its "
                     f"{count(len(self.items), 'item')}; this cannot be undone.")
         self.app.push_screen(ConfirmScreen(question, "Clear"),
-                             lambda yes: self._clear(session_id) if yes else None)
+                             when_given(lambda _: self._clear(session_id)))
 
     def action_copy(self) -> None:
         if self.state is None:

@@ -31,7 +31,9 @@ class SweepActions:
     judged_set: JudgedSet | None
     sweep: tuple[tuple[Any, ...], list[SweepPoint]] | None
     if TYPE_CHECKING:
-        controls: RankingControls
+        @property
+        def controls(self) -> RankingControls: ...
+
         query_one: Any
         notify: Any
         workbench: Any

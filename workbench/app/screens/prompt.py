@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
+
+T = TypeVar("T")
+
+
+def when_given(act: Callable[[T], object]) -> Callable[[T | None], None]:
+    """A modal screen's callback: ``act`` on the answer when there is one (a name typed, a
+    yes), nothing on an empty or cancelled one; what ``act`` returns (a worker) is dropped."""
+    def callback(answer: T | None) -> None:
+        if answer:
+            act(answer)
+    return callback
 
 
 class PromptScreen(ModalScreen[str | None]):

@@ -92,8 +92,9 @@ def check_form(form: NoteForm, notes: Notes) -> tuple[CheckedNote | None, dict[s
             return fallback
 
     name = checked("name", lambda: clean_name(form.name), "")
-    aliases = checked("aliases", lambda: clean_aliases(split_list(form.aliases), name), ())
-    tags = checked("tags", lambda: notes.tags(split_list(form.tags)), ())
+    no_words: tuple[str, ...] = ()
+    aliases = checked("aliases", lambda: clean_aliases(split_list(form.aliases), name), no_words)
+    tags = checked("tags", lambda: notes.tags(split_list(form.tags)), no_words)
     source = checked("source", lambda: clean_source(form.source), "")
     category = checked("category", lambda: clean_category(form.category), "")
     kind = checked("kind", lambda: clean_kind(form.kind), "")

@@ -254,7 +254,7 @@ class Timeline(OptionList):
             return False
         self._unfolded ^= {record.sequence}
         assert self.highlighted is not None
-        self.replace_option_prompt_at_index(self.highlighted, self._render(record))
+        self.replace_option_prompt_at_index(self.highlighted, self._prompt(record))
         self.scroll_to_highlight()
         return True
 
@@ -281,7 +281,7 @@ class Timeline(OptionList):
         width = self.scrollable_content_region.width - 1
         return width if width > 0 else None
 
-    def _render(self, record: MemoryRecord) -> Content:
+    def _prompt(self, record: MemoryRecord) -> Content:
         return render_event(self._view(record), self._width)
 
     def on_resize(self) -> None:
@@ -300,7 +300,7 @@ class Timeline(OptionList):
     def _rerender(self) -> None:
         self._rendered_width = self._width
         for index, record in enumerate(self.records, self._first_event_index):
-            self.replace_option_prompt_at_index(index, self._render(record))
+            self.replace_option_prompt_at_index(index, self._prompt(record))
 
     @property
     def _first_event_index(self) -> int:
@@ -324,7 +324,7 @@ class Timeline(OptionList):
                 "loaded — enter (or l) loads more", f"italic {MUTED}"), id=EARLIER_ID))
             options.append(None)
         for record in records:
-            options.append(Option(self._render(record), id=f"e{record.sequence}"))
+            options.append(Option(self._prompt(record), id=f"e{record.sequence}"))
             options.append(None)
         return options[:-1] if options else options
 

@@ -114,7 +114,8 @@ def attack_cli(root: click.Command, db_path: str | Path, config_path: Path, plan
     out = workdir / "cli-out"
     out.mkdir(exist_ok=True)
     cli = Commands(root, db_path, config_path, probe, out)
-    notes_commands = getattr(root.get_command(None, "notes"), "commands", {})  # type: ignore[arg-type]
+    notes_group = root.commands.get("notes") if isinstance(root, click.Group) else None
+    notes_commands = getattr(notes_group, "commands", {})
     namespaces = [ns for ns in crafted_namespaces(VICTIM) if _cli_text(ns)]
     for ns in spread(namespaces, 8, thorough):
         _namespace_commands(cli, ns, "export" in notes_commands)

@@ -214,7 +214,7 @@ async def _typed_queries_and_tags(engine: Any, read: Any) -> None:
     own scopes: only the attacker's rows may come back."""
     memory = engine.note_session(ATTACKER)
     for query in fts_queries(VICTIM_CHAT, VICTIM, BAIT):
-        given = [query]
+        given: list[Any] = [query]
         reads: dict[str, Call] = {
             "search(session)": lambda: engine.search(session_id=ATTACKER_CHAT, query=query),
             "search(session, raw)": lambda: engine.search(session_id=ATTACKER_CHAT,
@@ -311,7 +311,8 @@ async def _replays_judgments_imports(engine: Any, planted: Planted, read: Any, w
         for ns in crafted_namespaces(VICTIM)[:8]:
             await write("judge(crafted namespace)", [chunk_id, ns], lambda: engine.judge(
                 JUDGED_QUERY, chunk_id, 0, namespace=ns))
-    notes = [{"note_id": note_id, "name": name, "content": f"{ATTACKER_MARK} aurora"}
+    notes: list[dict[str, Any]] = [
+        {"note_id": note_id, "name": name, "content": f"{ATTACKER_MARK} aurora"}
              for note_id, name in zip(planted.note_ids, [VICTIM_NOTE_NAME, VICTIM_MEMORY_KEY,
                                                          "mly-third", "mly-fourth"],
                                       strict=False)]

@@ -117,10 +117,11 @@ async def _attacks(agent: Agent, planted: Planted) -> None:
         await agent.call("memory_save", writes=True, content=f"{ATTACKER_MARK} tagged",
                          tags=tags)
     for category in (None, "core", "daily", "conversation"):
-        await agent.call("list_memories", **({} if category is None else
-                                              {"category": category}))
+        listing: dict[str, Any] = {} if category is None else {"category": category}
+        await agent.call("list_memories", **listing)
     for status in (None, "active", "paused", "completed"):
-        await agent.call("schedule_list", **({} if status is None else {"status": status}))
+        listed: dict[str, Any] = {} if status is None else {"status": status}
+        await agent.call("schedule_list", **listed)
     names = [VICTIM_NOTE_NAME, VICTIM_NOTE_ALIAS, VICTIM_MEMORY_KEY, planted.archive_name]
     for ref in [*planted.note_ids[1:], *crafted_note_refs(planted.note_ids[0], names)]:
         await agent.call("memory_update", writes=True, note_id=ref, content=ATTACKER_MARK)

@@ -8,6 +8,7 @@ own. It returns the tally; ``workbench bench isolation`` prints it and the test 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import secrets
 import time
@@ -282,7 +283,7 @@ async def _victim_view(db_path: str, config: dict[str, Any], planted: Planted,
 
     reverse = _reverse_probe(probe)
     async with Engine.open(db_path, config=config) as engine:
-        bound = {"namespace": VICTIM}
+        bound: dict[str, Any] = {"namespace": VICTIM}
         views = {
             "list_notes": lambda: engine.list_notes(**bound),
             "list_memories": lambda: engine.notes.list_memories(**bound),
@@ -306,11 +307,11 @@ async def _victim_view(db_path: str, config: dict[str, Any], planted: Planted,
         for operation, run in views.items():
             await reverse.call(VIEW, operation, [], run)
         for log_id in planted.log_ids:
-            for bind in ({}, bound):
+            binds: tuple[dict[str, Any], ...] = ({}, bound)
+            for bind in binds:
                 operation = f"replay({log_id}{', namespace' if bind else ''})"
                 found = await reverse.call(VIEW, operation, [],
-                                           lambda log_id=log_id, bind=bind: engine.replay(
-                                               log_id, **bind))
+                                           functools.partial(engine.replay, log_id, **bind))
                 if found is None:
                     reverse.crash(VIEW, operation, [], "the victim's own replay was refused")
                 else:
