@@ -265,19 +265,19 @@ def echo_created(db: Location) -> None:
     click.echo(f"created {db}: a new memory file", err=True)
 
 
-def unlogged_warnings(engine: Any) -> list[str]:
+def unlogged_warnings(engine: Engine) -> list[str]:
     """The engine's warnings but the model's fallback, which the engine has logged already
     (logger ``core``, shown on stderr): said once, not twice."""
     logged = engine.model.fallback_warning
     return [warning for warning in engine.warnings if warning != logged]
 
 
-def echo_warnings(engine: Any) -> None:
+def echo_warnings(engine: Engine) -> None:
     for warning in unlogged_warnings(engine):
         click.echo(f"warning: {warning}", err=True)
 
 
-def echo_read_only(engine: Any) -> None:
+def echo_read_only(engine: Engine) -> None:
     """One line on stderr when the file opened read-only without being asked to (a quiet
     command says nothing else, but a write it then tries is refused for this reason)."""
     reason = engine.backend.read_only_reason
@@ -351,7 +351,7 @@ def on_engine(ctx: click.Context, db: Location | None,
     return run_command(run())
 
 
-async def drain_with_progress(engine: Any) -> Any:
+async def drain_with_progress(engine: Engine) -> Any:
     """Wait for the embedding backlog to empty, with a progress line on stderr."""
     status = await engine.embedding_status()
     if status.backlog and engine.worker is not None:

@@ -20,9 +20,12 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 AGENT = "bench-agent"
 FIRST = 100
@@ -66,7 +69,7 @@ class ColdstartFigures:
         ]
 
 
-async def _fill(engine: Any, chunks: int, sessions: int, say: Callable[[str], None]) -> int:
+async def _fill(engine: Engine, chunks: int, sessions: int, say: Callable[[str], None]) -> int:
     """Store generated messages until the memory holds ``chunks`` chunks."""
     from workbench.bench import synthetic
     from workbench.bench.query import round_robin
@@ -113,8 +116,8 @@ async def _warm(target: str, config: Any, queries: list[str]) -> None:
             await engine.search(namespace=AGENT, query=text, top_k=TOP_K)
 
 
-async def _wait_ready(engine: Any) -> None:
-    backend = engine.backend
+async def _wait_ready(engine: Engine) -> None:
+    backend: Any = engine.backend  # each backend's own derived indexes
     derived: Any = getattr(backend, "derived", None)
     if hasattr(derived, "build_now"):
         for name in (backend.namespace_vectors.name, backend.full_text_index.name):

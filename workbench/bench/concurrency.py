@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -60,6 +60,9 @@ from workbench.bench.concurrency_sides import (
 from workbench.bench.measure import percentile
 from workbench.command_line import command_config, echo_json, json_option, model_option
 from workbench.command_line import run_command as _run_cli
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 
 class _LogCatcher(logging.Handler):
@@ -172,7 +175,7 @@ class ConcurrencyFigures:
         return lines
 
 
-async def _both_sides(session: Any, engine: Any, ledger: Ledger, ops: int, seed: int) -> float:
+async def _both_sides(session: Any, engine: Engine, ledger: Ledger, ops: int, seed: int) -> float:
     """Run the agent, the developer and the app's poll at once; the seconds it took."""
     agent = AgentSide(session, ledger, seed)
     developer = DeveloperSide(engine, agent, ledger, seed + 1)

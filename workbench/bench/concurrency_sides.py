@@ -11,9 +11,12 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.concurrency_check import AGENT, DEVELOPER, Ledger, Write
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 POLL_SECONDS = 0.5  # the app's default AppSettings.poll_interval
 AGENT_SESSIONS = 4
@@ -176,7 +179,7 @@ class AgentSide:
 class DeveloperSide:
     """The developer: what the app's panes do to the engine, one action at a time."""
 
-    def __init__(self, engine: Any, agent: AgentSide, ledger: Ledger, seed: int) -> None:
+    def __init__(self, engine: Engine, agent: AgentSide, ledger: Ledger, seed: int) -> None:
         self.engine = engine
         self.agent = agent  # what the agent has been acknowledged to have (the app lists it)
         self.ledger = ledger

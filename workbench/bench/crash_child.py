@@ -18,7 +18,10 @@ import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 NOTES_NAMESPACE = "crash-notes"
 CHAT_SESSIONS = ("chat-1", "chat-2", "chat-3")
@@ -82,7 +85,7 @@ class _Messages:
         return message
 
 
-async def _store_one(engine: Any, acks: _Acks, rng: random.Random, messages: _Messages,
+async def _store_one(engine: Engine, acks: _Acks, rng: random.Random, messages: _Messages,
                      sessions: tuple[str, ...], last: dict[str, int],
                      agent: str | None = None) -> None:
     from core.indexing import validate_message
@@ -101,12 +104,12 @@ async def _store_one(engine: Any, acks: _Acks, rng: random.Random, messages: _Me
     acks.write("done", op="store", session=session_id, sequence=result.sequence, digest=digest)
 
 
-async def _last_sequences(engine: Any, sessions: tuple[str, ...]) -> dict[str, int]:
+async def _last_sequences(engine: Engine, sessions: tuple[str, ...]) -> dict[str, int]:
     tails = {sid: await engine.recall(sid, limit=1) for sid in sessions}
     return {sid: tail[-1].sequence if tail else 0 for sid, tail in tails.items()}
 
 
-async def _ingest(engine: Any, acks: _Acks, rng: random.Random,
+async def _ingest(engine: Engine, acks: _Acks, rng: random.Random,
                   ready: Callable[[], None]) -> None:
     messages = _Messages(rng, CHAT_SESSIONS)
     last = await _last_sequences(engine, CHAT_SESSIONS)
@@ -115,14 +118,14 @@ async def _ingest(engine: Any, acks: _Acks, rng: random.Random,
         await _store_one(engine, acks, rng, messages, CHAT_SESSIONS, last)
 
 
-async def _recall(engine: Any, acks: _Acks, rng: random.Random,
+async def _recall(engine: Engine, acks: _Acks, rng: random.Random,
                   ready: Callable[[], None]) -> None:
     """Messages in one namespace, each followed by a namespace query: the query brings the
     engine's derived matrix up to the file, so a kill after a done line and before the
     next *synced* line lands between a commit and the index update that follows it."""
     messages = _Messages(rng, RECALL_SESSIONS)
     last = await _last_sequences(engine, RECALL_SESSIONS)
-    backend = engine.backend
+    backend: Any = engine.backend  # the SQLite backend's own derived indexes
     await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
     ready()
     while True:
@@ -132,7 +135,7 @@ async def _recall(engine: Any, acks: _Acks, rng: random.Random,
         acks.write("synced", path=found.legs.vector_path)
 
 
-async def _compact(engine: Any, acks: _Acks, rng: random.Random,
+async def _compact(engine: Engine, acks: _Acks, rng: random.Random,
                    ready: Callable[[], None]) -> None:
     from core.errors import InvalidInput, SummaryConflict
 
@@ -166,7 +169,7 @@ async def _compact(engine: Any, acks: _Acks, rng: random.Random,
 _TAGS = ("work", "home", "todo", "idea", "ref", "later")
 
 
-async def _notes(engine: Any, acks: _Acks, rng: random.Random, run: int,
+async def _notes(engine: Engine, acks: _Acks, rng: random.Random, run: int,
                  ready: Callable[[], None]) -> None:
     messages = _Messages(rng, ("notes",))
     page = await engine.list_notes(namespace=NOTES_NAMESPACE, limit=1000)
@@ -192,8 +195,8 @@ async def _notes(engine: Any, acks: _Acks, rng: random.Random, run: int,
         if len(notes) < 6 or (roll < 0.25 and len(notes) < 30):
             text, tags = content(), sorted(rng.sample(_TAGS, rng.randint(0, 3)))
             name, aliases = fresh("topic"), [fresh("aka")] if rng.random() < 0.3 else []
-            after = {"name": name, "aliases": sorted(aliases), "content": digest(text),
-                     "tags": tags}
+            after: dict[str, Any] = {"name": name, "aliases": sorted(aliases),
+                                     "content": digest(text), "tags": tags}
             op = "add"
             acks.write("begin", op=op, note_id=None, after=after)
             note = await engine.add_note(name, text, namespace=NOTES_NAMESPACE, tags=tags,

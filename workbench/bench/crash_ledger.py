@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.crash_child import (
     CHAT_SESSIONS,
@@ -22,6 +22,9 @@ from workbench.bench.crash_child import (
     note_state,
     payload_digest,
 )
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 # The sessions each workload writes (the notes workload's live under the notes' own).
 WORKLOAD_SESSIONS = {"ingest": CHAT_SESSIONS, "notes": (), "compact": CONVERSATIONS,
@@ -45,7 +48,7 @@ class Holdings:
                          dict(self.epochs))
 
 
-async def holdings(engine: Any, workload: str | None = None) -> Holdings:
+async def holdings(engine: Engine, workload: str | None = None) -> Holdings:
     """Everything the checks compare, read through the engine's public API: the whole file,
     or with ``workload`` only what that workload writes (on PostgreSQL every workload shares
     one database)."""

@@ -17,11 +17,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from workbench.bench.crash_child import RECALL_NAMESPACE
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 PHRASE_WORDS = 8
@@ -38,7 +41,7 @@ class RecallFindings:
     problems: list[str] = field(default_factory=list)  # what a leg did not find
 
 
-async def check_after_kill(engine: Any, observer: Any, db: Path, acks: Path,
+async def check_after_kill(engine: Engine, observer: Any, db: Path, acks: Path,
                            after_rowid: int) -> RecallFindings:
     """The chunks written since the last check, looked for by both namespace legs, by the
     reopened ``engine`` and by the ``observer`` open across the kills."""
@@ -66,10 +69,10 @@ async def open_observer(db: Path, config: dict[str, Any]) -> Any:
     return engine
 
 
-async def ready_matrix(engine: Any) -> None:
+async def ready_matrix(engine: Engine) -> None:
     """Build the engine's derived namespace matrix now (a query would start it in the
     background and answer from SQL meanwhile)."""
-    backend = engine.backend
+    backend: Any = engine.backend  # the SQLite backend's own derived indexes
     await asyncio.to_thread(backend.derived.build_now, backend.namespace_vectors.name)
 
 
@@ -89,7 +92,7 @@ def new_chunks(db: Path, after_rowid: int) -> list[tuple[int, str, str, bytes | 
         conn.close()
 
 
-async def unfindable(engine: Any, chunks: list[tuple[int, str, str, bytes | None]],
+async def unfindable(engine: Engine, chunks: list[tuple[int, str, str, bytes | None]],
                      who: str) -> list[str]:
     """What each leg failed to find among ``chunks``, in words (empty: every one found)."""
     from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG

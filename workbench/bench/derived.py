@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.measure import percentile, resident_mb
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 MEMORY_GOAL_RATIO = 1.2
 
@@ -57,7 +60,7 @@ class DerivedFigures:
         ]
 
 
-async def measure_derived(engine: Any, vectors: Any, namespace: str, depth: int, top_k: int,
+async def measure_derived(engine: Engine, vectors: Any, namespace: str, depth: int, top_k: int,
                           say: Any) -> DerivedFigures | None:
     """Build the namespace matrix and time its leg against sqlite-vec's (None: not SQLite)."""
     from core.storage import SqliteBackend

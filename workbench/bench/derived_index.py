@@ -6,9 +6,12 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.measure import resident_anon_mb
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class PgDerivedFigures:
                 f" resident memory +{self.rss_growth_mb:,.0f} MiB")
 
 
-async def merged_full_text(engine: Any, say: Callable[[str], None]) -> None:
+async def merged_full_text(engine: Engine, say: Callable[[str], None]) -> None:
     """Merge the full-text index's segments now, as the engine does once the memory has
     been quiet (core/upkeep.py), so queries are timed on a tidy index; say how long."""
     began = time.perf_counter()
@@ -56,7 +59,7 @@ async def merged_full_text(engine: Any, say: Callable[[str], None]) -> None:
     say(f"full-text segments merged: {steps:,} steps in {time.perf_counter() - began:,.1f} s")
 
 
-async def build_derived_full_text(engine: Any, namespace: str,
+async def build_derived_full_text(engine: Engine, namespace: str,
                                   ) -> FullTextFigures | PgDerivedFigures | None:
     """Start the namespace full-text index's build with one query and wait for it; None
     when the backend keeps no such index or its build failed. On PostgreSQL the namespace's
@@ -74,7 +77,7 @@ async def build_derived_full_text(engine: Any, namespace: str,
             vector_mb=held.vectors.memory_bytes() / 2**20,
             postings_mb=held.postings.memory_bytes() / 2**20,
             rss_growth_mb=resident_anon_mb() - before)
-    backend = engine.backend
+    backend: Any = engine.backend  # the SQLite backend's own derived indexes
     derived = getattr(backend, "derived_full_text", None)
     if derived is None:
         return None

@@ -32,9 +32,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 CONFIG: dict[str, Any] = {
     "embedding": {"backend": "deterministic", "fallback_dimensions": 64, "batch_size": 16},
@@ -100,7 +103,7 @@ class _Expected:
 class _Room:
     """Takes the file's room away and gives it back: a page cap, or a real disk's ballast."""
 
-    def __init__(self, engine: Any, ballast: Path | None) -> None:
+    def __init__(self, engine: Engine, ballast: Path | None) -> None:
         self._engine = engine
         self._ballast = ballast
 
@@ -212,7 +215,7 @@ def _counting_renewals(figures: DiskFullFigures) -> Iterator[None]:
         logger.removeHandler(handler)
 
 
-async def _operate(engine: Any, kind: str, step: int, rng: random.Random,
+async def _operate(engine: Engine, kind: str, step: int, rng: random.Random,
                    expected: _Expected) -> None:
     """One write of ``kind``; the expectation is updated only once it succeeded."""
     from core.errors import InvalidInput
@@ -257,14 +260,14 @@ async def _operate(engine: Any, kind: str, step: int, rng: random.Random,
             await engine.drain(timeout=2)
 
 
-async def _check_integrity(engine: Any, figures: DiskFullFigures) -> None:
+async def _check_integrity(engine: Engine, figures: DiskFullFigures) -> None:
     figures.integrity_checks += 1
     problems = await engine.backend.integrity_check()
     if problems != ["ok"]:
         figures.corruptions.append(f"integrity_check: {problems[:3]}")
 
 
-async def _every_kind_writes(engine: Any, rng: random.Random, expected: _Expected,
+async def _every_kind_writes(engine: Engine, rng: random.Random, expected: _Expected,
                              figures: DiskFullFigures) -> bool:
     """With the room back, each kind of write succeeds again."""
     ok = True
@@ -277,7 +280,7 @@ async def _every_kind_writes(engine: Any, rng: random.Random, expected: _Expecte
     return ok
 
 
-async def _check_contents(engine: Any, expected: _Expected, figures: DiskFullFigures) -> None:
+async def _check_contents(engine: Engine, expected: _Expected, figures: DiskFullFigures) -> None:
     """Every accepted write is there; no refused one is."""
     bad = figures.corruptions
     for session, sequences in expected.messages.items():
@@ -312,8 +315,8 @@ async def _check_contents(engine: Any, expected: _Expected, figures: DiskFullFig
     listed = await engine.schedules.search_schedules("drill", limit=100_000)
     found = {schedule.name for schedule in listed.schedules}
     if found != expected.schedules:
-        bad.append(f"schedules: lost {sorted(expected.schedules - found)[:5]}, "
-                   f"refused but found {sorted(found - expected.schedules)[:5]}")
+        bad.append(f"schedules: lost {sorted(expected.schedules - found, key=str)[:5]}, "
+                   f"refused but found {sorted(found - expected.schedules, key=str)[:5]}")
 
 
 @contextlib.contextmanager

@@ -17,9 +17,12 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.frameworks import LANGGRAPH, OPENAI_AGENTS, chat_graph, turn_texts
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 THREAD = "bench-langgraph-thread"
 SESSION = "bench-agents-session"
@@ -99,7 +102,7 @@ async def _paced(texts: list[tuple[str, str]], pause: float,
         yield turn, user
 
 
-async def drive_langgraph(engine: Any, texts: list[tuple[str, str]], pause: float,
+async def drive_langgraph(engine: Engine, texts: list[tuple[str, str]], pause: float,
                           say: Callable[[str], None]) -> int:
     """Run the graph on ``THREAD``; the notes it put through the store."""
     from langchain_core.messages import HumanMessage
@@ -142,7 +145,7 @@ def canned_model(answers: list[str]) -> Any:
     return Canned()
 
 
-async def drive_agents(engine: Any, texts: list[tuple[str, str]], pause: float,
+async def drive_agents(engine: Engine, texts: list[tuple[str, str]], pause: float,
                        say: Callable[[str], None]) -> None:
     """Run an Agent over ``SESSION`` with a canned model."""
     from agents import Agent, Runner, set_tracing_disabled

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.derived_index import build_derived_full_text, merged_full_text
 from workbench.bench.measure import (
@@ -52,6 +52,9 @@ from workbench.bench.peers_lancedb import (
     stored_query_texts,
 )
 from workbench.bench.query import AGENT, TOP_K, query_texts, round_robin, time_each
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 # The issue's goals, at p95: ours at least this many times faster than LanceDB's.
 NAMESPACE_GOAL_SPEEDUP = 5.0
@@ -315,7 +318,7 @@ async def _run(lancedb: Any, config: Any, path: Path, folder: Path, chunks: int,
         ours_ms=ours_ms, theirs_ms=theirs_ms, peak_rss_mb=peak_rss_mb(), warmed=warmed)
 
 
-async def _derived_ready(engine: Any, say: Callable[[str], None]) -> None:
+async def _derived_ready(engine: Engine, say: Callable[[str], None]) -> None:
     """Build this engine's derived namespace indexes before any timing, as ``bench query``
     does: otherwise they build in the background while the first paths are timed."""
     from core.storage import SqliteBackend
@@ -329,7 +332,7 @@ async def _derived_ready(engine: Any, say: Callable[[str], None]) -> None:
     await build_derived_full_text(engine, AGENT)
 
 
-async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: random.Random,
+async def _fill(engine: Engine, chunks: int, sessions: int, queries: int, rng: random.Random,
                 say: Callable[[str], None]) -> tuple[list[tuple[str, str]], dict[str, float]]:
     """Fill an empty memory as ``bench query`` does, until searchable; its query texts and
     the seconds spent, by part (see :attr:`PeersFigures.ours_parts`)."""
@@ -364,13 +367,13 @@ async def _fill(engine: Any, chunks: int, sessions: int, queries: int, rng: rand
     return asked, parts
 
 
-async def _searchable(engine: Any, text: str) -> dict[str, float]:
+async def _searchable(engine: Engine, text: str) -> dict[str, float]:
     """Seconds until a namespace query's two legs both answer from the derived indexes,
     and each index's own build time: the first query starts both builds (side by side, on
     threads of their own), and the time runs until a query after them is answered so."""
     from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 
-    backend = engine.backend
+    backend: Any = engine.backend  # the SQLite backend's own derived indexes
     names = (backend.namespace_vectors.name, backend.full_text_index.name)
     began = time.perf_counter()
     deadline = began + SEARCHABLE_DEADLINE_S

@@ -7,7 +7,7 @@ the value (and the source), and the output says whether the fact was added or re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,9 @@ from core.locations import Location
 from core.notes.facts import SOURCES
 from workbench.command_line import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 VALUE_CHARS = 60
 """A value is cut to this many characters on one line in ``facts list``."""
@@ -56,7 +59,7 @@ def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
                  category: str | None, as_json: bool) -> None:
     """List a namespace's facts by category, then key: value (on one line), source, change."""
 
-    async def work(engine: Any) -> tuple[str, list[Any]]:
+    async def work(engine: Engine) -> tuple[str, list[Any]]:
         facts = await engine.list_facts(category=category, namespace=namespace)
         return engine.notes.namespace(namespace), facts
 
@@ -113,7 +116,7 @@ def set_command(ctx: click.Context, category: str, key: str, value: str, db: Loc
     """Store VALUE under CATEGORY and KEY; a fact already there has its value and source
     replaced (its creation time kept), and the output says which it was."""
 
-    async def work(engine: Any) -> tuple[Any, Any]:
+    async def work(engine: Engine) -> tuple[Any, Any]:
         from core.errors import NotFound
 
         # The engine's upsert does not say whether it replaced, so read first; a writer
@@ -149,7 +152,7 @@ def rm_command(ctx: click.Context, category: str, key: str, db: Location | None,
                namespace: str | None, yes: bool, as_json: bool) -> None:
     """Remove a fact (exit 1 when there is none)."""
 
-    async def work(engine: Any) -> Any:
+    async def work(engine: Engine) -> Any:
         from core.errors import NotFound
 
         fact = await engine.get_fact(category, key, namespace=namespace)  # NotFound: none

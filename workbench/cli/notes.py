@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -22,6 +22,9 @@ from core.locations import Location
 from core.notes.fields import CATEGORIES, KINDS
 from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
 from workbench.text import count, short_time, table
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 T = TypeVar("T")
 
@@ -55,7 +58,7 @@ def _on_notes(ctx: click.Context, db: Location | None,
         return on_engine(ctx, db, work, writes=writes, warn=False, start_worker=False,
                          adds=adds)
 
-    async def then_drain(engine: Any) -> T:
+    async def then_drain(engine: Engine) -> T:
         result = await work(engine)
         await engine.drain()
         return result
@@ -128,7 +131,7 @@ def list_command(ctx: click.Context, db: Location | None, namespace: str | None,
                  as_json: bool) -> None:
     """List a namespace's notes (name, kind, category, tags, last change), with the total."""
 
-    async def work(engine: Any) -> tuple[str, Any]:
+    async def work(engine: Engine) -> tuple[str, Any]:
         page = await engine.list_notes(namespace=namespace, category=category, kind=kind,
                                        tags=list(tags) or None, text=text, limit=limit,
                                        offset=offset, order=order)
@@ -204,7 +207,7 @@ def add_command(ctx: click.Context, name: str, db: Location | None, model: str |
     if text is None:
         raise click.UsageError("give the note's text: --content TEXT, --file PATH or --file -")
 
-    async def work(engine: Any) -> Any:
+    async def work(engine: Engine) -> Any:
         return await engine.add_note(
             name, text, namespace=namespace, kind=kind or "Note", category=category,
             tags=list(tags), source=source or "", aliases=list(aliases),
@@ -245,7 +248,7 @@ def edit_command(ctx: click.Context, ref: str, db: Location | None, model: str |
         raise click.UsageError("nothing to change: give --content, --file, --category, "
                                "--tag, --no-tags, --kind, --source or --importance")
 
-    async def work(engine: Any) -> Any:
+    async def work(engine: Engine) -> Any:
         return await engine.write_note(ref, text, namespace=namespace, kind=kind,
                                        category=category, tags=new_tags, source=source,
                                        importance=importance)
@@ -265,7 +268,7 @@ def rm_command(ctx: click.Context, ref: str, db: Location | None, namespace: str
                as_json: bool) -> None:
     """Remove a note with its names and index entries (exit 1 when REF names none)."""
 
-    async def work(engine: Any) -> Any:
+    async def work(engine: Engine) -> Any:
         note = await engine.get_note(ref, namespace=namespace)  # NotFound when it names none
         if not yes:
             click.confirm(f"remove note {note.name!r} ({note.note_id}) from namespace "
@@ -342,7 +345,7 @@ def export_command(ctx: click.Context, db: Location | None, namespace: str | Non
     """Write every note of a namespace to one JSON file, atomically (`notes import` reads it)."""
     from core.export_paths import default_export_path
 
-    def work(engine: Any) -> Any:
+    def work(engine: Engine) -> Any:
         stem = f"notes-{engine.notes.namespace(namespace)}"
         out = out_path or default_export_path(engine.location, stem, ".json")
         return engine.export_notes(out, namespace=namespace)
@@ -380,7 +383,7 @@ def import_command(ctx: click.Context, file: Path, db: Location | None, model: s
     """
     from core.errors import ImportCollision
 
-    async def work(engine: Any) -> tuple[str, Any, ImportCollision | None]:
+    async def work(engine: Engine) -> tuple[str, Any, ImportCollision | None]:
         shown_namespace = engine.notes.namespace(namespace)
         try:
             result = await engine.import_notes(file, namespace=namespace, overwrite=overwrite)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -24,6 +24,9 @@ from workbench.command_line import (
     require_db,
 )
 from workbench.text import one_line, table
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 _REF = click.argument("ref", metavar="REF")
 _CRON = click.option("--cron", default=None,
@@ -390,7 +393,7 @@ def _run_line(run: Any, schedule: Any) -> str:
             f"{run_seconds(run):.1f}s  {after}" + (f"  | {summary}" if summary else ""))
 
 
-async def _serve(engine: Any, once: bool, emit: Any) -> int:
+async def _serve(engine: Engine, once: bool, emit: Any) -> int:
     """Run one pass or the loop; how many runs were recorded."""
     import asyncio
     import contextlib

@@ -10,7 +10,7 @@ the output says so.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,9 @@ from core.locations import Location
 from workbench.cli.notes import read_text_input
 from workbench.command_line import db_option, echo_json, json_option, on_engine
 from workbench.text import count, one_line, short_time, table
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 _SESSION = click.argument("session_id", metavar="SESSION")
 
@@ -31,7 +34,7 @@ def _on_scratchpads(ctx: click.Context, db: Location | None, work: Any, *, write
                      adds=adds)
 
 
-async def _exists(engine: Any, session_id: str) -> bool:
+async def _exists(engine: Engine, session_id: str) -> bool:
     from core.errors import NotFound
 
     try:
@@ -103,7 +106,7 @@ def list_command(ctx: click.Context, db: Location | None, limit: int, as_json: b
 def show_command(ctx: click.Context, session_id: str, db: Location | None, as_json: bool) -> None:
     """Show a session's scratchpad, one numbered item a line (exit 1: no such session)."""
 
-    async def work(engine: Any) -> Any:
+    async def work(engine: Engine) -> Any:
         pad = await engine.read_scratchpad(session_id)
         if pad is None:
             await engine.session_state(session_id)  # NotFound when there is no session
@@ -137,7 +140,7 @@ def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
     one a line); over the limits it is refused whole and the scratchpad is kept."""
     new_items = _items(items, file_path)
 
-    async def work(engine: Any) -> tuple[Any, bool]:
+    async def work(engine: Engine) -> tuple[Any, bool]:
         existed = await _exists(engine, session_id)
         return await engine.write_scratchpad(session_id, new_items), not existed
 
@@ -157,7 +160,7 @@ def write_command(ctx: click.Context, session_id: str, items: tuple[str, ...],
 def clear_command(ctx: click.Context, session_id: str, db: Location | None, as_json: bool) -> None:
     """Remove a session's scratchpad (exit 1 when there is no such session)."""
 
-    async def work(engine: Any) -> bool:
+    async def work(engine: Engine) -> bool:
         await engine.session_state(session_id)  # NotFound when there is no session
         return await engine.clear_scratchpad(session_id)
 

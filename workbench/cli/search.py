@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from workbench.command_line import (
     require_db,
     run_command,
 )
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 
 def _snippet(text: str, width: int = 70) -> str:
@@ -150,7 +153,7 @@ def search_command(ctx: click.Context, query: str, db: Location | None, model: s
         _print_results(found, explain)
 
 
-def echo_vectors_off(engine: Any) -> None:
+def echo_vectors_off(engine: Engine) -> None:
     """One line on stderr, as the command ends, while the file's vectors are another
     model's: the results come from full text alone."""
     if engine.model.vectors_off is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +31,9 @@ from workbench.text import (
     text_content,
     tool_names,
 )
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 _SESSION = click.argument("session_id", metavar="SESSION")
 TOOL_LINE_CHARS = 100
@@ -131,7 +134,7 @@ def show_command(ctx: click.Context, session_id: str, db: Location | None, limit
     """Show a session: its rolling summary, its scratchpad and its latest messages, oldest
     first (tool calls and results on one line each; --json has them whole)."""
 
-    async def work(engine: Any) -> tuple[Any, Any, list[Any]]:
+    async def work(engine: Engine) -> tuple[Any, Any, list[Any]]:
         summary = await engine.summary_state(session_id)  # NotFound when there is none
         scratchpad = await engine.read_scratchpad(session_id)
         records = await engine.recall(session_id, None if show_all else limit)
@@ -188,7 +191,7 @@ def export_command(ctx: click.Context, session_id: str, db: Location | None,
     """Write a session's messages, rolling summary and scratchpad to one JSON file."""
     from core.export_paths import default_export_path
 
-    def work(engine: Any) -> Any:
+    def work(engine: Engine) -> Any:
         out = out_path or default_export_path(engine.location, session_id, ".json")
         return engine.export_session(session_id, out)
 
@@ -213,7 +216,7 @@ def rm_command(ctx: click.Context, session_id: str, db: Location | None, yes: bo
     """Remove a session and everything under it: messages, chunks, summary, scratchpad
     (exit 1 when there is no such session)."""
 
-    async def work(engine: Any) -> dict[str, Any]:
+    async def work(engine: Engine) -> dict[str, Any]:
         state = await engine.session_state(session_id)  # NotFound when there is none
         namespace = notes_namespace(session_id)
         if not yes:
@@ -310,7 +313,7 @@ def append_command(ctx: click.Context, session_id: str, db: Location | None, mod
     text = content if content is not None else read_text_input(Path(str(file_path)))
     message = _message(role, text, tool_name, tool_call_id, importance, metadata)
 
-    async def work(engine: Any) -> tuple[Any, bool]:
+    async def work(engine: Engine) -> tuple[Any, bool]:
         from core.errors import NotFound
 
         try:
@@ -397,7 +400,7 @@ def context_command(ctx: click.Context, session_id: str, db: Location | None, mo
         raise click.UsageError("--query picks the tri-hybrid context; --budget restores "
                                "within a budget: give one of them")
 
-    async def work(engine: Any) -> Any:
+    async def work(engine: Engine) -> Any:
         await engine.session_state(session_id)  # NotFound when there is none
         if budget is not None:
             return await engine.restore(session_id, budget)

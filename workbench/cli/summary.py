@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from core.locations import Location
 from workbench.command_line import db_option, echo_json, json_option, model_option, on_engine
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 
 @click.command("summarize")
@@ -83,7 +86,7 @@ def consolidate_command(ctx: click.Context, db: Location | None, model: str | No
         raise SystemExit(1)
 
 
-async def _consolidate(engine: Any, idle_hours: float | None, quiet: bool) -> Any:
+async def _consolidate(engine: Engine, idle_hours: float | None, quiet: bool) -> Any:
     """Consolidate with a progress bar (none when ``quiet``)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 

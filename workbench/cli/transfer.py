@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -35,6 +35,9 @@ from workbench.command_line import (
     run_command,
 )
 from workbench.text import count
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 IMPORTS = {
     "jsonl": ("Import JSONL conversations: one message per line with its session id.",
@@ -275,7 +278,7 @@ def export_session_command(ctx: click.Context, session_id: str, db: Location | N
     from core.export_paths import default_export_path
     from core.exporters import export_session
 
-    def work(engine: Any) -> Any:
+    def work(engine: Engine) -> Any:
         suffix = ".jsonl" if export_format == "jsonl" else ".md"
         out = out_path or default_export_path(engine.location, session_id, suffix)
         return export_session(engine, session_id, out, export_format)
@@ -301,7 +304,7 @@ def export_namespace_command(ctx: click.Context, namespace: str, db: Location | 
     from core.export_paths import default_export_path
     from core.exporters import export_namespace
 
-    def work(engine: Any) -> Any:
+    def work(engine: Engine) -> Any:
         suffix = ".jsonl" if export_format == "jsonl" else ""
         out = out_path or default_export_path(engine.location, namespace, suffix)
         return export_namespace(engine, namespace, out, export_format)

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import InvalidInput
 from core.notes.fields import is_note_id
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 CALLER = "agent"
 """How every search served over MCP is marked in the retrieval log."""
@@ -196,7 +199,7 @@ class Tool:
 class MemoryTools:
     """The tools' handlers over one engine, in one namespace."""
 
-    def __init__(self, engine: Any, namespace: str) -> None:
+    def __init__(self, engine: Engine, namespace: str) -> None:
         self.engine = engine
         self.namespace = namespace
 

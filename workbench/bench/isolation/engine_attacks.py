@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.bench.isolation.inputs import (
     crafted_namespaces,
@@ -46,11 +46,14 @@ from workbench.bench.isolation.victim import (
     Planted,
 )
 
+if TYPE_CHECKING:
+    from core.engine import Engine
+
 ENTRY = "engine API"
 Call = Callable[[], Awaitable[Any]]
 
 
-async def attack_engine(engine: Any, planted: Planted, probe: Probe, workdir: Path) -> None:
+async def attack_engine(engine: Engine, planted: Planted, probe: Probe, workdir: Path) -> None:
     """Every engine attack, each input one case; writes are followed by a snapshot."""
     out = workdir / "engine-out"
     out.mkdir(exist_ok=True)
@@ -74,7 +77,7 @@ async def attack_engine(engine: Any, planted: Planted, probe: Probe, workdir: Pa
     await _replays_judgments_imports(engine, planted, read, write, out)
 
 
-async def _as_crafted_namespaces(engine: Any, planted: Planted, read: Any, write: Any,
+async def _as_crafted_namespaces(engine: Engine, planted: Planted, read: Any, write: Any,
                                  exported: Any, out: Path) -> None:
     """A caller bound to a namespace crafted to reach the victim's, naming the victim's
     notes, facts, session and schedule (which it is assumed to know)."""
@@ -156,7 +159,7 @@ async def _as_crafted_namespaces(engine: Any, planted: Planted, read: Any, write
             await write(operation, [ns, *known], run)
 
 
-async def _on_crafted_sessions(engine: Any, read: Any, write: Any) -> None:
+async def _on_crafted_sessions(engine: Engine, read: Any, write: Any) -> None:
     """Session ids crafted to reach the victim's, from a caller bound to its own namespace
     (and, for the crafted ids only, unbound calls that name a session exactly)."""
     marked = {"role": "user", "content": f"{ATTACKER_MARK} aurora"}
@@ -209,7 +212,7 @@ async def _on_crafted_sessions(engine: Any, read: Any, write: Any) -> None:
         await write("compact(own look-alike session)", [sid], compact_own)
 
 
-async def _typed_queries_and_tags(engine: Any, read: Any) -> None:
+async def _typed_queries_and_tags(engine: Engine, read: Any) -> None:
     """FTS5 syntax, forged scope tokens and prefixes, and JSON-path tags, in the attacker's
     own scopes: only the attacker's rows may come back."""
     memory = engine.note_session(ATTACKER)
@@ -253,7 +256,7 @@ async def _typed_queries_and_tags(engine: Any, read: Any) -> None:
             await read(operation, given, run)
 
 
-async def _note_and_schedule_refs(engine: Any, planted: Planted, read: Any,
+async def _note_and_schedule_refs(engine: Engine, planted: Planted, read: Any,
                                   write: Any) -> None:
     """The victim's note ids, names and aliases (and shapes of them) used in the attacker's
     namespace; the victim's schedule id and name used by the attacker's user."""
@@ -293,7 +296,7 @@ async def _note_and_schedule_refs(engine: Any, planted: Planted, read: Any,
             await write("delete_schedule", given, lambda: store.delete_schedule(ref))
 
 
-async def _replays_judgments_imports(engine: Any, planted: Planted, read: Any, write: Any,
+async def _replays_judgments_imports(engine: Engine, planted: Planted, read: Any, write: Any,
                                      out: Path) -> None:
     """The victim's logged queries replayed from another namespace or scope; judgments of
     the victim's chunks; a notes file claiming the victim's ids and names."""

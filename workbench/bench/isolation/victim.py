@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 VICTIM = "vicns"
 VICTIM_CHAT = "vicns-chat"
@@ -59,10 +62,10 @@ def _message(role: str, content: str, **extra: Any) -> dict[str, Any]:
     return {"role": role, "content": content, **extra}
 
 
-async def plant_victim(engine: Any, db_path: str) -> Planted:
+async def plant_victim(engine: Engine, db_path: str) -> Planted:
     """Write the victim's memory through the engine, bound to the victim's namespace."""
     planted = Planted(db_path)
-    bound = {"namespace": VICTIM}
+    bound: dict[str, Any] = {"namespace": VICTIM}
     for message in (
         _message("user", "aurora lantern meridian hxqmsgone"),
         _message("assistant", "aurora lantern reply hxqmsgtwo", tool_calls=[{
@@ -139,9 +142,9 @@ def _markers(planted: Planted, run_ids: list[str]) -> tuple[dict[str, str], dict
     return {word: f"secret {word}" for word in words}, ids
 
 
-async def plant_attacker(engine: Any) -> None:
+async def plant_attacker(engine: Engine) -> None:
     """The attacker's own memory, holding the same bait words (and its mark)."""
-    bound = {"namespace": ATTACKER}
+    bound: dict[str, Any] = {"namespace": ATTACKER}
     for text in ("aurora lantern mine mlyplant", "lantern aurora again mlyplant"):
         await engine.append(ATTACKER_CHAT, _message("user", text), **bound)
     await engine.add_note("mallory note", "aurora lantern mlyplant note", tags=["shared"],
