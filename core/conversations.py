@@ -171,7 +171,7 @@ class Conversations:
             if held and held[-1].sequence == last:
                 return list(held[len(held) - limit:]) if limit else []
         rows = await self._backend.read_events(session_id, limit)
-        records = [MemoryRecord(**row) for row in rows]
+        records = rows
         if limit is None or limit >= self._config.short_term.max_history_turns:
             self._working_memory.load(session_id, records)
         return records
@@ -180,7 +180,7 @@ class Conversations:
                             offset: int = 0) -> list[SessionInfo]:
         """Sessions, most recently active first, with event and chunk counts."""
         rows = await self._backend.list_sessions(agent, limit, offset)
-        return [SessionInfo(**row) for row in rows]
+        return rows
 
     async def forget(self, session_id: str) -> bool:
         """Delete a session and everything under it; False when there was no such session."""

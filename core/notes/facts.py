@@ -60,12 +60,11 @@ class Facts:
     async def upsert(self, category: str, key: str, value: str, *, source: str = "agent",
                      namespace: str | None = None) -> Fact:
         """Store a fact, replacing the value (and source) under the same category and key."""
-        row = await self._backend.upsert_fact(
+        return await self._backend.upsert_fact(
             self._notes.namespace(namespace), clean_identifier(category, "category"),
             clean_identifier(key, "key"),
             self._notes.within_size(_value(value), "a fact's value"), _source(source),
             utc_now())
-        return Fact(**row)
 
     async def get(self, category: str, key: str, *, namespace: str | None = None) -> Fact:
         """The fact under (category, key); ``NotFound`` when there is none."""
@@ -75,15 +74,14 @@ class Facts:
         if row is None:
             raise NotFound(f"no fact {shown(key)} in category {shown(category)} of namespace "
                            f"{shown(namespace)}")
-        return Fact(**row)
+        return row
 
     async def list_facts(self, *, category: str | None = None,
                          namespace: str | None = None) -> list[Fact]:
         """The namespace's facts (of one category when given), by category then key."""
-        rows = await self._backend.list_facts(
+        return await self._backend.list_facts(
             self._notes.namespace(namespace),
             None if category is None else clean_identifier(category, "category"))
-        return [Fact(**row) for row in rows]
 
     async def delete(self, category: str, key: str, *, namespace: str | None = None) -> bool:
         """Delete a fact; False when there was none."""

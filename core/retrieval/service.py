@@ -294,7 +294,7 @@ class Retrieval:
         for record in await self._conversations.recall(session_id, rcfg.recency_limit):
             add(record, "recency")
         for row in await self._backend.salient_events(session_id, rcfg.salience_threshold):
-            add(MemoryRecord(**row), "salience")
+            add(row, "salience")
         relevant = 0
         if query.strip() and chosen:  # no events: no session to search (search refuses one)
             found = await self.search(session_id=session_id, query=query, mode="vector",
@@ -310,12 +310,11 @@ class Retrieval:
                 wanted[result.sequence_start] = max(similarity,
                                                     wanted.get(result.sequence_start, -1.0))
             if wanted:
-                events_by_sequence = {r["sequence"]: r for r in await self._backend.read_events(
-                    session_id, None, min(wanted) - 1) if r["sequence"] in wanted}
+                events_by_sequence = {r.sequence: r for r in await self._backend.read_events(
+                    session_id, None, min(wanted) - 1) if r.sequence in wanted}
                 for sequence, similarity in wanted.items():
                     if sequence in events_by_sequence:
-                        add(MemoryRecord(**events_by_sequence[sequence]), "relevance",
-                            similarity)
+                        add(events_by_sequence[sequence], "relevance", similarity)
                         relevant += 1
         items = [ContextItem(record, reasons, similarity)
                  for _, (record, reasons, similarity) in sorted(chosen.items())]

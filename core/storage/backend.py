@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         Scope,
         WriteResult,
     )
+    from core.types import Fact, MemoryRecord, SessionInfo
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ class Backend(Protocol):
         list for a session with none)."""
 
     async def read_events(self, session_id: str, limit: int | None = None,
-                          after_sequence: int | None = None) -> list[dict[str, Any]]:
+                          after_sequence: int | None = None) -> list[MemoryRecord]:
         """A session's events oldest first (with ``limit``, the most recent ``limit``); one
         statement, so one snapshot."""
 
@@ -137,7 +138,7 @@ class Backend(Protocol):
         """The session's highest stored sequence (None: no events)."""
 
     async def list_sessions(self, agent_identity: str | None = None, limit: int | None = None,
-                            offset: int = 0) -> list[dict[str, Any]]:
+                            offset: int = 0) -> list[SessionInfo]:
         """Sessions, most recently active first, with their event and chunk counts."""
 
     async def delete_session(self, session_id: str) -> bool:
@@ -155,7 +156,7 @@ class Backend(Protocol):
         """The session's row, events and state read in one transaction, so a concurrent
         writer's commit is seen whole or not at all (None: no such session)."""
 
-    async def salient_events(self, session_id: str, threshold: float) -> list[dict[str, Any]]:
+    async def salient_events(self, session_id: str, threshold: float) -> list[MemoryRecord]:
         """A session's events whose importance is at or above ``threshold``."""
 
     async def session_row_counts(self, session_id: str) -> dict[str, int]:
@@ -325,16 +326,16 @@ class Backend(Protocol):
     # -- facts -------------------------------------------------------------------------------
 
     async def upsert_fact(self, namespace: str, category: str, key: str, value: str,
-                          source: str, now: str) -> dict[str, Any]:
+                          source: str, now: str) -> Fact:
         """One transaction: insert the fact or replace its value and source (created_at
         kept), the row as stored; of two concurrent writers of one key the later wins whole."""
 
     async def read_fact(self, namespace: str, category: str,
-                        key: str) -> dict[str, Any] | None:
+                        key: str) -> Fact | None:
         """The fact under (category, key) in the namespace (None: none)."""
 
     async def list_facts(self, namespace: str,
-                         category: str | None = None) -> list[dict[str, Any]]:
+                         category: str | None = None) -> list[Fact]:
         """The namespace's facts (of one category) by category, then key."""
 
     async def delete_fact(self, namespace: str, category: str, key: str) -> bool:

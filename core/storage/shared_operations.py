@@ -20,6 +20,7 @@ import numpy as np
 
 from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
+from core.types import Fact, MemoryRecord, SessionInfo
 
 if TYPE_CHECKING:
     from core.locations import Location
@@ -80,18 +81,22 @@ class SharedOperations:
         return await self._db.read(self._ops.events.session_tails, session_ids, count)
 
     async def read_events(self, session_id: str, limit: int | None = None,
-                          after_sequence: int | None = None) -> list[dict[str, Any]]:
+                          after_sequence: int | None = None) -> list[MemoryRecord]:
         """A session's events, oldest first."""
-        return await self._db.read(self._ops.events.read_events, session_id, limit, after_sequence)
+        rows = await self._db.read(self._ops.events.read_events, session_id, limit,
+                                   after_sequence)
+        return [MemoryRecord(**row) for row in rows]
 
     async def last_sequence(self, session_id: str) -> int | None:
         """The session's highest stored sequence."""
         return await self._db.read(self._ops.events.last_sequence, session_id)
 
     async def list_sessions(self, agent_identity: str | None = None, limit: int | None = None,
-                            offset: int = 0) -> list[dict[str, Any]]:
+                            offset: int = 0) -> list[SessionInfo]:
         """Sessions, most recently active first."""
-        return await self._db.read(self._ops.events.list_sessions, agent_identity, limit, offset)
+        rows = await self._db.read(self._ops.events.list_sessions, agent_identity, limit,
+                                   offset)
+        return [SessionInfo(**row) for row in rows]
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session and everything under it."""
@@ -337,9 +342,10 @@ class SharedOperations:
         return await self._db.read(self._ops.logbook.read_scope_judgments, scope_kind,
                                    scope_value)
 
-    async def salient_events(self, session_id: str, threshold: float) -> list[dict[str, Any]]:
+    async def salient_events(self, session_id: str, threshold: float) -> list[MemoryRecord]:
         """A session's events at or above an importance."""
-        return await self._db.read(self._ops.events.salient_events, session_id, threshold)
+        rows = await self._db.read(self._ops.events.salient_events, session_id, threshold)
+        return [MemoryRecord(**row) for row in rows]
 
     async def add_note(self, draft: NoteDraft, now: str) -> dict[str, Any]:
         """Create a note and index it."""
@@ -425,21 +431,23 @@ class SharedOperations:
                                     new_id)
 
     async def upsert_fact(self, namespace: str, category: str, key: str, value: str,
-                          source: str, now: str) -> dict[str, Any]:
+                          source: str, now: str) -> Fact:
         """Insert or replace a fact."""
         self.require_writable()
-        return await self._db.write(self._ops.facts.upsert_fact, namespace, category, key, value,
-                                    source, now)
+        return Fact(**await self._db.write(self._ops.facts.upsert_fact, namespace, category, key,
+                                           value, source, now))
 
     async def read_fact(self, namespace: str, category: str,
-                        key: str) -> dict[str, Any] | None:
+                        key: str) -> Fact | None:
         """One fact."""
-        return await self._db.read(self._ops.facts.read_fact, namespace, category, key)
+        row = await self._db.read(self._ops.facts.read_fact, namespace, category, key)
+        return None if row is None else Fact(**row)
 
     async def list_facts(self, namespace: str,
-                         category: str | None = None) -> list[dict[str, Any]]:
+                         category: str | None = None) -> list[Fact]:
         """A namespace's facts."""
-        return await self._db.read(self._ops.facts.list_facts, namespace, category)
+        rows = await self._db.read(self._ops.facts.list_facts, namespace, category)
+        return [Fact(**row) for row in rows]
 
     async def delete_fact(self, namespace: str, category: str, key: str) -> bool:
         """Delete a fact."""

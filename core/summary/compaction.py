@@ -177,7 +177,7 @@ class Compactor:
             return replay.messages
         floor = replay.marker.sequence if replay.marker else 0
         rows = await self._backend.read_events(session_id, after_sequence=floor)
-        return [MemoryRecord(**row) for row in rows]
+        return rows
 
     async def _namespace(self, session_id: str) -> str | None:
         agent = await self._backend.session_agent(session_id)

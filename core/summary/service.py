@@ -190,7 +190,7 @@ class Summaries:
         upper = int(summary.get("upper_sequence", 0)) if text else 0
         rows = await self._backend.read_events(
             session_id, after_sequence=marker_sequence - 1 if marker_sequence else upper)
-        records = [MemoryRecord(**row) for row in rows]
+        records = rows
         marker = None
         if marker_sequence and records and records[0].sequence == marker_sequence:
             marker = records.pop(0)

@@ -17,10 +17,10 @@ LATER = "2026-01-02T00:00:00.000Z"
 async def test_a_fact_upsert_replaces_value_and_source_and_keeps_created_at(
         backend: Backend) -> None:
     first = await backend.upsert_fact("ana", "user", "city", "Lisbon", "user", NOW)
-    assert (first["value"], first["source"], first["created_at"]) == ("Lisbon", "user", NOW)
+    assert (first.value, first.source, first.created_at) == ("Lisbon", "user", NOW)
     second = await backend.upsert_fact("ana", "user", "city", "Porto", "agent", LATER)
-    assert (second["value"], second["source"]) == ("Porto", "agent")
-    assert (second["created_at"], second["updated_at"]) == (NOW, LATER)
+    assert (second.value, second.source) == ("Porto", "agent")
+    assert (second.created_at, second.updated_at) == (NOW, LATER)
     assert await backend.read_fact("ana", "user", "city") == second
     assert await backend.read_fact("bob", "user", "city") is None
 
@@ -35,7 +35,7 @@ async def test_concurrent_upserts_of_one_fact_leave_one_whole_row(
                                                         (other, "Braga", "user"))))
     (fact,) = await backend.list_facts("ana")
     # The later writer wins whole: value and source come from the same upsert.
-    assert (fact["value"], fact["source"]) in {("Lisbon", "user"), ("Porto", "agent"),
+    assert (fact.value, fact.source) in {("Lisbon", "user"), ("Porto", "agent"),
                                                ("Faro", "agent"), ("Braga", "user")}
 
 
@@ -43,9 +43,9 @@ async def test_facts_list_by_category_then_key_and_delete(backend: Backend) -> N
     for category, key in (("user", "name"), ("project", "name"), ("user", "city")):
         await backend.upsert_fact("ana", category, key, "v", "user", NOW)
     await backend.upsert_fact("bob", "user", "name", "Bob", "user", NOW)
-    assert [(f["category"], f["key"]) for f in await backend.list_facts("ana")] == [
+    assert [(f.category, f.key) for f in await backend.list_facts("ana")] == [
         ("project", "name"), ("user", "city"), ("user", "name")]
-    assert [f["key"] for f in await backend.list_facts("ana", "user")] == ["city", "name"]
+    assert [f.key for f in await backend.list_facts("ana", "user")] == ["city", "name"]
     assert await backend.delete_fact("ana", "user", "name") is True
     assert await backend.delete_fact("ana", "user", "name") is False
     assert await backend.read_fact("bob", "user", "name") is not None

@@ -97,7 +97,7 @@ async def test_a_capped_store_refuses_a_write_whole_and_reads_on(backend: Backen
     await backend.cap_size(0)
     with pytest.raises(StorageFull):
         await store(backend, "s", 2, "too much " * 4000)
-    assert [e["sequence"] for e in await backend.read_events("s")] == [1]
+    assert [e.sequence for e in await backend.read_events("s")] == [1]
     await backend.cap_size(None)
     await store(backend, "s", 2, "room again")
     assert await backend.last_sequence("s") == 2

@@ -16,10 +16,10 @@ async def test_events_come_back_oldest_first_with_their_payload(backend: Backend
     for sequence, text in ((1, "first"), (2, "second"), (5, "fifth")):
         await store(backend, "s", sequence, text)
     events = await backend.read_events("s")
-    assert [(e["sequence"], e["payload"]["content"]) for e in events] == [
+    assert [(e.sequence, e.payload["content"]) for e in events] == [
         (1, "first"), (2, "second"), (5, "fifth")]
-    assert [e["sequence"] for e in await backend.read_events("s", limit=2)] == [2, 5]
-    assert [e["sequence"] for e in await backend.read_events("s", after_sequence=1)] == [2, 5]
+    assert [e.sequence for e in await backend.read_events("s", limit=2)] == [2, 5]
+    assert [e.sequence for e in await backend.read_events("s", after_sequence=1)] == [2, 5]
     assert await backend.last_sequence("s") == 5
     assert await backend.last_sequence("nobody") is None
     assert await backend.read_events("nobody") == []
@@ -33,7 +33,7 @@ async def test_a_sequence_not_above_the_last_is_refused_and_nothing_is_written(
             await backend.write_messages(
                 [message("s", 4, "four"), message("s", sequence, "again")],
                 all_or_nothing=True)
-    assert [e["sequence"] for e in await backend.read_events("s")] == [3]
+    assert [e.sequence for e in await backend.read_events("s")] == [3]
     assert (await backend.table_counts())["chunks"] == 1
 
 
@@ -46,7 +46,7 @@ async def test_without_all_or_nothing_a_refused_message_is_reported_and_the_rest
     assert outcomes[0].error is not None and "not greater" in outcomes[0].error
     assert (outcomes[1].sequence, outcomes[1].inserted, outcomes[1].error) == (4, 1, None)
     assert outcomes[2].sequence == 1  # None: the next sequence, allocated in the transaction
-    assert [e["sequence"] for e in await backend.read_events("s")] == [3, 4]
+    assert [e.sequence for e in await backend.read_events("s")] == [3, 4]
 
 
 async def test_a_bound_write_to_another_agents_session_writes_nothing(
@@ -67,9 +67,9 @@ async def test_sessions_list_most_recent_first_with_counts(backend: Backend) -> 
     await store(backend, "bobs", 1, "elsewhere", agent="bob",
                 created_at="2026-01-04T00:00:00.000Z")
     listed = await backend.list_sessions(agent_identity="ana")
-    assert [(s["session_id"], s["event_count"], s["chunk_count"], s["last_sequence"])
+    assert [(s.session_id, s.event_count, s.chunk_count, s.last_sequence)
             for s in listed] == [("new", 2, 2, 2), ("old", 1, 1, 1)]
-    assert [s["session_id"] for s in await backend.list_sessions(limit=1, offset=1)] == ["new"]
+    assert [s.session_id for s in await backend.list_sessions(limit=1, offset=1)] == ["new"]
 
 
 async def test_state_snapshot_and_salient_events(backend: Backend) -> None:
@@ -77,7 +77,7 @@ async def test_state_snapshot_and_salient_events(backend: Backend) -> None:
     await store(backend, "s", 2, "small talk", importance=0.2)
     assert (await backend.read_session_state("s") or {})["last_sequence"] == 2
     assert await backend.read_session_state("nobody") is None
-    assert [e["sequence"] for e in await backend.salient_events("s", 0.85)] == [1]
+    assert [e.sequence for e in await backend.salient_events("s", 0.85)] == [1]
     snapshot = await backend.read_session_snapshot("s")
     assert snapshot is not None
     assert await backend.read_session_snapshot("nobody") is None
@@ -116,7 +116,7 @@ async def test_a_read_only_backend_refuses_writes_and_still_reads(
         await store(reader, "s", 2, "refused")
     with pytest.raises(ReadOnlyDatabase):
         await reader.delete_session("s")
-    assert [e["sequence"] for e in await reader.read_events("s")] == [1]
+    assert [e.sequence for e in await reader.read_events("s")] == [1]
 
 
 async def test_two_writers_racing_on_a_session_give_one_win_and_one_refusal(
@@ -134,5 +134,5 @@ async def test_two_writers_racing_on_a_session_give_one_win_and_one_refusal(
         assert len(refused) == 1, results
         assert isinstance(refused[0], SequenceError) and "not greater" in str(refused[0])
     events = await backend.read_events("s")
-    assert [e["sequence"] for e in events] == list(range(1, 12))
+    assert [e.sequence for e in events] == list(range(1, 12))
     assert (await backend.read_session_state("s") or {})["last_sequence"] == 11

@@ -76,8 +76,8 @@ async def test_a_compaction_writes_archive_marker_and_reset_summary_at_once(
     assert committed["marker_sequence"] == 4
     assert committed["note"]["name"] == "archive-s-1"
     events = await backend.read_events("s")
-    assert [e["sequence"] for e in events] == [1, 2, 3, 4]
-    assert events[-1]["payload"] == {"role": "system", "content": "compacted"}
+    assert [e.sequence for e in events] == [1, 2, 3, 4]
+    assert events[-1].payload == {"role": "system", "content": "compacted"}
     state = await backend.read_session_state("s") or {}
     assert state["last_sequence"] == 4 and state["compaction"]["count"] == 1
     assert (_summary_state(state)["epoch"], _summary_state(state)["text"]) == (1, "")
@@ -131,7 +131,7 @@ async def test_of_two_compactions_of_one_conversation_exactly_one_commits(
     assert committed["marker_sequence"] == 4
     assert await backend.archive_count("s") == 1
     assert await backend.note_names("ana") == [committed["note"]["name"]]
-    assert [e["sequence"] for e in await backend.read_events("s")] == [1, 2, 3, 4]
+    assert [e.sequence for e in await backend.read_events("s")] == [1, 2, 3, 4]
 
 
 async def test_a_message_racing_a_compaction_is_stored_or_refuses_it(
@@ -146,7 +146,7 @@ async def test_a_message_racing_a_compaction_is_stored_or_refuses_it(
             backend.commit_compaction(plan, note("ana", f"archive-{round_}", "folded"), LATER),
             store(other, session, None, "arrived meanwhile"), return_exceptions=True)
         assert not isinstance(results[1], BaseException)  # the message is always kept
-        sequences = [e["sequence"] for e in await backend.read_events(session)]
+        sequences = [e.sequence for e in await backend.read_events(session)]
         if isinstance(results[0], dict):  # the compaction went first: its marker is 3
             assert (results[0]["marker_sequence"], sequences) == (3, [1, 2, 3, 4])
         else:
