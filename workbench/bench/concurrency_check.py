@@ -107,7 +107,7 @@ async def verify(path: Path, config: Any, ledger: Ledger) -> Verdict:
                         or (payload.get("metadata") or {}).get("op") != op):
                     verdict.lost_appends += 1
                     verdict.miss(f"append {op} at {session_id}#{sequence}: found {payload!r:.120}")
-            extra = sorted(set(stored) - set(expected))
+            extra = sorted(set(stored) - set(wanted))
             verdict.unacknowledged_events += len(extra)
             if extra:
                 verdict.miss(f"{session_id}: events nobody acknowledged at {extra[:5]}")
