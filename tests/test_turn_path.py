@@ -73,6 +73,21 @@ async def test_a_summary_check_waits_for_the_sessions_stores_to_pause(
         assert state.epoch >= 1 and state.text
 
 
+async def test_a_summary_check_still_waiting_runs_at_close(
+        memory: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent that stores and exits gets its summary: closing is the pause."""
+    monkeypatch.setattr(summary_service, "QUIET_SECONDS", 600.0)
+    monkeypatch.setattr(summary_service, "QUIET_AT_MOST_SECONDS", 600.0)
+    config = {**DETERMINISTIC, "consolidation": {"enabled": False},
+              "summary": {"token_budget": 1000, "auto": True}}
+    async with Engine.open(memory, config=config) as engine:
+        for i in range(1, 12):
+            await engine.store("s", i, message(i))
+        assert (await engine.summary_state("s")).epoch == 0
+    async with Engine.open(memory, config=config) as engine:
+        assert (await engine.summary_state("s")).epoch >= 1
+
+
 async def test_a_summary_check_runs_once_the_stores_pause(
         memory: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(summary_service, "QUIET_SECONDS", 0.05)

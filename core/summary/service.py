@@ -134,6 +134,8 @@ run on the event loop, and in the middle of an agent's turns they were its slowe
 model, they cost it nothing. :meth:`Summaries.settle` does not wait for the pause."""
 QUIET_AT_MOST_SECONDS = 5.0
 """How long stores that never pause hold a session's check back at most."""
+STOP_WAIT_SECONDS = 2.0
+"""How long closing the engine gives the checks still waiting for a pause."""
 _ESTIMATE_MARGIN = 1.25
 _DEFAULT_TOKENS_PER_CHAR = 0.5
 _TALLIES_KEPT = 4096
@@ -440,6 +442,12 @@ class Summaries:
                 self._hurry.clear()
 
     async def stop(self) -> None:
-        """Cancel the checks in flight (a cancelled check writes nothing)."""
+        """Run the checks still waiting for their session's pause (a close is one), for at
+        most :data:`STOP_WAIT_SECONDS`, then cancel what is left (a cancelled check writes
+        nothing): an agent that stores and exits still gets the summary it was owed."""
+        if self._checks:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOP_WAIT_SECONDS):
+                    await self.settle()
         await cancel_and_wait(*self._checks.values())
         self._checks.clear()
