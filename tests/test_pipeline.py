@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from core import Engine
+from core import Engine, clock
 from core.errors import InvalidInput, InvalidMessage
 from tests.conftest import DETERMINISTIC
 
@@ -85,14 +87,18 @@ async def test_restore_keeps_the_newest_messages_that_fit(memory: str) -> None:
 
 
 async def test_sessions_are_listed_newest_activity_first_with_counts(memory: str) -> None:
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
-        await engine.store("old", 1, {"role": "user", "content": "first"})
-        await engine.store("new", 1, {"role": "user", "content": "second"})
-        await engine.store("new", 2, {"role": "user", "content": "third"})
+        # One minute between the writes: two in one millisecond would tie (then by id).
+        for minute, (session, sequence, text) in enumerate(
+                (("old", 1, "first"), ("new", 1, "second"), ("new", 2, "third"))):
+            with clock.frozen(start + timedelta(minutes=minute)):
+                await engine.store(session, sequence, {"role": "user", "content": text})
         sessions = await engine.list_sessions()
         assert [s.session_id for s in sessions] == ["new", "old"]
         assert (sessions[0].event_count, sessions[0].chunk_count) == (2, 2)
-        await engine.store("old", 2, {"role": "user", "content": "old is active again"})
+        with clock.frozen(start + timedelta(minutes=5)):
+            await engine.store("old", 2, {"role": "user", "content": "old is active again"})
         assert [s.session_id for s in await engine.list_sessions()] == ["old", "new"]
 
 
