@@ -315,3 +315,36 @@ def _array(path: Path, name: str, array: str) -> Path:
     folder = persisted.sqlite_folder(path)
     manifest = json.loads((folder / f"{name}.json").read_text())
     return folder / manifest["folder"] / f"{array}.npy"
+
+
+async def test_the_phrases_queries_asked_for_are_saved_and_loaded(db_path: Path,
+                                                                   tmp_path: Path) -> None:
+    # A phrase ("search_web" is "search web" to FTS5) costs a read of the file the first
+    # time it is asked: a quiet period saves it, though the file did not move.
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 300, "bob": 200}, 3)
+        await engine.store_many([("ann-s9", None, {"role": "user", "content": text})
+                                 for text in ("search_web found the hotel",
+                                              "web search, then search web pages")],
+                                agent="ann")
+        await answers(engine)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = backend_of(engine)
+        await answers(engine)
+        index = backend.full_text_index
+        assert index.search("ann", ["search_web"], 10) is None  # not asked yet: needs the file
+        asked = await engine.search(namespace="ann", query="search_web hotel", mode="keyword")
+        assert asked.legs.fts_derived
+        assert index.learned() == 1
+        assert backend.derived.save("full-text")  # what the quiet period does
+        assert not backend.derived.save("full-text")  # nothing new since
+        found = index.search("ann", ["search_web"], 10)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = backend_of(engine)
+        await answers(engine)
+        assert backend.derived.state("full-text").origin == "loaded"
+        index = backend.full_text_index
+        assert index.learned() == 1
+        assert found and index.search("ann", ["search_web"], 10) == found
+        again = await engine.search(namespace="ann", query="search_web hotel", mode="keyword")
+        assert [r.chunk_id for r in again.results] == [r.chunk_id for r in asked.results]

@@ -18,7 +18,7 @@ from core.storage.derived.holder import DerivedIndexes
 from core.storage.derived.phrases import occurrences, phrase_postings
 from core.storage.derived.session_text import session_search
 from core.storage.derived.tokenizer import TOKENIZER, Tokenizer
-from core.storage.sqlite import connection
+from core.storage.sqlite import connection, fts_phrases
 from core.storage.sqlite.fts_maxscore import bm25_rowids
 from core.storage.sqlite.search import _session_match
 from core.storage.vocabulary import agent_token_for
@@ -153,7 +153,12 @@ def _queries(rng: random.Random, vocabulary: list[str], count: int) -> list[list
             for _ in range(count)]
 
 
-async def test_the_index_ranks_as_fts5_in_every_namespace(db_path: Path) -> None:
+@pytest.mark.parametrize("phrases_by", ["places", "rows"])
+async def test_the_index_ranks_as_fts5_in_every_namespace(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch, phrases_by: str) -> None:
+    # A phrase's rows come from its tokens' places or from the matched rows' text,
+    # whichever is cheaper: each way is made the cheaper one here.
+    monkeypatch.setattr(fts_phrases, "_PLACE_SECONDS", 0.0 if phrases_by == "places" else 1.0)
     await _file(db_path)
     conn = connection.open_connection(db_path, read_only=True, busy_timeout_ms=5000)
     try:
@@ -162,7 +167,7 @@ async def test_the_index_ranks_as_fts5_in_every_namespace(db_path: Path) -> None
         rng = random.Random(3)
         words = COMMON + TOPICAL + RARE[:12] + ["cafe", "naive", "run", "absent", "ecole"]
         # Words FTS5 reads as phrases of several tokens, and one that is missing.
-        words += ["snake_case", "x86_64", "good_plan", "case_snake"]
+        words += ["snake_case", "x86_64", "good_plan", "case_snake", "good_good", "plan-good-plan"]
         for terms in _queries(rng, words, 200):
             for namespace in ("ana", "bob"):
                 k = rng.choice([1, 5, 10, 50, 1000])

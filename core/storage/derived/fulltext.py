@@ -42,6 +42,7 @@ from core.storage.derived.impacts import Impact, ImpactCache
 from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
 from core.storage.sqlite.connection import select_in
+from core.storage.sqlite.fts_phrases import phrase_instances, prefer_places
 
 K1 = 1.2  # fts5_aux.c
 B = 0.75
@@ -224,23 +225,31 @@ class FullTextIndex:
             self._parts(term).append(
                 (slots[start:end], tf_text[start:end], tf_context[start:end]))
 
-    def _add_phrase(self, conn: Any, phrase: Phrase) -> None:
-        """A phrase's postings: its rows among those holding all its tokens."""
-        candidates: np.ndarray | None = None
-        for term in set(phrase):
-            postings = self.postings(term)
-            slots = postings[0] if postings is not None else np.zeros(0, dtype=np.int32)
-            candidates = slots if candidates is None else np.intersect1d(
-                candidates, slots, assume_unique=True)
-        assert candidates is not None
-        texts = {row[0]: row[1:] for row in select_in(
-            conn, "SELECT fts_rowid, chunk_text, context_text FROM chunks WHERE fts_rowid IN",
-            self._rowid[candidates].tolist())}
-        kept = [int(slot) for slot in candidates if int(self._rowid[slot]) in texts]
-        rows = [texts[int(self._rowid[slot])] for slot in kept]
-        found = phrase_postings(self.tokenizer, [phrase], kept, [row[0] for row in rows],
-                                [row[1] for row in rows])
-        self._postings[phrase] = [found[phrase]]
+    def _add_phrase(self, conn: Any, phrase: Phrase, word: str) -> None:
+        """A phrase's postings (``word`` is the query word it was read from), found by FTS5
+        (:mod:`core.storage.sqlite.fts_phrases`): among the rows this index holds, where
+        the phrase starts in each column, by its tokens' places or by the matched rows'
+        text, whichever FTS5's counts say is cheaper."""
+        stems = [self.tokenizer.terms[term] for term in phrase]
+        by_places, matched = prefer_places(conn, word, stems)
+        if by_places:
+            rowids, in_text, in_context = phrase_instances(conn, stems)
+            slots = np.fromiter((self._slot_of.get(int(r), -1) for r in rowids.tolist()),
+                                dtype=np.int64, count=len(rowids))
+            held = slots >= 0
+            order = np.argsort(slots[held], kind="stable")
+            found = (slots[held][order].astype(np.int32),
+                     in_text[held][order].astype(np.uint16),
+                     in_context[held][order].astype(np.uint16))
+        else:
+            texts = {row[0]: row[1:] for row in select_in(
+                conn, "SELECT fts_rowid, chunk_text, context_text FROM chunks"
+                " WHERE fts_rowid IN", matched)}
+            kept = sorted(self._slot_of[rowid] for rowid in texts if rowid in self._slot_of)
+            rows = [texts[int(self._rowid[slot])] for slot in kept]
+            found = phrase_postings(self.tokenizer, [phrase], kept, [row[0] for row in rows],
+                                    [row[1] for row in rows])[phrase]
+        self._postings[phrase] = [found]
         self._clean[phrase] = self._deletions
         self._phrases.append(phrase)
 
@@ -290,8 +299,8 @@ class FullTextIndex:
 
     def export(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Everything a new process needs to answer as this index does, as arrays: the rows,
-        every term's live postings end to end by term id, the tokenizer's terms (call it
-        under the index's lock). Phrases are left out: a query asks for them again."""
+        every term's live postings end to end by term id, the tokenizer's terms, and the
+        phrases queries asked for with their postings (call it under the index's lock)."""
         terms = self.tokenizer.terms
         counts = np.zeros(len(terms), dtype=np.int64)
         slots, tf_text, tf_context = [], [], []
@@ -315,10 +324,47 @@ class FullTextIndex:
                            else np.zeros(0, dtype=np.uint16)),
             "terms": np.frombuffer("\n".join(terms).encode(), dtype=np.uint8),
             "tainted": np.frombuffer("\n".join(sorted(self.tokenizer.session_tainted))
-                                     .encode(), dtype=np.uint8)}
+                                     .encode(), dtype=np.uint8),
+            **self._export_phrases()}
         meta = {"namespaces": self._namespaces, "deletions": self._deletions,
                 "term_count": len(terms)}
         return arrays, meta
+
+    def learned(self) -> int:
+        """The phrases queries asked for (each cost a read of the file: worth saving)."""
+        return len(self._phrases)
+
+    def _export_phrases(self) -> dict[str, np.ndarray]:
+        """The phrases' token ids and postings, end to end (a phrase costs the file a read
+        of its places or rows: a new process takes them as they were)."""
+        postings = [self.postings(phrase) for phrase in self._phrases]
+        empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16),
+                 np.zeros(0, dtype=np.uint16))
+        held = [found if found is not None else empty for found in postings]
+        return {
+            "phrase_tokens": np.asarray([t for p in self._phrases for t in p], dtype=np.int64),
+            "phrase_widths": np.asarray([len(p) for p in self._phrases], dtype=np.int64),
+            "phrase_offsets": np.concatenate(
+                ([0], np.cumsum([len(found[0]) for found in held]))).astype(np.int64),
+            **{f"phrase_{name}": (np.concatenate([found[n] for found in held]) if held
+                                  else empty[n])
+               for n, name in enumerate(("slots", "tf_text", "tf_context"))}}
+
+    def _restore_phrases(self, arrays: dict[str, np.ndarray]) -> None:
+        if "phrase_widths" not in arrays:  # saved before phrases were
+            return
+        tokens = arrays["phrase_tokens"].tolist()
+        ends = np.cumsum(arrays["phrase_widths"]).tolist()
+        offsets = arrays["phrase_offsets"].tolist()
+        for n, end in enumerate(ends):
+            phrase = tuple(tokens[end - int(arrays["phrase_widths"][n]):end])
+            start, stop = offsets[n], offsets[n + 1]
+            self._postings[phrase] = [(arrays["phrase_slots"][start:stop],
+                                       arrays["phrase_tf_text"][start:stop],
+                                       arrays["phrase_tf_context"][start:stop])]
+            self._clean[phrase] = self._base_deletions
+            self._mapped.add(phrase)
+            self._phrases.append(phrase)
 
     def restore(self, conn: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         """Hold what :meth:`export` gave (its postings mapped, read when first wanted), with
@@ -339,6 +385,7 @@ class FullTextIndex:
         self._deletions = self._base_deletions = int(meta["deletions"])
         self._base = (arrays["offsets"], arrays["slots"], arrays["tf_text"],
                       arrays["tf_context"])
+        self._restore_phrases(arrays)
         with snapshot(conn):
             self._read_averages(conn)
 
@@ -364,11 +411,11 @@ class FullTextIndex:
         term_ids = self.keys(terms)
         if term_ids is None:
             return None
-        for key in term_ids:
+        for word, key in zip(terms, term_ids, strict=True):
             if isinstance(key, tuple) and key not in self._postings:
                 if conn is None:
                     return None
-                self._add_phrase(conn, key)
+                self._add_phrase(conn, key, word)
         wanted = self._namespaces.get(namespace)
         if wanted is None or not term_ids or k <= 0:
             return []

@@ -71,6 +71,10 @@ class SavedIndex(DerivedIndex, Protocol):
     def restore(self, conn: Any, arrays: dict[str, Any], meta: dict[str, Any]) -> None:
         """Hold what :meth:`export` gave, read back (mapped)."""
 
+    def learned(self) -> int:
+        """How much it learned from queries alone (a count: the full-text
+        index's phrases): a quiet period saves it when this moved, though the file did not."""
+
 
 @dataclass
 class Saving:
@@ -111,6 +115,8 @@ class IndexState:
     """Why a saved copy was not used (None: used, or none saved)."""
     saved_at: int | None = None
     """The change-log position of the copy on disk (None: none known)."""
+    saved_learned: int = 0
+    """The index's :meth:`SavedIndex.learned` when the copy on disk was exported."""
     loading: threading.Event | None = None
     """Set once a load under way is over (used or refused)."""
     last_read: float = 0.0
@@ -325,6 +331,7 @@ class DerivedIndexes:
         assert not isinstance(found, str)
         try:
             index.restore(conn, found.arrays, found.meta)
+            state.saved_learned = index.learned()
             inserted, deleted = collapse(changes.entries, index.follows)
             if inserted or deleted:
                 index.apply(conn, inserted, deleted)
@@ -358,8 +365,10 @@ class DerivedIndexes:
                         position = state.watermark
                         behind = (position - state.saved_at if state.saved_at is not None
                                   else None)
-                        if behind == 0 or (at_close and behind is not None
-                                           and behind < saving.close_after):
+                        learned = state.index.learned()
+                        if behind == 0 and (at_close or learned == state.saved_learned):
+                            return False
+                        if at_close and behind is not None and behind < saving.close_after:
                             return False
                         fingerprint = saving.fingerprint(conn, state.index)
                         entry = {"at": _entry(conn, position), "lineage": lineage_mark(conn)}
@@ -379,7 +388,7 @@ class DerivedIndexes:
                 return False
             if written is None:  # another process is saving it: tried again when quiet
                 return False
-            state.saved_at = position
+            state.saved_at, state.saved_learned = position, learned
             return True
 
     def check_saved(self) -> list[dict[str, Any]]:
@@ -434,8 +443,8 @@ class DerivedIndexes:
             if moved:
                 continue
             for name, state in self._states.items():
-                if (state.ready and state.saved_at != newest
-                        and time.monotonic() - state.last_read >= quiet):
+                if (state.ready and time.monotonic() - state.last_read >= quiet
+                        and (state.saved_at != newest or _learned_since_saved(state))):
                     try:
                         self.save(name)
                     except Exception as exc:  # the driver's errors: tried again later
@@ -457,6 +466,10 @@ class DerivedIndexes:
                 self.save(name, at_close=True)
             except Exception as exc:  # the driver's errors: the next process builds
                 log.warning("derived index %s could not be saved at close: %s", name, exc)
+
+
+def _learned_since_saved(state: IndexState) -> bool:
+    return _saveable(state.index) and state.index.learned() != state.saved_learned
 
 
 def _saveable(index: DerivedIndex) -> TypeGuard[SavedIndex]:

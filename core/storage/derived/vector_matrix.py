@@ -375,6 +375,10 @@ class NamespaceVectors:
                 "ceilings": [space.residual_ceiling for space in spaces]}
         return arrays, meta
 
+    def learned(self) -> int:
+        """Nothing is learned from queries: it changes with the file alone."""
+        return 0
+
     def restore(self, conn: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         """Hold what :meth:`export` gave (its arrays as saved, mapped copy-on-write)."""
         self._spaces, self._space_names, self._space_number = {}, [], {}
