@@ -14,8 +14,11 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from core import Engine
 from core.storage.derived import persisted
@@ -185,6 +188,8 @@ async def test_a_copy_whose_log_went_on_alone_is_rebuilt(db_path: Path, tmp_path
 _SAVER = """
 import asyncio, sys
 sys.path.insert(0, {root!r})
+import numpy as np
+
 from core import Engine
 from tests.conftest import DETERMINISTIC
 from tests.test_derived_saved import answers, backend_of
@@ -245,6 +250,8 @@ async def test_two_processes_saving_at_once_keep_a_whole_copy(db_path: Path,
 _CHILD = """
 import asyncio, sys
 sys.path.insert(0, {root!r})
+import numpy as np
+
 from core import Engine
 from tests.conftest import DETERMINISTIC
 from tests.test_derived_saved import answers, backend_of
@@ -348,3 +355,27 @@ async def test_the_phrases_queries_asked_for_are_saved_and_loaded(db_path: Path,
         assert found and index.search("ann", ["search_web"], 10) == found
         again = await engine.search(namespace="ann", query="search_web hotel", mode="keyword")
         assert [r.chunk_id for r in again.results] == [r.chunk_id for r in asked.results]
+
+
+def test_a_copy_saved_with_crc32_checksums_is_still_checked_and_loaded(tmp_path: Path) -> None:
+    # Copies saved before xxh3 carry CRC-32s: they load (no rebuild on upgrading), and a
+    # changed byte is still caught.
+    arrays = {"a": np.arange(1000, dtype=np.int64), "b": np.zeros(0, dtype=np.int32)}
+    keys: dict[str, Any] = {"fingerprint": {"model": "m"}, "database": "db"}
+    persisted.save(tmp_path, "ix", position=3, entry=None, meta={}, arrays=arrays, **keys)
+    path = tmp_path / "ix.json"
+    manifest = json.loads(path.read_text())
+    folder = tmp_path / manifest["folder"]
+    for key, described in manifest["arrays"].items():
+        del described["xxh3"]
+        described["crc32"] = zlib.crc32(np.load(folder / f"{key}.npy").tobytes())
+    manifest["seal"] = persisted._seal(manifest)
+    path.write_text(json.dumps(manifest))
+    loaded = persisted.load(tmp_path, "ix", **keys)
+    assert not isinstance(loaded, str)
+    assert loaded.arrays["a"].tolist() == list(range(1000))
+    target = folder / "a.npy"
+    data = bytearray(target.read_bytes())
+    data[-5] ^= 0x01
+    target.write_bytes(bytes(data))
+    assert persisted.load(tmp_path, "ix", **keys) == "a.npy is corrupt (checksum)"

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from core.storage.derived.impacts import Impact, ImpactCache
+from core.storage.derived.lookup import SavedLookup
 from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
 from core.storage.sqlite.connection import select_in
@@ -112,7 +113,7 @@ class FullTextIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._split_alike = np.zeros(0, dtype=bool)  # see Tokenizer.splits_alike
         self._used = 0
-        self._slot_of: dict[int, int] = {}
+        self._slot_of: MutableMapping[int, int] = {}
         self._namespaces: dict[str, int] = {}
         self._postings: dict[Key, list[Postings]] = {}
         self._clean: dict[Key, int] = {}  # key -> deletions its postings are clean of
@@ -234,8 +235,7 @@ class FullTextIndex:
         by_places, matched = prefer_places(conn, word, stems)
         if by_places:
             rowids, in_text, in_context = phrase_instances(conn, stems)
-            slots = np.fromiter((self._slot_of.get(int(r), -1) for r in rowids.tolist()),
-                                dtype=np.int64, count=len(rowids))
+            slots = self._slots_of(rowids)
             held = slots >= 0
             order = np.argsort(slots[held], kind="stable")
             found = (slots[held][order].astype(np.int32),
@@ -252,6 +252,14 @@ class FullTextIndex:
         self._postings[phrase] = [found]
         self._clean[phrase] = self._deletions
         self._phrases.append(phrase)
+
+    def _slots_of(self, rowids: np.ndarray) -> np.ndarray:
+        """The live slots of ``rowids``, -1 for those this index does not hold."""
+        if isinstance(self._slot_of, SavedLookup):
+            return self._slot_of.get_many(rowids)
+        get = self._slot_of.get
+        return np.fromiter((get(rowid, -1) for rowid in rowids.tolist()), dtype=np.int64,
+                           count=len(rowids))
 
     def _merge_all(self) -> None:
         """Every term's segments merged: the batches they were sliced from can be freed."""
@@ -380,7 +388,8 @@ class FullTextIndex:
             getattr(self, f"_{name}")[:used] = arrays[name]
         self._used = used
         live = np.flatnonzero(self._alive[:used])
-        self._slot_of = dict(zip(self._rowid[live].tolist(), live.tolist(), strict=True))
+        self._slot_of = SavedLookup(self._rowid[live], lambda n: int(live[n]), live.tolist,
+                                    values=live)
         self._namespaces = {str(k): int(v) for k, v in meta["namespaces"].items()}
         self._deletions = self._base_deletions = int(meta["deletions"])
         self._base = (arrays["offsets"], arrays["slots"], arrays["tf_text"],
@@ -526,9 +535,8 @@ class FullTextIndex:
         would otherwise convert a common word's whole postings array on every lookup, 50 us
         a word at 1M chunks); None when one of them is a row whose words a session's prefix
         splits otherwise than FTS5 (``Tokenizer.splits_alike``)."""
-        slot_of = self._slot_of.get
-        slots = np.fromiter((slot_of(rowid, -1) for rowid in rowids), np.int32, len(rowids))
-        slots = np.sort(slots[slots >= 0])
+        slots = self._slots_of(np.fromiter(rowids, dtype=np.int64, count=len(rowids)))
+        slots = np.sort(slots[slots >= 0]).astype(np.int32)
         return slots if self._split_alike[slots].all() else None
 
     def rowids_at(self, slots: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +74,7 @@ class NamespaceIndex:
     namespace: str
     vectors: NamespaceVectors = field(default_factory=NamespaceVectors)
     postings: NamespacePostings = field(default_factory=NamespacePostings)
-    chunk_ids: dict[int, str] = field(default_factory=dict)
+    chunk_ids: MutableMapping[int, str] = field(default_factory=dict)
     ready: bool = False
     xmax: int = 0
     """The xmax of the snapshot of the last sync (or of the build)."""

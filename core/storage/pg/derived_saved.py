@@ -34,6 +34,7 @@ import platformdirs
 import psycopg
 
 from core.storage.derived import persisted
+from core.storage.derived.lookup import SavedLookup
 from core.storage.pg import migrations, vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.fts_bm25 import CONFIG
@@ -132,9 +133,19 @@ def restore(held: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> N
                                     if k.startswith(_VECTORS)}, meta["vectors"])
     held.postings.restore({k[len(_POSTINGS):]: v for k, v in arrays.items()
                            if k.startswith(_POSTINGS)}, meta["postings"])
-    rowids = arrays["chunk_rowids"].tolist()
-    ids = bytes(arrays["chunk_ids"]).decode().split("\x00") if rowids else []
-    held.chunk_ids = dict(zip(rowids, ids, strict=True))
+    rowids, text = arrays["chunk_rowids"], arrays["chunk_ids"]
+    ends = (np.append(np.flatnonzero(text == 0), len(text)) if len(rowids)
+            else np.zeros(0, dtype=np.int64))
+    if len(ends) != len(rowids):
+        raise ValueError(f"{len(ends)} chunk ids for {len(rowids)} rowids")
+
+    def chunk_id(n: int) -> str:
+        return bytes(text[(int(ends[n - 1]) + 1 if n else 0):int(ends[n])]).decode()
+
+    def every() -> list[str]:
+        return bytes(text).decode().split("\x00") if len(rowids) else []
+
+    held.chunk_ids = SavedLookup(rowids, chunk_id, every)
 
 
 def save(saving: PgSaving, held: Any, fingerprint: dict[str, Any],

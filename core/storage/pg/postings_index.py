@@ -19,13 +19,15 @@ query first asks for them.
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from core.storage.derived.lookup import SavedLookup
 from core.storage.pg.fts_bm25 import BM25_B, BM25_K1
 
 _GROWTH = 1.25
@@ -57,7 +59,7 @@ class NamespacePostings:
     """The postings of one namespace's chunks, by lexeme."""
 
     def __init__(self) -> None:
-        self._slot_of: dict[int, int] = {}  # fts_rowid -> its live slot
+        self._slot_of: MutableMapping[int, int] = {}  # fts_rowid -> its live slot
         self._rowids = np.zeros(1024, dtype=np.int64)
         self._lengths = np.zeros(1024, dtype=np.float64)
         self._alive = np.zeros(1024, dtype=bool)
@@ -69,9 +71,9 @@ class NamespacePostings:
         self._added: dict[str, list[tuple[int, int, int]]] = {}
         self._added_count = 0
         self._base_count = 0
-        # A saved copy read back: lexeme -> its number, and the postings end to end by
-        # lexeme number (offsets, slots, f_text, f_context), mapped.
-        self._saved: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray,
+        # A saved copy read back: its lexemes (sorted: a lexeme's number is its place), and
+        # the postings end to end by lexeme number (offsets, slots, f_text, f_context), mapped.
+        self._saved: tuple[list[str], np.ndarray, np.ndarray, np.ndarray,
                            np.ndarray] | None = None
 
     # -- keeping it -------------------------------------------------------------------------
@@ -171,14 +173,16 @@ class NamespacePostings:
         self._alive[:used] = arrays["alive"]
         self._slots = used
         live = np.flatnonzero(self._alive[:used])
-        self._slot_of = dict(zip(self._rowids[live].tolist(), live.tolist(), strict=True))
+        self._slot_of = SavedLookup(self._rowids[live], lambda n: int(live[n]), live.tolist,
+                                    values=live)
         self._total_length = float(self._lengths[live].sum())
         names = (bytes(arrays["lexemes"]).decode().split("\x00")
                  if meta["lexeme_count"] else [])
         if len(names) + 1 != len(arrays["offsets"]):
             raise ValueError(f"{len(names)} lexemes for {len(arrays['offsets']) - 1} offsets")
-        self._saved = (dict(zip(names, range(len(names)), strict=True)), arrays["offsets"],
-                       arrays["slots"], arrays["f_text"], arrays["f_context"])
+        # Sorted as export wrote them (and the checksum vouches): found by bisection.
+        self._saved = (names, arrays["offsets"], arrays["slots"], arrays["f_text"],
+                       arrays["f_context"])
         self._base_count = len(arrays["slots"])
 
     # -- reading it -------------------------------------------------------------------------
@@ -187,9 +191,9 @@ class NamespacePostings:
         """``lexeme``'s postings of the build (or of the saved copy), dead slots included."""
         found = self._base.get(lexeme)
         if found is None and self._saved is not None:
-            numbers, offsets, slots, f_text, f_context = self._saved
-            at = numbers.get(lexeme)
-            if at is not None:
+            names, offsets, slots, f_text, f_context = self._saved
+            at = bisect.bisect_left(names, lexeme)
+            if at < len(names) and names[at] == lexeme:
                 start, end = int(offsets[at]), int(offsets[at + 1])
                 found = (slots[start:end], f_text[start:end], f_context[start:end])
         return _NO_POSTINGS if found is None else found
