@@ -13,7 +13,6 @@ notes the namespace owns.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,11 +47,6 @@ if TYPE_CHECKING:
 
 ORDERS = ("name", "updated")
 MAX_PAGE = 1000
-
-
-def note_from_row(row: dict[str, Any]) -> Note:
-    """A storage row as the engine's :class:`~core.types.Note`."""
-    return Note(**{field.name: row[field.name] for field in dataclasses.fields(Note)})
 
 
 class Notes:
@@ -139,11 +133,11 @@ class Notes:
             source=None if source is None else clean_source(source),
             importance=None if importance is None else clean_importance(importance))
 
-    def _changed(self, row: dict[str, Any]) -> Note:
+    def _changed(self, note: Note) -> Note:
         """A written note, after telling the worker and dropping stale working memory."""
-        self._working_memory.drop(row["session_id"])
+        self._working_memory.drop(note.session_id)
         self._wake()
-        return note_from_row(row)
+        return note
 
     # -- crabtalk's operations -------------------------------------------------------------
 
@@ -166,9 +160,8 @@ class Notes:
         again; id, name, aliases and created_at are kept."""
         changes = self.changes(content, kind=kind, category=category, tags=tags, source=source,
                                importance=importance)
-        row = await self._backend.write_note(self.namespace(namespace), self.reference(ref),
-                                             changes, utc_now())
-        return self._changed(row)
+        return self._changed(await self._backend.write_note(
+            self.namespace(namespace), self.reference(ref), changes, utc_now()))
 
     async def edit(self, ref: str, *, namespace: str | None = None, name: str | None = None,
                    aliases: Iterable[str] | None = None, content: str | None = None,
@@ -183,9 +176,9 @@ class Notes:
         kept_aliases = None if aliases is None else clean_aliases(aliases, new_name or "")
         changes = self.changes(content, kind=kind, category=category, tags=tags, source=source,
                                importance=importance)
-        row = await self._backend.edit_note(self.namespace(namespace), self.reference(ref),
-                                            new_name, kept_aliases, changes, utc_now())
-        return self._changed(row)
+        return self._changed(await self._backend.edit_note(
+            self.namespace(namespace), self.reference(ref), new_name, kept_aliases, changes,
+            utc_now()))
 
     async def namespaces(self) -> list[str]:
         """Every namespace that holds a note, in order."""
@@ -193,21 +186,18 @@ class Notes:
 
     async def rename(self, ref: str, new_name: str, *, namespace: str | None = None) -> Note:
         """Give a note a new name; the old name is released."""
-        row = await self._backend.rename_note(self.namespace(namespace), self.reference(ref),
-                                              clean_name(new_name), utc_now())
-        return self._changed(row)
+        return self._changed(await self._backend.rename_note(
+            self.namespace(namespace), self.reference(ref), clean_name(new_name), utc_now()))
 
     async def alias(self, ref: str, alias: str, *, namespace: str | None = None) -> Note:
         """Bind an alias to a note: it resolves to the note and adds no search words."""
-        row = await self._backend.alias_note(self.namespace(namespace), self.reference(ref),
-                                             clean_name(alias, "alias"), utc_now())
-        return note_from_row(row)
+        return await self._backend.alias_note(self.namespace(namespace), self.reference(ref),
+                                              clean_name(alias, "alias"), utc_now())
 
     async def unalias(self, alias: str, *, namespace: str | None = None) -> Note:
         """Unbind an alias; returns the note it named."""
-        row = await self._backend.unalias_note(self.namespace(namespace),
-                                               clean_name(alias, "alias"), utc_now())
-        return note_from_row(row)
+        return await self._backend.unalias_note(self.namespace(namespace),
+                                                clean_name(alias, "alias"), utc_now())
 
     async def remove(self, ref: str, *, namespace: str | None = None) -> bool:
         """Delete a note and everything that indexes it; False when there was none."""
@@ -220,10 +210,10 @@ class Notes:
         """The note an id, name or alias names; ``NotFound`` when it names none here."""
         namespace = self.namespace(namespace)
         found = self.reference(ref)
-        row = await self._backend.read_note(namespace, found)
-        if row is None:
+        note = await self._backend.read_note(namespace, found)
+        if note is None:
             raise NotFound(f"no {found.describe()} in namespace {inputs.shown(namespace)}")
-        return note_from_row(row)
+        return note
 
     async def list_notes(self, *, namespace: str | None = None, category: str | None = None,
                    kind: str | None = None, tags: Iterable[str] | None = None,
@@ -250,8 +240,8 @@ class Notes:
             category=None if category is None else clean_category(category),
             kind=None if kind is None else clean_kind(kind), tags=self.tags(tags),
             text=text, order=order, limit=limit, offset=offset)
-        rows, total, exact, matched = await self._backend.list_notes(query)
-        return NotePage([note_from_row(row) for row in rows], total, offset, limit, matched,
+        notes, total, exact, matched = await self._backend.list_notes(query)
+        return NotePage(notes, total, offset, limit, matched,
                         total_exact=exact)
 
     # -- pynchy's memory tools -----------------------------------------------------------
@@ -288,10 +278,10 @@ class Notes:
             session_id=memory_session_id(namespace), query=query, mode="keyword",
             top_k=limit * 4, caller=caller)
         matched_by = "like" if found.legs.fts_fallback == "like" else "fts"
-        return [MemoryHit(key=row["name"], content=row["content"], category=row["category"],
+        return [MemoryHit(key=note.name, content=note.content, category=note.category,
                           score=result.fts_raw if result.fts_raw is not None else 0.0,
-                          matched_by=matched_by, note_id=row["note_id"])
-                for result, row in await self._best_per_note(namespace, found.results)][:limit]
+                          matched_by=matched_by, note_id=note.note_id)
+                for result, note in await self._best_per_note(namespace, found.results)][:limit]
 
     # -- oxydra's memory tools -------------------------------------------------------------
 
@@ -327,18 +317,18 @@ class Notes:
         found = await self._retrieval.search(
             session_id=memory_session_id(namespace), query=query, top_k=top_k * 4,
             tags=None if tags is None else list(self.tags(tags)), caller=caller)
-        return [NoteHit(note_id=row["note_id"], name=row["name"], content=row["content"],
-                        tags=list(row["tags"]), source=row["source"],
-                        updated_at=row["updated_at"], chunk_id=result.chunk_id,
+        return [NoteHit(note_id=note.note_id, name=note.name, content=note.content,
+                        tags=list(note.tags), source=note.source,
+                        updated_at=note.updated_at, chunk_id=result.chunk_id,
                         text=result.text, score=result.score,
                         vector_score=result.vector_score, fts_score=result.fts_score,
                         parts=result.parts or ScoreParts(fused=result.score))
-                for result, row in await self._best_per_note(namespace, found.results)][:top_k]
+                for result, note in await self._best_per_note(namespace, found.results)][:top_k]
 
     async def _best_per_note(self, namespace: str, results: Iterable[HybridQueryResult],
-                             ) -> list[tuple[HybridQueryResult, dict[str, Any]]]:
-        """Each note's best-ranked chunk in ``results`` (already best first) with the note's
-        row, for the notes the namespace owns."""
+                             ) -> list[tuple[HybridQueryResult, Note]]:
+        """Each note's best-ranked chunk in ``results`` (already best first) with its note,
+        for the notes the namespace owns."""
         best: dict[str, HybridQueryResult] = {}
         for result in results:
             note_id = result.metadata.get("note_id")
@@ -363,27 +353,24 @@ class Notes:
     async def write_changes(self, namespace: str, note_id: str, changes: NoteChanges) -> Note:
         """Write prepared changes to the note of that id, in one transaction; ``NotFound``
         when it is gone."""
-        row = await self._backend.write_note(namespace, NoteRef(note_id=note_id), changes,
-                                             utc_now())
-        return self._changed(row)
+        return self._changed(await self._backend.write_note(
+            namespace, NoteRef(note_id=note_id), changes, utc_now()))
 
     async def lookup(self, namespace: str, name: str) -> Note | None:
         """The note a name (or alias) names in the namespace, or None."""
-        row = await self._backend.read_note(namespace, NoteRef(name=name))
-        return None if row is None else note_from_row(row)
+        return await self._backend.read_note(namespace, NoteRef(name=name))
 
     async def under(self, namespace: str, source: str, prefix: str, *,
                     children_only: bool = False, limit: int | None = None) -> list[Note]:
         """The notes ``source`` wrote in the namespace whose names start with ``prefix``,
         by note id."""
-        rows = await self._backend.notes_under(namespace, source, prefix,
+        return await self._backend.notes_under(namespace, source, prefix,
                                                children_only=children_only, limit=limit)
-        return [note_from_row(row) for row in rows]
 
     # -- for export and import (core.notes.transfer) -----------------------------------------
 
-    async def all_rows(self, namespace: str) -> Sequence[dict[str, Any]]:
-        """Every note of a namespace as storage rows, by name."""
+    async def all_notes(self, namespace: str) -> list[Note]:
+        """Every note of a namespace, by name."""
         return await self._backend.all_notes(namespace)
 
     async def apply_import(self, namespace: str, drafts: Sequence[NoteDraft], *,

@@ -32,7 +32,7 @@ from core.clock import utc_now
 from core.errors import ImportCollision, InvalidInput
 from core.notes.fields import NOTE_SCHEMA_VERSION, is_note_id, new_note_id
 from core.storage.vocabulary import NoteDraft
-from core.types import NameCollision, NoteExportResult, NoteImportResult
+from core.types import NameCollision, Note, NoteExportResult, NoteImportResult
 
 if TYPE_CHECKING:
     from core.notes.service import Notes
@@ -90,13 +90,13 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _document(namespace: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _document(namespace: str, notes: list[Note]) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "namespace": namespace,
             "exported_at": utc_now(),
-            "notes": [{key: row[key] for key in ("note_id", "name", "aliases", "content", "kind",
-                                                  "category", "tags", "source", "importance",
-                                                  "created_at", "updated_at", "schema_version")}
-                      for row in rows]}
+            "notes": [{key: getattr(note, key) for key in (
+                "note_id", "name", "aliases", "content", "kind", "category", "tags", "source",
+                "importance", "created_at", "updated_at", "schema_version")}
+                      for note in notes]}
 
 
 async def export_notes(notes: Notes, path: str | os.PathLike[str],
@@ -104,9 +104,9 @@ async def export_notes(notes: Notes, path: str | os.PathLike[str],
     """Write every note of a namespace to one JSON file, atomically."""
     namespace = notes.namespace(namespace)
     target = Path(path).expanduser()
-    rows = list(await notes.all_rows(namespace))
-    await write_json_document(target, _document(namespace, rows))
-    return NoteExportResult(str(target), namespace, len(rows))
+    found = await notes.all_notes(namespace)
+    await write_json_document(target, _document(namespace, found))
+    return NoteExportResult(str(target), namespace, len(found))
 
 
 def _field(note: dict[str, Any], key: str, default: Any) -> Any:

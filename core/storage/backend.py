@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         Scope,
         WriteResult,
     )
-    from core.types import Fact, MemoryRecord, SessionInfo
+    from core.types import Fact, MemoryRecord, Note, SessionInfo
 
 
 @dataclass(frozen=True)
@@ -256,26 +256,26 @@ class Backend(Protocol):
 
     # -- notes -------------------------------------------------------------------------------
 
-    async def add_note(self, draft: NoteDraft, now: str) -> dict[str, Any]:
+    async def add_note(self, draft: NoteDraft, now: str) -> Note:
         """One transaction: the note, its names, tags, event and chunks; ``NameTaken`` when
         its name or an alias is bound in the namespace (checked in the same transaction)."""
 
     async def write_note(self, namespace: str, ref: NoteRef, changes: NoteChanges,
-                         now: str) -> dict[str, Any]:
+                         now: str) -> Note:
         """One transaction: replace a note's content and fields and index it again (id,
         names and created_at kept); ``NotFound`` when ``ref`` names no note there."""
 
     async def rename_note(self, namespace: str, ref: NoteRef, new_name: str,
-                          now: str) -> dict[str, Any]:
+                          now: str) -> Note:
         """One transaction: give the note a new name (its old one released); ``NameTaken``
         when another note holds it, ``NotFound`` when ``ref`` names no note."""
 
     async def alias_note(self, namespace: str, ref: NoteRef, alias: str,
-                         now: str) -> dict[str, Any]:
+                         now: str) -> Note:
         """One transaction: bind one more name to the note (aliases resolve, never add search
         tokens); ``NameTaken`` when another note holds it, ``NotFound`` for no note."""
 
-    async def unalias_note(self, namespace: str, alias: str, now: str) -> dict[str, Any]:
+    async def unalias_note(self, namespace: str, alias: str, now: str) -> Note:
         """One transaction: unbind an alias; ``NotFound`` when it is bound to nothing,
         ``InvalidInput`` when it is a note's own name."""
 
@@ -285,7 +285,7 @@ class Backend(Protocol):
 
     async def edit_note(self, namespace: str, ref: NoteRef, new_name: str | None,
                         aliases: Sequence[str] | None, changes: NoteChanges,
-                        now: str) -> dict[str, Any]:
+                        now: str) -> Note:
         """One transaction: rename, set the aliases and write the fields; any refusal
         (``NameTaken``, ``NotFound``) leaves the note exactly as it was."""
 
@@ -298,11 +298,11 @@ class Backend(Protocol):
     async def note_namespaces(self) -> list[str]:
         """Every namespace that holds a note, in order."""
 
-    async def read_note(self, namespace: str, ref: NoteRef) -> dict[str, Any] | None:
+    async def read_note(self, namespace: str, ref: NoteRef) -> Note | None:
         """The note ``ref`` (id, name or alias) names in the namespace (None: none there)."""
 
     async def list_notes(self, query: NoteQuery,
-                         ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
+                         ) -> tuple[list[Note], int, bool, str | None]:
         """A page of the namespace's notes matching every filter, the total and whether it
         is exact, and how the text filter matched ("fts", "like" or None)."""
 
@@ -310,15 +310,15 @@ class Backend(Protocol):
         """The namespace's note names (of one category), in order."""
 
     async def notes_by_ids(self, namespace: str,
-                           note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+                           note_ids: Sequence[str]) -> dict[str, Note]:
         """The namespace's notes among these ids; another namespace's ids find nothing."""
 
-    async def all_notes(self, namespace: str) -> list[dict[str, Any]]:
+    async def all_notes(self, namespace: str) -> list[Note]:
         """Every note of the namespace, by name."""
 
     async def notes_under(self, namespace: str, source: str, prefix: str, *,
                           children_only: bool = False,
-                          limit: int | None = None) -> list[dict[str, Any]]:
+                          limit: int | None = None) -> list[Note]:
         """The namespace's notes written by ``source`` whose names start with ``prefix``
         (``children_only``: no ``/`` follows it in the name), by note id, at most ``limit``;
         one snapshot. A framework's store items are such notes (:mod:`core.notes.store_items`)."""

@@ -8,6 +8,7 @@ shapes in their own SQL; nothing here touches a connection.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -21,6 +22,7 @@ from core.errors import InvalidInput
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.messages import PreparedChunk, chunk_id_for
 from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
+from core.types import Note
 
 # -- notes -------------------------------------------------------------------------------------
 
@@ -44,6 +46,15 @@ def note_dicts(rows: Sequence[Sequence[Any]],
         note["aliases"] = sorted(aliases.get(note["note_id"], []))
         notes.append(note)
     return notes
+
+
+def note_of(row: dict[str, Any]) -> Note:
+    """A note row (:func:`note_dicts`, :func:`new_row`) as the engine's
+    :class:`~core.types.Note` (its storage-only fields, like ``event_sequence``, left out)."""
+    return Note(**{name: row[name] for name in _NOTE_FIELDS})
+
+
+_NOTE_FIELDS = tuple(field.name for field in dataclasses.fields(Note))
 
 
 def name_range(prefix: str) -> tuple[str, str] | None:

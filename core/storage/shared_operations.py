@@ -20,7 +20,8 @@ import numpy as np
 
 from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
-from core.types import Fact, MemoryRecord, SessionInfo
+from core.storage.rows import note_of
+from core.types import Fact, MemoryRecord, Note, SessionInfo
 
 if TYPE_CHECKING:
     from core.locations import Location
@@ -347,33 +348,38 @@ class SharedOperations:
         rows = await self._db.read(self._ops.events.salient_events, session_id, threshold)
         return [MemoryRecord(**row) for row in rows]
 
-    async def add_note(self, draft: NoteDraft, now: str) -> dict[str, Any]:
+    async def add_note(self, draft: NoteDraft, now: str) -> Note:
         """Create a note and index it."""
         self.require_writable()
-        return await self._db.write(self._ops.notes.add_note, draft, now)
+        row = await self._db.write(self._ops.notes.add_note, draft, now)
+        return note_of(row)
 
     async def write_note(self, namespace: str, ref: NoteRef, changes: NoteChanges,
-                         now: str) -> dict[str, Any]:
+                         now: str) -> Note:
         """Replace a note's content and fields, indexing it again."""
         self.require_writable()
-        return await self._db.write(self._ops.notes.write_note, namespace, ref, changes, now)
+        row = await self._db.write(self._ops.notes.write_note, namespace, ref, changes, now)
+        return note_of(row)
 
     async def rename_note(self, namespace: str, ref: NoteRef, new_name: str,
-                          now: str) -> dict[str, Any]:
+                          now: str) -> Note:
         """Give a note a new name."""
         self.require_writable()
-        return await self._db.write(self._ops.notes.rename_note, namespace, ref, new_name, now)
+        row = await self._db.write(self._ops.notes.rename_note, namespace, ref, new_name, now)
+        return note_of(row)
 
     async def alias_note(self, namespace: str, ref: NoteRef, alias: str,
-                         now: str) -> dict[str, Any]:
+                         now: str) -> Note:
         """Bind an alias to a note."""
         self.require_writable()
-        return await self._db.write(self._ops.notes.alias_note, namespace, ref, alias, now)
+        row = await self._db.write(self._ops.notes.alias_note, namespace, ref, alias, now)
+        return note_of(row)
 
-    async def unalias_note(self, namespace: str, alias: str, now: str) -> dict[str, Any]:
+    async def unalias_note(self, namespace: str, alias: str, now: str) -> Note:
         """Unbind an alias."""
         self.require_writable()
-        return await self._db.write(self._ops.notes.unalias_note, namespace, alias, now)
+        row = await self._db.write(self._ops.notes.unalias_note, namespace, alias, now)
+        return note_of(row)
 
     async def remove_note(self, namespace: str, ref: NoteRef) -> bool:
         """Delete a note and every row that indexes it."""
@@ -382,45 +388,52 @@ class SharedOperations:
 
     async def edit_note(self, namespace: str, ref: NoteRef, new_name: str | None,
                         aliases: Sequence[str] | None, changes: NoteChanges,
-                        now: str) -> dict[str, Any]:
+                        now: str) -> Note:
         """Rename, re-alias and write a note in one transaction."""
         self.require_writable()
-        return await self._db.write(self._ops.notes.edit_note, namespace, ref, new_name, aliases,
-                                    changes, now)
+        row = await self._db.write(self._ops.notes.edit_note, namespace, ref, new_name,
+                                   aliases, changes, now)
+        return note_of(row)
 
     async def note_namespaces(self) -> list[str]:
         """Every namespace that holds a note, in order."""
         return await self._db.read(self._ops.notes.namespaces)
 
-    async def read_note(self, namespace: str, ref: NoteRef) -> dict[str, Any] | None:
+    async def read_note(self, namespace: str, ref: NoteRef) -> Note | None:
         """The note a reference names in a namespace."""
-        return await self._db.read(self._ops.notes.read_note, namespace, ref)
+        row = await self._db.read(self._ops.notes.read_note, namespace, ref)
+        return None if row is None else note_of(row)
 
     async def list_notes(self, query: NoteQuery,
-                         ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
+                         ) -> tuple[list[Note], int, bool, str | None]:
         """A page of filtered notes, the total and whether it is exact, and how the text
         filter matched."""
-        return await self._db.read(self._ops.note_listing.list_notes, query)
+        rows, total, exact, matched = await self._db.read(self._ops.note_listing.list_notes,
+                                                          query)
+        return [note_of(row) for row in rows], total, exact, matched
 
     async def note_names(self, namespace: str, category: str | None = None) -> list[str]:
         """A namespace's note names, in order."""
         return await self._db.read(self._ops.notes.note_names, namespace, category)
 
     async def notes_by_ids(self, namespace: str,
-                           note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+                           note_ids: Sequence[str]) -> dict[str, Note]:
         """The namespace's notes among these ids."""
-        return await self._db.read(self._ops.notes.notes_by_ids, namespace, note_ids)
+        rows = await self._db.read(self._ops.notes.notes_by_ids, namespace, note_ids)
+        return {note_id: note_of(row) for note_id, row in rows.items()}
 
-    async def all_notes(self, namespace: str) -> list[dict[str, Any]]:
+    async def all_notes(self, namespace: str) -> list[Note]:
         """Every note of a namespace, by name."""
-        return await self._db.read(self._ops.notes.all_notes, namespace)
+        return [note_of(row) for row in await self._db.read(self._ops.notes.all_notes,
+                                                            namespace)]
 
     async def notes_under(self, namespace: str, source: str, prefix: str, *,
                           children_only: bool = False,
-                          limit: int | None = None) -> list[dict[str, Any]]:
+                          limit: int | None = None) -> list[Note]:
         """A source's notes of a namespace under a name prefix, by note id."""
-        return await self._db.read(self._ops.notes.notes_under, namespace, source, prefix,
+        rows = await self._db.read(self._ops.notes.notes_under, namespace, source, prefix,
                                    children_only, limit)
+        return [note_of(row) for row in rows]
 
     async def import_notes(self, namespace: str, drafts: Sequence[NoteDraft],
                            overwrite: bool, now: str,

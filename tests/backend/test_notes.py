@@ -9,6 +9,7 @@ import pytest
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.storage.backend import Backend
 from core.storage.vocabulary import NoteChanges, NoteQuery, NoteRef, Scope
+from core.types import Note
 from tests.backend.builders import NOW, chunks, note
 from tests.backend.conftest import Opener
 
@@ -23,14 +24,14 @@ async def test_a_note_is_found_by_id_name_or_alias_in_its_namespace_only(
         backend: Backend) -> None:
     added = await backend.add_note(note("ana", "lisbon", "trip in may", aliases=("trip",)),
                                    NOW)
-    assert (added["name"], added["aliases"], added["content"]) == ("lisbon", ["trip"],
+    assert (added.name, added.aliases, added.content) == ("lisbon", ["trip"],
                                                                    "trip in may")
-    for ref in (NoteRef(note_id=added["note_id"]), name("lisbon"), name("trip")):
-        assert (await backend.read_note("ana", ref) or {}).get("note_id") == added["note_id"]
+    for ref in (NoteRef(note_id=added.note_id), name("lisbon"), name("trip")):
+        assert getattr(await backend.read_note("ana", ref), "note_id", None) == added.note_id
     assert await backend.read_note("bob", name("lisbon")) is None
-    assert await backend.read_note("bob", NoteRef(note_id=added["note_id"])) is None
-    assert await backend.notes_by_ids("bob", [added["note_id"]]) == {}
-    assert list(await backend.notes_by_ids("ana", [added["note_id"]])) == [added["note_id"]]
+    assert await backend.read_note("bob", NoteRef(note_id=added.note_id)) is None
+    assert await backend.notes_by_ids("bob", [added.note_id]) == {}
+    assert list(await backend.notes_by_ids("ana", [added.note_id])) == [added.note_id]
     assert await backend.note_namespaces() == ["ana"]
     # Indexed as a session's chunks, so the search legs find the note's content.
     assert await backend.fts_search(Scope(namespace="ana"), ["may"], 5) != []
@@ -51,20 +52,20 @@ async def test_rename_alias_and_unalias(backend: Backend) -> None:
     await backend.add_note(note("ana", "lisbon", "trip"), NOW)
     await backend.add_note(note("ana", "porto", "wine"), NOW)
     renamed = await backend.rename_note("ana", name("lisbon"), "lisboa", LATER)
-    assert renamed["name"] == "lisboa" and await backend.read_note("ana", name("lisbon")) is None
+    assert renamed.name == "lisboa" and await backend.read_note("ana", name("lisbon")) is None
     with pytest.raises(NameTaken):
         await backend.rename_note("ana", name("lisboa"), "porto", LATER)
     with pytest.raises(NotFound):
         await backend.rename_note("ana", name("nowhere"), "x", LATER)
     aliased = await backend.alias_note("ana", name("lisboa"), "capital", LATER)
-    assert aliased["aliases"] == ["capital"]
+    assert aliased.aliases == ["capital"]
     with pytest.raises(NameTaken):
         await backend.alias_note("ana", name("porto"), "capital", LATER)
     with pytest.raises(InvalidInput):
         await backend.unalias_note("ana", "lisboa", LATER)  # its own name
     with pytest.raises(NotFound):
         await backend.unalias_note("ana", "nothing", LATER)
-    assert (await backend.unalias_note("ana", "capital", LATER))["aliases"] == []
+    assert (await backend.unalias_note("ana", "capital", LATER)).aliases == []
     assert await backend.read_note("ana", name("capital")) is None
 
 
@@ -74,9 +75,9 @@ async def test_write_keeps_identity_and_edit_is_all_or_nothing(backend: Backend)
     written = await backend.write_note(
         "ana", name("lisbon"), NoteChanges(content="trip in june", chunks=chunks("trip in june"),
                                            tags=("travel",)), LATER)
-    assert (written["note_id"], written["created_at"]) == (added["note_id"],
-                                                           added["created_at"])
-    assert (written["content"], written["tags"]) == ("trip in june", ["travel"])
+    assert (written.note_id, written.created_at) == (added.note_id,
+                                                           added.created_at)
+    assert (written.content, written.tags) == ("trip in june", ["travel"])
     assert await backend.fts_search(Scope(namespace="ana"), ["may"], 5) == []
     with pytest.raises(NotFound):
         await backend.write_note("ana", name("nowhere"), NoteChanges(content="x"), LATER)
@@ -87,13 +88,13 @@ async def test_write_keeps_identity_and_edit_is_all_or_nothing(backend: Backend)
     assert unchanged == written  # the refused edit left nothing behind
     edited = await backend.edit_note("ana", name("lisbon"), "lisboa", ["city"],
                                      NoteChanges(content="kept"), LATER)
-    assert (edited["name"], edited["aliases"], edited["content"]) == ("lisboa", ["city"],
+    assert (edited.name, edited.aliases, edited.content) == ("lisboa", ["city"],
                                                                       "kept")
 
 
 async def test_remove_takes_the_note_and_its_index(backend: Backend) -> None:
     added = await backend.add_note(note("ana", "lisbon", "zebra crossing"), NOW)
-    assert await backend.remove_note("ana", NoteRef(note_id=added["note_id"])) is True
+    assert await backend.remove_note("ana", NoteRef(note_id=added.note_id)) is True
     assert await backend.remove_note("ana", name("lisbon")) is False
     assert await backend.fts_search(Scope(namespace="ana"), ["zebra"], 5) == []
     assert await backend.all_notes("ana") == []
@@ -107,11 +108,11 @@ async def test_listing_filters_pages_and_counts(backend: Backend) -> None:
     assert await backend.note_names("ana", category="core") == ["a-note", "c-note"]
     page, total, exact, matched = await backend.list_notes(
         NoteQuery(namespace="ana", tags=("x",), limit=1))
-    assert ([n["name"] for n in page], total, exact, matched) == (["a-note"], 2, True, None)
+    assert ([n.name for n in page], total, exact, matched) == (["a-note"], 2, True, None)
     page, total, _, matched = await backend.list_notes(
         NoteQuery(namespace="ana", text="zebras", category="daily"))
-    assert ([n["name"] for n in page], total, matched) == (["b-note"], 1, "fts")
-    assert [n["name"] for n in await backend.all_notes("ana")] == ["a-note", "b-note",
+    assert ([n.name for n in page], total, matched) == (["b-note"], 1, "fts")
+    assert [n.name for n in await backend.all_notes("ana")] == ["a-note", "b-note",
                                                                    "c-note"]
 
 
@@ -126,7 +127,7 @@ async def test_an_import_with_collisions_applies_nothing_unless_it_overwrites(
     assert await backend.note_names("ana") == ["lisbon"]
     applied = await backend.import_notes("ana", drafts, True, LATER, lambda: next(ids))
     assert (applied["applied"], applied["added"], applied["replaced"]) == (True, 1, 1)
-    assert (await backend.read_note("ana", name("lisbon")) or {})["content"] == "new content"
+    assert getattr(await backend.read_note("ana", name("lisbon")), "content", None) == "new content"
     assert await backend.note_names("ana") == ["lisbon", "porto"]
 
 
@@ -141,12 +142,12 @@ async def test_of_writers_racing_for_one_name_exactly_one_binds_it(
     results = await asyncio.gather(
         *(writer.add_note(draft, NOW) for writer, draft in zip(writers, drafts, strict=True)),
         return_exceptions=True)
-    added = [r for r in results if isinstance(r, dict)]
-    assert added and all(isinstance(r, (dict, NameTaken)) for r in results)
-    bound = [name for n in added for name in (n["name"], *n["aliases"])]
+    added = [r for r in results if isinstance(r, Note)]
+    assert added and all(isinstance(r, (Note, NameTaken)) for r in results)
+    bound = [name for n in added for name in (n.name, *n.aliases)]
     assert bound.count("lisbon") == 1 and bound.count("porto") <= 1
     # What the refused writers tried left nothing behind.
-    assert sorted(await backend.note_names("ana")) == sorted(n["name"] for n in added)
+    assert sorted(await backend.note_names("ana")) == sorted(n.name for n in added)
     for refused in (d for d, r in zip(drafts, results, strict=True) if isinstance(r, NameTaken)):
         assert await backend.read_note("ana", NoteRef(note_id=refused.note_id)) is None
 
@@ -162,5 +163,5 @@ async def test_a_rename_and_an_alias_racing_for_one_name_bind_it_once(
     assert sum(isinstance(r, NameTaken) for r in results) == 1
     holder = await backend.read_note("ana", name("capital"))
     assert holder is not None
-    assert [n["name"] for n in await backend.all_notes("ana")] in (
+    assert [n.name for n in await backend.all_notes("ana")] in (
         ["capital", "porto"], ["lisbon", "porto"])
