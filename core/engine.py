@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -230,9 +230,13 @@ class Engine(NoteOperations):
 
     @needs_model
     async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,
-                         batch_size: int = BATCH_MESSAGES) -> BulkStoreResult:
-        """The importers' bulk path: many messages per transaction, refusals reported."""
-        return await self.bulk.store_many(items, agent=agent, batch_size=batch_size)
+                         batch_size: int = BATCH_MESSAGES,
+                         progress: Callable[[int], None] | None = None) -> BulkStoreResult:
+        """The importers' bulk path: many messages per transaction, refusals reported;
+        ``progress`` hears how many items are settled after each batch (see
+        :meth:`core.bulk.BulkIngest.store_many`)."""
+        return await self.bulk.store_many(items, agent=agent, batch_size=batch_size,
+                                          progress=progress)
 
     @needs_model
     async def drain(self, timeout: float | None = None) -> None:

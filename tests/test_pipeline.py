@@ -50,8 +50,11 @@ async def test_bulk_path_stores_many_and_reports_every_refusal(memory: str) -> N
     items.insert(20, ("s", 9999, {"role": "wizard", "content": "bad role"}))
     items.append(("t", None, {"role": "user", "content": "allocated"}))
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
-        result = await engine.store_many(items, batch_size=500)
+        settled: list[int] = []
+        result = await engine.store_many(items, batch_size=500, progress=settled.append)
         assert result.stored == 2501
+        # One pipeline: progress after each batch, in input order, up to every item.
+        assert settled == [500, 1000, 1500, 2000, 2500, 2503]
         assert sorted(r.index for r in result.rejected) == [10, 20]
         reasons = {r.index: r.reason for r in result.rejected}
         assert "not greater" in reasons[10] and "role" in reasons[20]

@@ -32,11 +32,6 @@ if TYPE_CHECKING:
     from core.engine import Engine
 
 KIND = "messages"
-# Messages handed to store_many at a time (progress moves between them): several of its
-# import batches, so that writing one overlaps embedding the next.
-STORE_BATCH = 4 * IMPORT_BATCH
-
-
 @dataclass(frozen=True)
 class PlannedMessage:
     """One message to import: where it goes, what it is, where the source holds it."""
@@ -89,22 +84,26 @@ async def land_messages(engine: Engine, planned: Sequence[PlannedMessage], repor
         done += len(items) - len(settled)
     if progress is not None:
         progress(done, total)
-    for start in range(0, len(to_store), STORE_BATCH):
-        batch = to_store[start:start + STORE_BATCH]
-        result = await engine.store_many(
-            [(m.session_id, m.sequence, m.payload, m.created_at) for m in batch],
-            agent=namespace, batch_size=IMPORT_BATCH)
-        refused = {r.index: r.reason for r in result.rejected}
-        for index, item in enumerate(batch):
-            if index in refused:
-                report.skip(KIND, item.where, refused[index])
-            else:
-                report.added(KIND)
-                owners.setdefault(item.session_id, namespace)
-        done += len(batch)
+    if not to_store:
+        return done
+    first = done
+
+    def stored_so_far(settled: int) -> None:
         if progress is not None:
-            progress(done, total)
-    return done
+            progress(first + settled, total)
+
+    # One call: one pipeline from the first batch to the last (core.bulk.BulkIngest).
+    result = await engine.store_many(
+        [(m.session_id, m.sequence, m.payload, m.created_at) for m in to_store],
+        agent=namespace, batch_size=IMPORT_BATCH, progress=stored_so_far)
+    refused = {r.index: r.reason for r in result.rejected}
+    for index, item in enumerate(to_store):
+        if index in refused:
+            report.skip(KIND, item.where, refused[index])
+        else:
+            report.added(KIND)
+            owners.setdefault(item.session_id, namespace)
+    return done + len(to_store)
 
 
 async def _settle_session(engine: Engine, session_id: str, items: list[PlannedMessage],

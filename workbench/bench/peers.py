@@ -344,19 +344,23 @@ async def _fill(engine: Engine, chunks: int, sessions: int, queries: int, rng: r
     data = round_robin(synthetic.messages(per_session * sessions, sessions))
     have = stored = 0
     ingest_seconds = 0.0
-    per_message, step = 1.08, max(1000, min(10_000, chunks // 10))
+    per_message = 1.08
+    # As an import runs: one store_many call for (about) all of it, one pipeline from the
+    # first batch to the last; then small calls top it up to ``chunks``.
     while have < chunks and stored < len(data):
         wanted = max(1, int((chunks - have) / per_message + 0.5))
-        piece = data[stored:stored + min(step, wanted)]
+        piece = data[stored:stored + wanted]
         began = time.perf_counter()
-        result = await engine.store_many(piece, agent=AGENT, batch_size=IMPORT_BATCH)
+        result = await engine.store_many(
+            piece, agent=AGENT, batch_size=IMPORT_BATCH,
+            progress=_stored_so_far(say, stored, len(piece), began - ingest_seconds))
         ingest_seconds += time.perf_counter() - began
         if result.rejected:
             raise RuntimeError(f"bench messages were refused: {result.rejected[:3]}")
         stored += len(piece)
         have = (await engine.counts())["chunks"]
         per_message = have / stored
-        say(f"  ours: {have:,} chunks from {stored:,} messages ({ingest_seconds:,.1f} s)")
+    say(f"  ours: {have:,} chunks from {stored:,} messages ({ingest_seconds:,.1f} s)")
     began = time.perf_counter()
     await engine.drain()
     drained = time.perf_counter()
@@ -365,6 +369,21 @@ async def _fill(engine: Engine, chunks: int, sessions: int, queries: int, rng: r
              **await _searchable(engine, asked[0][1])}
     say(f"  ours: searchable from the derived indexes after {parts['derived indexes']:,.1f} s")
     return asked, parts
+
+
+def _stored_so_far(say: Callable[[str], None], before: int, size: int,
+                   since: float) -> Callable[[int], None]:
+    """A store_many progress that says, every tenth of ``size`` or so, how many messages
+    are stored and the seconds since ``since``."""
+    shown = 0
+
+    def said(settled: int) -> None:
+        nonlocal shown
+        if settled - shown >= max(1000, size // 10) or settled == size:
+            shown = settled
+            say(f"  ours: {before + settled:,} messages stored "
+                f"({time.perf_counter() - since:,.1f} s)")
+    return said
 
 
 async def _searchable(engine: Engine, text: str) -> dict[str, float]:
