@@ -43,7 +43,7 @@ from core.storage.derived.lookup import SavedLookup
 from core.storage.derived.phrases import Phrase, phrase_postings
 from core.storage.derived.tokenizer import Tokenizer
 from core.storage.sqlite.connection import select_in
-from core.storage.sqlite.fts_phrases import phrase_instances, prefer_places
+from core.storage.sqlite.fts_phrases import phrase_instances, phrase_rows, prefer_places
 
 K1 = 1.2  # fts5_aux.c
 B = 0.75
@@ -232,8 +232,7 @@ class FullTextIndex:
         the phrase starts in each column, by its tokens' places or by the matched rows'
         text, whichever FTS5's counts say is cheaper."""
         stems = [self.tokenizer.terms[term] for term in phrase]
-        by_places, matched = prefer_places(conn, word, stems)
-        if by_places:
+        if prefer_places(conn, word, stems):
             rowids, in_text, in_context = phrase_instances(conn, stems)
             slots = self._slots_of(rowids)
             held = slots >= 0
@@ -244,7 +243,7 @@ class FullTextIndex:
         else:
             texts = {row[0]: row[1:] for row in select_in(
                 conn, "SELECT fts_rowid, chunk_text, context_text FROM chunks"
-                " WHERE fts_rowid IN", matched)}
+                " WHERE fts_rowid IN", phrase_rows(conn, word))}
             kept = sorted(self._slot_of[rowid] for rowid in texts if rowid in self._slot_of)
             rows = [texts[int(self._rowid[slot])] for slot in kept]
             found = phrase_postings(self.tokenizer, [phrase], kept, [row[0] for row in rows],
