@@ -105,12 +105,12 @@ async def land_notes(engine: Engine, planned: Sequence[PlannedNote], report: Imp
     if not drafts:
         return
     result = await engine.notes.apply_import(namespace, drafts, overwrite=False)
-    if not result["applied"]:
-        names = ", ".join(repr(c["name"]) for c in result["collisions"])
+    if not result.applied:
+        names = ", ".join(repr(c.name) for c in result.collisions)
         raise InvalidInput(f"another writer took the names {names} in namespace "
                            f"{namespace!r} during the import; no note was added, run the "
                            "import again")
-    report.added(kind, result["added"])
+    report.added(kind, result.added)
 
 
 def _name_taken(draft: NoteDraft, existing: dict[str, Note], claimed: dict[str, str],

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from core.config import Config
     from core.retrieval.service import Retrieval
     from core.storage.backend import Backend
+    from core.storage.rows import NoteImportOutcome
     from core.working_memory import WorkingMemory
 
 ORDERS = ("name", "updated")
@@ -160,8 +161,9 @@ class Notes:
         again; id, name, aliases and created_at are kept."""
         changes = self.changes(content, kind=kind, category=category, tags=tags, source=source,
                                importance=importance)
-        return self._changed(await self._backend.write_note(
-            self.namespace(namespace), self.reference(ref), changes, utc_now()))
+        note = await self._backend.write_note(self.namespace(namespace), self.reference(ref),
+                                             changes, utc_now())
+        return self._changed(note)
 
     async def edit(self, ref: str, *, namespace: str | None = None, name: str | None = None,
                    aliases: Iterable[str] | None = None, content: str | None = None,
@@ -176,9 +178,9 @@ class Notes:
         kept_aliases = None if aliases is None else clean_aliases(aliases, new_name or "")
         changes = self.changes(content, kind=kind, category=category, tags=tags, source=source,
                                importance=importance)
-        return self._changed(await self._backend.edit_note(
-            self.namespace(namespace), self.reference(ref), new_name, kept_aliases, changes,
-            utc_now()))
+        note = await self._backend.edit_note(self.namespace(namespace), self.reference(ref),
+                                            new_name, kept_aliases, changes, utc_now())
+        return self._changed(note)
 
     async def namespaces(self) -> list[str]:
         """Every namespace that holds a note, in order."""
@@ -186,18 +188,21 @@ class Notes:
 
     async def rename(self, ref: str, new_name: str, *, namespace: str | None = None) -> Note:
         """Give a note a new name; the old name is released."""
-        return self._changed(await self._backend.rename_note(
-            self.namespace(namespace), self.reference(ref), clean_name(new_name), utc_now()))
+        note = await self._backend.rename_note(self.namespace(namespace), self.reference(ref),
+                                              clean_name(new_name), utc_now())
+        return self._changed(note)
 
     async def alias(self, ref: str, alias: str, *, namespace: str | None = None) -> Note:
         """Bind an alias to a note: it resolves to the note and adds no search words."""
-        return await self._backend.alias_note(self.namespace(namespace), self.reference(ref),
-                                              clean_name(alias, "alias"), utc_now())
+        note = await self._backend.alias_note(self.namespace(namespace), self.reference(ref),
+                                             clean_name(alias, "alias"), utc_now())
+        return note
 
     async def unalias(self, alias: str, *, namespace: str | None = None) -> Note:
         """Unbind an alias; returns the note it named."""
-        return await self._backend.unalias_note(self.namespace(namespace),
-                                                clean_name(alias, "alias"), utc_now())
+        note = await self._backend.unalias_note(self.namespace(namespace),
+                                               clean_name(alias, "alias"), utc_now())
+        return note
 
     async def remove(self, ref: str, *, namespace: str | None = None) -> bool:
         """Delete a note and everything that indexes it; False when there was none."""
@@ -241,8 +246,7 @@ class Notes:
             kind=None if kind is None else clean_kind(kind), tags=self.tags(tags),
             text=text, order=order, limit=limit, offset=offset)
         notes, total, exact, matched = await self._backend.list_notes(query)
-        return NotePage(notes, total, offset, limit, matched,
-                        total_exact=exact)
+        return NotePage(notes, total, offset, limit, matched, total_exact=exact)
 
     # -- pynchy's memory tools -----------------------------------------------------------
 
@@ -353,12 +357,14 @@ class Notes:
     async def write_changes(self, namespace: str, note_id: str, changes: NoteChanges) -> Note:
         """Write prepared changes to the note of that id, in one transaction; ``NotFound``
         when it is gone."""
-        return self._changed(await self._backend.write_note(
-            namespace, NoteRef(note_id=note_id), changes, utc_now()))
+        note = await self._backend.write_note(namespace, NoteRef(note_id=note_id), changes,
+                                             utc_now())
+        return self._changed(note)
 
     async def lookup(self, namespace: str, name: str) -> Note | None:
         """The note a name (or alias) names in the namespace, or None."""
-        return await self._backend.read_note(namespace, NoteRef(name=name))
+        note = await self._backend.read_note(namespace, NoteRef(name=name))
+        return note
 
     async def under(self, namespace: str, source: str, prefix: str, *,
                     children_only: bool = False, limit: int | None = None) -> list[Note]:
@@ -374,11 +380,11 @@ class Notes:
         return await self._backend.all_notes(namespace)
 
     async def apply_import(self, namespace: str, drafts: Sequence[NoteDraft], *,
-                           overwrite: bool) -> dict[str, Any]:
+                           overwrite: bool) -> NoteImportOutcome:
         """Apply checked drafts in one transaction, or get the collisions back unapplied."""
         result = await self._backend.import_notes(namespace, drafts, overwrite, utc_now(),
                                                   new_note_id)
-        if result["applied"]:
+        if result.applied:
             self._working_memory.drop(memory_session_id(namespace))
             self._wake()
         return result

@@ -90,13 +90,13 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _document(namespace: str, notes: list[Note]) -> dict[str, Any]:
+def _document(namespace: str, stored: list[Note]) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "namespace": namespace,
             "exported_at": utc_now(),
             "notes": [{key: getattr(note, key) for key in (
                 "note_id", "name", "aliases", "content", "kind", "category", "tags", "source",
                 "importance", "created_at", "updated_at", "schema_version")}
-                      for note in notes]}
+                      for note in stored]}
 
 
 async def export_notes(notes: Notes, path: str | os.PathLike[str],
@@ -104,9 +104,9 @@ async def export_notes(notes: Notes, path: str | os.PathLike[str],
     """Write every note of a namespace to one JSON file, atomically."""
     namespace = notes.namespace(namespace)
     target = Path(path).expanduser()
-    found = await notes.all_notes(namespace)
-    await write_json_document(target, _document(namespace, found))
-    return NoteExportResult(str(target), namespace, len(found))
+    stored = await notes.all_notes(namespace)
+    await write_json_document(target, _document(namespace, stored))
+    return NoteExportResult(str(target), namespace, len(stored))
 
 
 def _field(note: dict[str, Any], key: str, default: Any) -> Any:
@@ -202,7 +202,7 @@ async def import_notes(notes: Notes, path: str | os.PathLike[str],
         raise InvalidInput(f"{source} is not JSON: {exc}") from None
     drafts = await asyncio.to_thread(_drafts, notes, namespace, document)
     result = await notes.apply_import(namespace, drafts, overwrite=overwrite)
-    collisions = [NameCollision(**c) for c in result["collisions"]]
-    if not result["applied"]:
-        raise ImportCollision(_collision_message(source, namespace, collisions), collisions)
-    return NoteImportResult(result["added"], result["replaced"], result["removed"], collisions)
+    if not result.applied:
+        raise ImportCollision(_collision_message(source, namespace, result.collisions),
+                              result.collisions)
+    return NoteImportResult(result.added, result.replaced, result.removed, result.collisions)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     )
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
+    from core.storage.rows import CommittedCompaction, NoteImportOutcome
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -291,7 +292,7 @@ class Backend(Protocol):
 
     async def import_notes(self, namespace: str, drafts: Sequence[NoteDraft],
                            overwrite: bool, now: str,
-                           new_id: Callable[[], str]) -> dict[str, Any]:
+                           new_id: Callable[[], str]) -> NoteImportOutcome:
         """One transaction: apply every draft, or (names already bound, without
         ``overwrite``) apply none and report each collision."""
 
@@ -373,7 +374,7 @@ class Backend(Protocol):
         """Keep the session's last summarizer failure (None clears it)."""
 
     async def commit_compaction(self, plan: CompactionPlan, archive: NoteDraft,
-                                now: str) -> dict[str, Any]:
+                                now: str) -> CommittedCompaction:
         """One transaction: archive note, compact marker, folded events, reset summary and
         archive row; ``SummaryConflict`` and nothing written when the session's last
         sequence or summary epoch moved since ``plan`` read them."""

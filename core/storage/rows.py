@@ -8,7 +8,6 @@ shapes in their own SQL; nothing here touches a connection.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -22,7 +21,7 @@ from core.errors import InvalidInput
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.messages import PreparedChunk, chunk_id_for
 from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
-from core.types import Note
+from core.types import NameCollision, Note
 
 # -- notes -------------------------------------------------------------------------------------
 
@@ -32,29 +31,83 @@ NOTE_COLUMNS = ("note_id", "namespace", "session_id", "name", "content", "kind",
                 "updated_at", "schema_version")
 
 
-def note_dicts(rows: Sequence[Sequence[Any]],
-               alias_rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
-    """Note rows (``NOTE_COLUMNS``) as dicts, with their tags and their aliases, sorted,
-    from ``alias_rows`` of (note_id, alias) (either backend's)."""
+@dataclass(frozen=True)
+class NoteRow:
+    """A stored note as either backend reads it: the engine's :class:`~core.types.Note` and
+    the sequence of the event that indexes it (what rewriting or removing the note deletes).
+    The fields follow ``NOTE_COLUMNS``, tags decoded, then the aliases, sorted."""
+
+    note_id: str
+    namespace: str
+    session_id: str
+    name: str
+    content: str
+    kind: str
+    category: str
+    tags: list[str]
+    source: str
+    importance: float
+    event_sequence: int | None
+    created_at: str
+    updated_at: str
+    schema_version: int
+    aliases: list[str]
+
+    def note(self) -> Note:
+        """The note as the engine offers it."""
+        return Note(note_id=self.note_id, namespace=self.namespace, name=self.name,
+                    aliases=self.aliases, content=self.content, kind=self.kind,
+                    category=self.category, tags=self.tags, source=self.source,
+                    importance=self.importance, created_at=self.created_at,
+                    updated_at=self.updated_at, schema_version=self.schema_version,
+                    session_id=self.session_id)
+
+    def values(self) -> tuple[Any, ...]:
+        """The note's ``notes`` row, in ``NOTE_COLUMNS`` order (tags as JSON)."""
+        return (self.note_id, self.namespace, self.session_id, self.name, self.content,
+                self.kind, self.category, json.dumps(self.tags, ensure_ascii=False),
+                self.source, self.importance, self.event_sequence, self.created_at,
+                self.updated_at, self.schema_version)
+
+
+def stored_notes(rows: Sequence[Sequence[Any]],
+                 alias_rows: Iterable[Sequence[Any]]) -> list[NoteRow]:
+    """Note rows (``NOTE_COLUMNS``) with their tags and their aliases, sorted, from
+    ``alias_rows`` of (note_id, alias) (either backend's)."""
     aliases: dict[str, list[str]] = {}
     for note_id, name in alias_rows:
         aliases.setdefault(note_id, []).append(name)
-    notes = []
-    for row in rows:
-        note = dict(zip(NOTE_COLUMNS, row, strict=True))
-        note["tags"] = json.loads(note.pop("tags_json"))
-        note["aliases"] = sorted(aliases.get(note["note_id"], []))
-        notes.append(note)
-    return notes
+    return [NoteRow(note_id, namespace, session_id, name, content, kind, category,
+                    json.loads(tags_json), source, importance, event_sequence, created_at,
+                    updated_at, schema_version, sorted(aliases.get(note_id, [])))
+            for (note_id, namespace, session_id, name, content, kind, category, tags_json,
+                 source, importance, event_sequence, created_at, updated_at,
+                 schema_version) in rows]
 
 
-def note_of(row: dict[str, Any]) -> Note:
-    """A note row (:func:`note_dicts`, :func:`new_row`) as the engine's
-    :class:`~core.types.Note` (its storage-only fields, like ``event_sequence``, left out)."""
-    return Note(**{name: row[name] for name in _NOTE_FIELDS})
+@dataclass(frozen=True)
+class NoteImportOutcome:
+    """What an import's one transaction did: applied or not (names already bound, without
+    overwrite), the collisions it met, notes added, replaced in place, and removed (by
+    name)."""
+
+    applied: bool
+    collisions: list[NameCollision]
+    added: int = 0
+    replaced: int = 0
+    removed: list[str] = field(default_factory=list)
 
 
-_NOTE_FIELDS = tuple(field.name for field in dataclasses.fields(Note))
+def import_collisions(claimed: dict[str, NoteDraft],
+                      bound: dict[str, tuple[str, bool, str]]) -> list[NameCollision]:
+    """The names drafts claim (``claimed``: name -> draft) that are already bound (``bound``:
+    name -> (note_id, is_alias, that note's name)), by imported note, then name."""
+    collisions = [NameCollision(name=name, imported_note=claimed[name].name,
+                                existing_note_id=note_id, existing_note=holder,
+                                bound_as="alias" if is_alias else "name")
+                  for name, (note_id, is_alias, holder) in bound.items()]
+    collisions.sort(key=lambda c: (c.imported_note, c.name))
+    return collisions
 
 
 def name_range(prefix: str) -> tuple[str, str] | None:
@@ -71,14 +124,14 @@ def names_of(namespace: str, note_id: str, name: str,
     return [(namespace, name, note_id, 0), *[(namespace, a, note_id, 1) for a in aliases]]
 
 
-def new_row(draft: NoteDraft, note_id: str, session_id: str, now: str) -> dict[str, Any]:
-    """A new note's row as a backend reads it back (:func:`note_dicts`)."""
-    return {"note_id": note_id, "namespace": draft.namespace, "session_id": session_id,
-            "name": draft.name, "content": draft.content, "kind": draft.kind,
-            "category": draft.category, "tags": list(draft.tags), "source": draft.source,
-            "importance": draft.importance, "event_sequence": None,
-            "created_at": draft.created_at or now, "updated_at": draft.updated_at or now,
-            "schema_version": draft.schema_version, "aliases": list(draft.aliases)}
+def new_row(draft: NoteDraft, note_id: str, session_id: str, now: str) -> NoteRow:
+    """A new note's row as a backend reads it back (:func:`stored_notes`)."""
+    return NoteRow(note_id=note_id, namespace=draft.namespace, session_id=session_id,
+                   name=draft.name, content=draft.content, kind=draft.kind,
+                   category=draft.category, tags=list(draft.tags), source=draft.source,
+                   importance=draft.importance, event_sequence=None,
+                   created_at=draft.created_at or now, updated_at=draft.updated_at or now,
+                   schema_version=draft.schema_version, aliases=list(draft.aliases))
 
 
 def note_chunk_id(note_id: str, name: str, content_hash: str) -> str:
@@ -87,29 +140,29 @@ def note_chunk_id(note_id: str, name: str, content_hash: str) -> str:
     return f"chk-{digest[:32]}"
 
 
-def note_rows(note: dict[str, Any], chunks: Iterable[PreparedChunk], sequence: int,
+def note_rows(note: NoteRow, chunks: Iterable[PreparedChunk], sequence: int,
               now: str) -> tuple[tuple[Any, ...], str, str, list[tuple[str, PreparedChunk]]]:
     """What indexing one note writes, whatever the backend: its event row (session_id,
     sequence, payload_json, created_at, importance, role), its chunks' metadata JSON and
     scope token, and each distinct chunk with its id (a paragraph repeated inside one note
     is indexed once)."""
-    note_id, session_id, name = note["note_id"], note["session_id"], note["name"]
-    payload = {"role": "system", "content": note["content"],
-               "metadata": {"note_id": note_id, "name": name, "kind": note["kind"],
-                            "category": note["category"], "tags": note["tags"]}}
+    note_id, session_id, name = note.note_id, note.session_id, note.name
+    payload = {"role": "system", "content": note.content,
+               "metadata": {"note_id": note_id, "name": name, "kind": note.kind,
+                            "category": note.category, "tags": note.tags}}
     event = (session_id, sequence, json.dumps(payload, ensure_ascii=False), now,
-             note["importance"], note_id)
+             note.importance, note_id)
     metadata = json.dumps({
-        "note_id": note_id, "name": name, "kind": note["kind"],
-        "category": note["category"], "tags": note["tags"], "source": note["source"],
-        "importance": note["importance"], "created_at": note["created_at"],
-        "updated_at": note["updated_at"], "schema_version": note["schema_version"],
+        "note_id": note_id, "name": name, "kind": note.kind,
+        "category": note.category, "tags": note.tags, "source": note.source,
+        "importance": note.importance, "created_at": note.created_at,
+        "updated_at": note.updated_at, "schema_version": note.schema_version,
         "sequence": sequence,
     }, ensure_ascii=False)
     distinct: dict[str, PreparedChunk] = {}
     for chunk in chunks:
         distinct.setdefault(chunk.content_hash, chunk)
-    return (event, metadata, chunk_scope_token(session_id, note["namespace"]),
+    return (event, metadata, chunk_scope_token(session_id, note.namespace),
             [(note_chunk_id(note_id, name, h), chunk) for h, chunk in distinct.items()])
 
 
@@ -158,6 +211,16 @@ def swapped_summary(state: dict[str, Any], summary: dict[str, Any], expected_epo
         raise InvalidInput(f"upper_sequence {upper} is outside the session's history "
                            f"(0 to {last})")
     return {**summary, "epoch": expected_epoch + 1, "updated_at": now}
+
+
+@dataclass(frozen=True)
+class CommittedCompaction:
+    """What a committed compaction wrote: its compact marker's sequence, the archive note and
+    when it was archived."""
+
+    marker_sequence: int
+    note: Note
+    archived_at: str
 
 
 ARCHIVE_COLUMNS = ("session_id", "marker_sequence", "archive_name", "namespace", "note_id",

@@ -20,7 +20,6 @@ import numpy as np
 
 from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
-from core.storage.rows import note_of
 from core.types import Fact, MemoryRecord, Note, SessionInfo
 
 if TYPE_CHECKING:
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.operations import OperationModules
+    from core.storage.rows import CommittedCompaction, NoteImportOutcome, NoteRow
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -133,7 +133,7 @@ class SharedOperations:
         await self._db.write(self._ops.summaries.record_summary_error, session_id, error, now)
 
     async def commit_compaction(self, plan: CompactionPlan, archive: NoteDraft,
-                                now: str) -> dict[str, Any]:
+                                now: str) -> CommittedCompaction:
         """Write a compaction whole, or raise SummaryConflict and write nothing."""
         self.require_writable()
         return await self._db.write(self._ops.summaries.commit_compaction, plan, archive, now)
@@ -351,35 +351,37 @@ class SharedOperations:
     async def add_note(self, draft: NoteDraft, now: str) -> Note:
         """Create a note and index it."""
         self.require_writable()
-        row = await self._db.write(self._ops.notes.add_note, draft, now)
-        return note_of(row)
+        row: NoteRow = await self._db.write(self._ops.notes.add_note, draft, now)
+        return row.note()
 
     async def write_note(self, namespace: str, ref: NoteRef, changes: NoteChanges,
                          now: str) -> Note:
         """Replace a note's content and fields, indexing it again."""
         self.require_writable()
-        row = await self._db.write(self._ops.notes.write_note, namespace, ref, changes, now)
-        return note_of(row)
+        row: NoteRow = await self._db.write(self._ops.notes.write_note, namespace, ref, changes,
+                                            now)
+        return row.note()
 
     async def rename_note(self, namespace: str, ref: NoteRef, new_name: str,
                           now: str) -> Note:
         """Give a note a new name."""
         self.require_writable()
-        row = await self._db.write(self._ops.notes.rename_note, namespace, ref, new_name, now)
-        return note_of(row)
+        row: NoteRow = await self._db.write(self._ops.notes.rename_note, namespace, ref, new_name,
+                                            now)
+        return row.note()
 
     async def alias_note(self, namespace: str, ref: NoteRef, alias: str,
                          now: str) -> Note:
         """Bind an alias to a note."""
         self.require_writable()
-        row = await self._db.write(self._ops.notes.alias_note, namespace, ref, alias, now)
-        return note_of(row)
+        row: NoteRow = await self._db.write(self._ops.notes.alias_note, namespace, ref, alias, now)
+        return row.note()
 
     async def unalias_note(self, namespace: str, alias: str, now: str) -> Note:
         """Unbind an alias."""
         self.require_writable()
-        row = await self._db.write(self._ops.notes.unalias_note, namespace, alias, now)
-        return note_of(row)
+        row: NoteRow = await self._db.write(self._ops.notes.unalias_note, namespace, alias, now)
+        return row.note()
 
     async def remove_note(self, namespace: str, ref: NoteRef) -> bool:
         """Delete a note and every row that indexes it."""
@@ -391,9 +393,9 @@ class SharedOperations:
                         now: str) -> Note:
         """Rename, re-alias and write a note in one transaction."""
         self.require_writable()
-        row = await self._db.write(self._ops.notes.edit_note, namespace, ref, new_name,
-                                   aliases, changes, now)
-        return note_of(row)
+        row: NoteRow = await self._db.write(self._ops.notes.edit_note, namespace, ref, new_name,
+                                            aliases, changes, now)
+        return row.note()
 
     async def note_namespaces(self) -> list[str]:
         """Every namespace that holds a note, in order."""
@@ -401,16 +403,17 @@ class SharedOperations:
 
     async def read_note(self, namespace: str, ref: NoteRef) -> Note | None:
         """The note a reference names in a namespace."""
-        row = await self._db.read(self._ops.notes.read_note, namespace, ref)
-        return None if row is None else note_of(row)
+        row: NoteRow | None = await self._db.read(self._ops.notes.read_note, namespace, ref)
+        return None if row is None else row.note()
 
     async def list_notes(self, query: NoteQuery,
                          ) -> tuple[list[Note], int, bool, str | None]:
         """A page of filtered notes, the total and whether it is exact, and how the text
         filter matched."""
+        rows: list[NoteRow]
         rows, total, exact, matched = await self._db.read(self._ops.note_listing.list_notes,
                                                           query)
-        return [note_of(row) for row in rows], total, exact, matched
+        return [row.note() for row in rows], total, exact, matched
 
     async def note_names(self, namespace: str, category: str | None = None) -> list[str]:
         """A namespace's note names, in order."""
@@ -419,25 +422,26 @@ class SharedOperations:
     async def notes_by_ids(self, namespace: str,
                            note_ids: Sequence[str]) -> dict[str, Note]:
         """The namespace's notes among these ids."""
-        rows = await self._db.read(self._ops.notes.notes_by_ids, namespace, note_ids)
-        return {note_id: note_of(row) for note_id, row in rows.items()}
+        rows: dict[str, NoteRow] = await self._db.read(self._ops.notes.notes_by_ids, namespace,
+                                                       note_ids)
+        return {note_id: row.note() for note_id, row in rows.items()}
 
     async def all_notes(self, namespace: str) -> list[Note]:
         """Every note of a namespace, by name."""
-        return [note_of(row) for row in await self._db.read(self._ops.notes.all_notes,
-                                                            namespace)]
+        rows: list[NoteRow] = await self._db.read(self._ops.notes.all_notes, namespace)
+        return [row.note() for row in rows]
 
     async def notes_under(self, namespace: str, source: str, prefix: str, *,
                           children_only: bool = False,
                           limit: int | None = None) -> list[Note]:
         """A source's notes of a namespace under a name prefix, by note id."""
-        rows = await self._db.read(self._ops.notes.notes_under, namespace, source, prefix,
-                                   children_only, limit)
-        return [note_of(row) for row in rows]
+        rows: list[NoteRow] = await self._db.read(self._ops.notes.notes_under, namespace,
+                                                  source, prefix, children_only, limit)
+        return [row.note() for row in rows]
 
     async def import_notes(self, namespace: str, drafts: Sequence[NoteDraft],
                            overwrite: bool, now: str,
-                           new_id: Callable[[], str]) -> dict[str, Any]:
+                           new_id: Callable[[], str]) -> NoteImportOutcome:
         """Apply imported notes in one transaction, or report the collisions."""
         self.require_writable()
         return await self._db.write(self._ops.notes.import_notes, namespace, drafts, overwrite, now,

@@ -165,10 +165,10 @@ class Compactor:
         committed = await self._backend.commit_compaction(plan, draft, now)
         self._working_memory.drop(session_id)
         self._wake()  # the archive note's chunks wait for vectors
-        path, error = await self._write_file(session_id, committed["marker_sequence"], name,
-                                             committed["note"]["content"])
-        return CompactionResult(session_id, name, committed["note"]["note_id"], now,
-                                committed["marker_sequence"], first, last, len(everything),
+        path, error = await self._write_file(session_id, committed.marker_sequence, name,
+                                             committed.note.content)
+        return CompactionResult(session_id, name, committed.note.note_id, now,
+                                committed.marker_sequence, first, last, len(everything),
                                 path, error)
 
     async def _since_marker(self, session_id: str, replay: Replay) -> list[MemoryRecord]:

@@ -27,7 +27,8 @@ async def test_a_note_is_found_by_id_name_or_alias_in_its_namespace_only(
     assert (added.name, added.aliases, added.content) == ("lisbon", ["trip"],
                                                                    "trip in may")
     for ref in (NoteRef(note_id=added.note_id), name("lisbon"), name("trip")):
-        assert getattr(await backend.read_note("ana", ref), "note_id", None) == added.note_id
+        found = await backend.read_note("ana", ref)
+        assert found is not None and found.note_id == added.note_id
     assert await backend.read_note("bob", name("lisbon")) is None
     assert await backend.read_note("bob", NoteRef(note_id=added.note_id)) is None
     assert await backend.notes_by_ids("bob", [added.note_id]) == {}
@@ -122,12 +123,13 @@ async def test_an_import_with_collisions_applies_nothing_unless_it_overwrites(
     drafts = [note("ana", "lisbon", "new content"), note("ana", "porto", "wine")]
     ids = iter(f"note-new-{n}" for n in range(10))
     refused = await backend.import_notes("ana", drafts, False, LATER, lambda: next(ids))
-    assert refused["applied"] is False
-    assert [c["name"] for c in refused["collisions"]] == ["lisbon"]
+    assert refused.applied is False
+    assert [c.name for c in refused.collisions] == ["lisbon"]
     assert await backend.note_names("ana") == ["lisbon"]
     applied = await backend.import_notes("ana", drafts, True, LATER, lambda: next(ids))
-    assert (applied["applied"], applied["added"], applied["replaced"]) == (True, 1, 1)
-    assert getattr(await backend.read_note("ana", name("lisbon")), "content", None) == "new content"
+    assert (applied.applied, applied.added, applied.replaced) == (True, 1, 1)
+    replaced = await backend.read_note("ana", name("lisbon"))
+    assert replaced is not None and replaced.content == "new content"
     assert await backend.note_names("ana") == ["lisbon", "porto"]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import InvalidInput, NotFound, SummaryConflict
 from core.storage.backend import Backend
+from core.storage.rows import CommittedCompaction
 from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan
 from tests.backend.builders import NOW, note, store
 from tests.backend.conftest import Opener
@@ -73,8 +74,8 @@ async def test_a_compaction_writes_archive_marker_and_reset_summary_at_once(
     archive = note("ana", "archive-s-1", "what was said", kind="Archive",
                    category="conversation")
     committed = await backend.commit_compaction(_plan(3), archive, LATER)
-    assert committed["marker_sequence"] == 4
-    assert committed["note"]["name"] == "archive-s-1"
+    assert committed.marker_sequence == 4
+    assert committed.note.name == "archive-s-1"
     events = await backend.read_events("s")
     assert [e.sequence for e in events] == [1, 2, 3, 4]
     assert events[-1].payload == {"role": "system", "content": "compacted"}
@@ -127,10 +128,10 @@ async def test_of_two_compactions_of_one_conversation_exactly_one_commits(
         other.commit_compaction(_plan(3), note("ana", "archive-b", "theirs"), LATER),
         return_exceptions=True)
     assert sum(isinstance(r, SummaryConflict) for r in results) == 1
-    (committed,) = [r for r in results if isinstance(r, dict)]
-    assert committed["marker_sequence"] == 4
+    (committed,) = [r for r in results if isinstance(r, CommittedCompaction)]
+    assert committed.marker_sequence == 4
     assert await backend.archive_count("s") == 1
-    assert await backend.note_names("ana") == [committed["note"]["name"]]
+    assert await backend.note_names("ana") == [committed.note.name]
     assert [e.sequence for e in await backend.read_events("s")] == [1, 2, 3, 4]
 
 
@@ -147,8 +148,8 @@ async def test_a_message_racing_a_compaction_is_stored_or_refuses_it(
             store(other, session, None, "arrived meanwhile"), return_exceptions=True)
         assert not isinstance(results[1], BaseException)  # the message is always kept
         sequences = [e.sequence for e in await backend.read_events(session)]
-        if isinstance(results[0], dict):  # the compaction went first: its marker is 3
-            assert (results[0]["marker_sequence"], sequences) == (3, [1, 2, 3, 4])
+        if isinstance(results[0], CommittedCompaction):  # the compaction went first: marker 3
+            assert (results[0].marker_sequence, sequences) == (3, [1, 2, 3, 4])
         else:
             assert isinstance(results[0], SummaryConflict)
             assert sequences == [1, 2, 3]

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.storage.messages import PreparedChunk
 from core.storage.pg.connection import Conn
-from core.storage.rows import note_rows
+from core.storage.rows import NoteRow, note_rows
 
 
 async def _next_sequence(conn: Conn, session_id: str) -> int:
@@ -32,7 +32,7 @@ async def _next_sequence(conn: Conn, session_id: str) -> int:
 
 
 async def index_notes(conn: Conn,
-                      entries: Sequence[tuple[dict[str, Any], Iterable[PreparedChunk]]],
+                      entries: Sequence[tuple[NoteRow, Iterable[PreparedChunk]]],
                       now: str) -> None:
     """Store each note's event and chunks (oxydra ``store_note`` steps 2, 3 and 6)."""
     if not entries:
@@ -41,7 +41,7 @@ async def index_notes(conn: Conn,
     events: list[tuple[Any, ...]] = []
     chunk_rows: list[tuple[Any, ...]] = []
     for note, chunks in entries:
-        session_id = note["session_id"]
+        session_id = note.session_id
         if session_id not in sequences:
             sequences[session_id] = await _next_sequence(conn, session_id) - 1
         sequences[session_id] += 1
@@ -50,8 +50,8 @@ async def index_notes(conn: Conn,
         events.append(event)
         for chunk_id, chunk in distinct:
             chunk_rows.append((chunk_id, session_id, chunk.text, chunk.content_hash, sequence,
-                               sequence, metadata, scope_token, now, "pending", note["name"],
-                               note["note_id"]))
+                               sequence, metadata, scope_token, now, "pending", note.name,
+                               note.note_id))
     async with conn.cursor() as cursor:
         await cursor.executemany(
             "INSERT INTO conversation_events(session_id, sequence, payload_json, created_at,"
@@ -73,13 +73,13 @@ async def index_notes(conn: Conn,
                                  [(event[1], event[5]) for event in events])
 
 
-async def unindex_note(conn: Conn, note: dict[str, Any]) -> None:
+async def unindex_note(conn: Conn, note: NoteRow) -> None:
     """Delete the note's chunks (their vectors go with them) and its event."""
-    await conn.execute("DELETE FROM chunks WHERE note_id = %s", (note["note_id"],))
-    if note["event_sequence"] is not None:
+    await conn.execute("DELETE FROM chunks WHERE note_id = %s", (note.note_id,))
+    if note.event_sequence is not None:
         await conn.execute(
             "DELETE FROM conversation_events WHERE session_id = %s AND sequence = %s",
-            (note["session_id"], note["event_sequence"]))
+            (note.session_id, note.event_sequence))
 
 
 async def chunks_of(conn: Conn, note_id: str) -> list[PreparedChunk]:

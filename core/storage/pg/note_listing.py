@@ -19,7 +19,7 @@ from typing import Any
 from core.storage.fts_rows import words
 from core.storage.pg.connection import Conn
 from core.storage.pg.notes import SELECT, rows_to_notes
-from core.storage.rows import like_pattern
+from core.storage.rows import NoteRow, like_pattern
 from core.storage.vocabulary import NoteQuery, memory_session_id
 
 CONFIG = "memory_english"
@@ -48,7 +48,7 @@ async def _count(conn: Conn, clauses: list[str], params: list[Any]) -> int:
 async def list_notes(
     conn: Conn,
     query: NoteQuery,
-) -> tuple[list[dict[str, Any]], int, bool, str | None]:
+) -> tuple[list[NoteRow], int, bool, str | None]:
     """One page of the namespace's notes matching every filter, the total (and whether it is
     exact: always, here), and how the text filter matched ("fts", "like" or None)."""
     clauses = ["n.namespace = %s"]

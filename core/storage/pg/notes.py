@@ -23,7 +23,16 @@ from core.inputs import shown
 from core.storage.messages import PreparedChunk
 from core.storage.pg.connection import Conn
 from core.storage.pg.note_index import chunks_of, index_notes, touch_note, unindex_note
-from core.storage.rows import NOTE_COLUMNS, name_range, names_of, new_row, note_dicts
+from core.storage.rows import (
+    NOTE_COLUMNS,
+    NoteImportOutcome,
+    NoteRow,
+    import_collisions,
+    name_range,
+    names_of,
+    new_row,
+    stored_notes,
+)
 from core.storage.vocabulary import NoteChanges, NoteDraft, NoteRef, memory_session_id
 
 SELECT = "SELECT " + ", ".join(f"n.{column}" for column in NOTE_COLUMNS) + " FROM notes n"
@@ -32,17 +41,17 @@ SELECT = "SELECT " + ", ".join(f"n.{column}" for column in NOTE_COLUMNS) + " FRO
 # -- reading -------------------------------------------------------------------------------
 
 
-async def rows_to_notes(conn: Conn, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    """Note rows as dicts, with their aliases (sorted) and tags."""
+async def rows_to_notes(conn: Conn, rows: Sequence[Sequence[Any]]) -> list[NoteRow]:
+    """Note rows as :class:`NoteRow`, with their aliases (sorted) and tags."""
     if not rows:
         return []
     cursor = await conn.execute(
         "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id = ANY(%s)",
         ([row[0] for row in rows],))
-    return note_dicts(rows, await cursor.fetchall())
+    return stored_notes(rows, await cursor.fetchall())
 
 
-async def _by_id(conn: Conn, namespace: str, note_id: str) -> dict[str, Any] | None:
+async def _by_id(conn: Conn, namespace: str, note_id: str) -> NoteRow | None:
     cursor = await conn.execute(f"{SELECT} WHERE n.namespace = %s AND n.note_id = %s",
                                 (namespace, note_id))
     rows = await cursor.fetchall()
@@ -63,13 +72,13 @@ async def _resolve(conn: Conn, namespace: str, ref: NoteRef) -> str | None:
     return None if row is None else str(row[0])
 
 
-async def read_note(conn: Conn, namespace: str, ref: NoteRef) -> dict[str, Any] | None:
+async def read_note(conn: Conn, namespace: str, ref: NoteRef) -> NoteRow | None:
     """The note ``ref`` names in ``namespace``."""
     note_id = await _resolve(conn, namespace, ref)
     return None if note_id is None else await _by_id(conn, namespace, note_id)
 
 
-async def _require(conn: Conn, namespace: str, ref: NoteRef) -> dict[str, Any]:
+async def _require(conn: Conn, namespace: str, ref: NoteRef) -> NoteRow:
     note = await read_note(conn, namespace, ref)
     if note is None:
         raise NotFound(f"no {ref.describe()} in namespace {namespace!r}")
@@ -78,13 +87,13 @@ async def _require(conn: Conn, namespace: str, ref: NoteRef) -> dict[str, Any]:
 
 async def notes_by_ids(
     conn: Conn, namespace: str, note_ids: Sequence[str]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, NoteRow]:
     """The namespace's notes among ``note_ids``; ids of other namespaces are left out."""
     if not note_ids:
         return {}
     cursor = await conn.execute(f"{SELECT} WHERE n.namespace = %s AND n.note_id = ANY(%s)",
                                 (namespace, list(note_ids)))
-    return {note["note_id"]: note
+    return {note.note_id: note
             for note in await rows_to_notes(conn, await cursor.fetchall())}
 
 
@@ -100,7 +109,7 @@ async def note_names(conn: Conn, namespace: str, category: str | None = None) ->
     return [str(row[0]) for row in await cursor.fetchall()]
 
 
-async def all_notes(conn: Conn, namespace: str) -> list[dict[str, Any]]:
+async def all_notes(conn: Conn, namespace: str) -> list[NoteRow]:
     """Every note of the namespace, by name (for export)."""
     cursor = await conn.execute(f"{SELECT} WHERE n.namespace = %s ORDER BY n.name",
                                 (namespace,))
@@ -109,7 +118,7 @@ async def all_notes(conn: Conn, namespace: str) -> list[dict[str, Any]]:
 
 async def notes_under(conn: Conn, namespace: str, source: str, prefix: str,
                       children_only: bool = False,
-                      limit: int | None = None) -> list[dict[str, Any]]:
+                      limit: int | None = None) -> list[NoteRow]:
     """The namespace's notes written by ``source`` whose names start with ``prefix``
     (``children_only``: with no ``/`` after it), by note id."""
     where = ["n.namespace = %s", "n.source = %s"]
@@ -142,7 +151,7 @@ async def namespaces(conn: Conn) -> list[str]:
 
 
 async def _reindex(conn: Conn, namespace: str, note_id: str, chunks: Iterable[PreparedChunk],
-                   now: str) -> dict[str, Any]:
+                   now: str) -> NoteRow:
     """Index a note's stored row again (after its old rows were deleted); the note, after."""
     note = await _by_id(conn, namespace, note_id)
     assert note is not None
@@ -210,7 +219,7 @@ async def _insert_names(conn: Conn, bindings: Sequence[tuple[str, str, str, int]
                 " VALUES (%s, %s, %s, %s)", bindings)
 
 
-async def _insert_notes(conn: Conn, rows: Sequence[dict[str, Any]]) -> None:
+async def _insert_notes(conn: Conn, rows: Sequence[NoteRow]) -> None:
     """Insert new notes with their names and tags."""
     if not rows:
         return
@@ -218,15 +227,14 @@ async def _insert_notes(conn: Conn, rows: Sequence[dict[str, Any]]) -> None:
         await cursor.executemany(
             f"INSERT INTO notes({', '.join(NOTE_COLUMNS)})"
             f" VALUES ({', '.join(['%s'] * len(NOTE_COLUMNS))})",
-            [tuple(json.dumps(row["tags"], ensure_ascii=False) if column == "tags_json"
-                   else row[column] for column in NOTE_COLUMNS) for row in rows])
-        tags = [(row["note_id"], row["namespace"], tag) for row in rows for tag in row["tags"]]
+            [row.values() for row in rows])
+        tags = [(row.note_id, row.namespace, tag) for row in rows for tag in row.tags]
         if tags:
             await cursor.executemany(
                 "INSERT INTO note_tags(note_id, namespace, tag) VALUES (%s, %s, %s)", tags)
     await _insert_names(conn, [
         binding for row in rows
-        for binding in names_of(row["namespace"], row["note_id"], row["name"], row["aliases"])])
+        for binding in names_of(row.namespace, row.note_id, row.name, row.aliases)])
 
 
 async def _set_tags(conn: Conn, namespace: str, note_id: str, tags: Sequence[str]) -> None:
@@ -241,7 +249,7 @@ async def _set_tags(conn: Conn, namespace: str, note_id: str, tags: Sequence[str
 # -- operations (crabtalk: Add, Rename, Alias, Write, Remove) ----------------------------------
 
 
-async def add_note(conn: Conn, draft: NoteDraft, now: str) -> dict[str, Any]:
+async def add_note(conn: Conn, draft: NoteDraft, now: str) -> NoteRow:
     """Create a note with its names, tags, event and chunks; NameTaken if a name is bound."""
     await _lock_namespace(conn, draft.namespace)
     session_id = await _memory_session(conn, draft.namespace, now)
@@ -254,14 +262,14 @@ async def add_note(conn: Conn, draft: NoteDraft, now: str) -> dict[str, Any]:
 
 async def write_note(
     conn: Conn, namespace: str, ref: NoteRef, changes: NoteChanges, now: str
-) -> dict[str, Any]:
+) -> NoteRow:
     """Replace a note's content and fields: its chunks and event are deleted and stored
     again (oxydra update semantics); id, name, aliases and created_at are kept."""
     await _lock_namespace(conn, namespace)
     note = await _require(conn, namespace, ref)
     await _memory_session(conn, namespace, now)
     chunks = changes.chunks if changes.chunks is not None else await chunks_of(
-        conn, note["note_id"])
+        conn, note.note_id)
     await unindex_note(conn, note)
     await conn.execute(
         "UPDATE notes SET content = coalesce(%s, content), kind = coalesce(%s, kind),"
@@ -270,48 +278,48 @@ async def write_note(
         " updated_at = %s WHERE note_id = %s",
         (changes.content, changes.kind, changes.category,
          None if changes.tags is None else json.dumps(list(changes.tags), ensure_ascii=False),
-         changes.source, changes.importance, now, note["note_id"]))
+         changes.source, changes.importance, now, note.note_id))
     if changes.tags is not None:
-        await _set_tags(conn, namespace, note["note_id"], changes.tags)
-    return await _reindex(conn, namespace, note["note_id"], chunks, now)
+        await _set_tags(conn, namespace, note.note_id, changes.tags)
+    return await _reindex(conn, namespace, note.note_id, chunks, now)
 
 
 async def rename_note(
     conn: Conn, namespace: str, ref: NoteRef, new_name: str, now: str
-) -> dict[str, Any]:
+) -> NoteRow:
     """Give a note a new name (the old one is released; an alias of its own may become its
     name). The name is indexed with the content, so the note is indexed again."""
     await _lock_namespace(conn, namespace)
     note = await _require(conn, namespace, ref)
-    if new_name == note["name"]:
+    if new_name == note.name:
         return note
-    await _refuse_taken(conn, namespace, [new_name], own_id=note["note_id"])
+    await _refuse_taken(conn, namespace, [new_name], own_id=note.note_id)
     await _memory_session(conn, namespace, now)
     await conn.execute("DELETE FROM note_names WHERE namespace = %s AND name = ANY(%s)",
-                       (namespace, [note["name"], new_name]))
+                       (namespace, [note.name, new_name]))
     await conn.execute("UPDATE notes SET name = %s, updated_at = %s WHERE note_id = %s",
-                       (new_name, now, note["note_id"]))
-    await _insert_names(conn, [(namespace, new_name, note["note_id"], 0)])
-    chunks = await chunks_of(conn, note["note_id"])
+                       (new_name, now, note.note_id))
+    await _insert_names(conn, [(namespace, new_name, note.note_id, 0)])
+    chunks = await chunks_of(conn, note.note_id)
     await unindex_note(conn, note)
-    return await _reindex(conn, namespace, note["note_id"], chunks, now)
+    return await _reindex(conn, namespace, note.note_id, chunks, now)
 
 
 async def alias_note(
     conn: Conn, namespace: str, ref: NoteRef, alias: str, now: str
-) -> dict[str, Any]:
+) -> NoteRow:
     """Bind one more name to a note; binding a name it already answers to changes nothing."""
     await _lock_namespace(conn, namespace)
     note = await _require(conn, namespace, ref)
-    await _refuse_taken(conn, namespace, [alias], own_id=note["note_id"])
-    if alias == note["name"] or alias in note["aliases"]:
+    await _refuse_taken(conn, namespace, [alias], own_id=note.note_id)
+    if alias == note.name or alias in note.aliases:
         return note
-    await _insert_names(conn, [(namespace, alias, note["note_id"], 1)])
-    await touch_note(conn, note["note_id"], now)
-    return await _by_id(conn, namespace, note["note_id"])  # type: ignore[return-value]
+    await _insert_names(conn, [(namespace, alias, note.note_id, 1)])
+    await touch_note(conn, note.note_id, now)
+    return await _by_id(conn, namespace, note.note_id)  # type: ignore[return-value]
 
 
-async def unalias_note(conn: Conn, namespace: str, alias: str, now: str) -> dict[str, Any]:
+async def unalias_note(conn: Conn, namespace: str, alias: str, now: str) -> NoteRow:
     """Unbind an alias; the note's own name cannot be unbound (rename it instead)."""
     await _lock_namespace(conn, namespace)
     cursor = await conn.execute(
@@ -338,7 +346,7 @@ async def remove_note(conn: Conn, namespace: str, ref: NoteRef) -> bool:
         return False
     await unindex_note(conn, note)
     await conn.execute("DELETE FROM notes WHERE namespace = %s AND note_id = %s",
-                       (namespace, note["note_id"]))
+                       (namespace, note.note_id))
     return True
 
 
@@ -350,16 +358,16 @@ async def edit_note(
     aliases: Sequence[str] | None,
     changes: NoteChanges,
     now: str,
-) -> dict[str, Any]:
+) -> NoteRow:
     """Rename a note, set its aliases and write its fields in one transaction, so a name
     that is taken (or any other refusal) leaves the note exactly as it was: the refusal
     rolls back the whole write."""
     await _lock_namespace(conn, namespace)
-    ref = NoteRef(note_id=(await _require(conn, namespace, ref))["note_id"])
+    ref = NoteRef(note_id=(await _require(conn, namespace, ref)).note_id)
     if new_name is not None:
         await rename_note(conn, namespace, ref, new_name, now)
     if aliases is not None:
-        current = (await _require(conn, namespace, ref))["aliases"]
+        current = (await _require(conn, namespace, ref)).aliases
         for alias in current:
             if alias not in aliases:
                 await unalias_note(conn, namespace, alias, now)
@@ -379,20 +387,15 @@ async def import_notes(
     overwrite: bool,
     now: str,
     new_id: Callable[[], str],
-) -> dict[str, Any]:
+) -> NoteImportOutcome:
     """Apply imported notes in one transaction, or report every collision and apply nothing
     (the rules: :func:`core.storage.sqlite.notes.import_notes`)."""
     await _lock_namespace(conn, namespace)
     claimed = {name: draft for draft in drafts for name in (draft.name, *draft.aliases)}
     bound = await _bindings(conn, namespace, list(claimed))
-    collisions = [
-        {"name": name, "imported_note": claimed[name].name, "existing_note_id": note_id,
-         "existing_note": holder, "bound_as": "alias" if is_alias else "name"}
-        for name, (note_id, is_alias, holder) in bound.items()]
-    collisions.sort(key=lambda c: (c["imported_note"], c["name"]))
+    collisions = import_collisions(claimed, bound)
     if (collisions and not overwrite) or not drafts:
-        return {"applied": not collisions, "collisions": collisions, "added": 0,
-                "replaced": 0, "removed": []}
+        return NoteImportOutcome(applied=not collisions, collisions=collisions)
     session_id = await _memory_session(conn, namespace, now)
     replaced: dict[str, NoteDraft] = {}
     for draft in drafts:
@@ -428,8 +431,8 @@ async def import_notes(
     await _insert_notes(conn, rows)
     await index_notes(conn, list(zip(rows, (draft.chunks for draft in fresh), strict=True)),
                       now)
-    return {"applied": True, "collisions": collisions, "added": len(rows),
-            "replaced": len(replaced), "removed": removed}
+    return NoteImportOutcome(applied=True, collisions=collisions, added=len(rows),
+                             replaced=len(replaced), removed=removed)
 
 
 async def _release(conn: Conn, namespace: str, bound: dict[str, tuple[str, bool, str]],

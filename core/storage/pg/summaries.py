@@ -23,6 +23,7 @@ from core.storage.pg.notes import add_note
 from core.storage.rows import (
     ARCHIVE_COLUMNS,
     MARKER_IMPORTANCE,
+    CommittedCompaction,
     archives,
     epoch_of,
     swapped_summary,
@@ -72,7 +73,7 @@ async def record_summary_error(conn: Conn, session_id: str, error: str | None, n
 
 async def commit_compaction(
     conn: Conn, plan: CompactionPlan, archive: NoteDraft, now: str
-) -> dict[str, Any]:
+) -> CommittedCompaction:
     """Archive note, marker event, folded events, reset summary and archive row, at once.
 
     ``SummaryConflict`` (nothing written) when the conversation moved on since it was read:
@@ -98,7 +99,7 @@ async def commit_compaction(
         "UPDATE conversation_events SET consolidated_at = %s WHERE session_id = %s"
         " AND sequence BETWEEN %s AND %s AND consolidated_at IS NULL",
         (now, plan.session_id, plan.first_sequence, last))
-    compaction = {"marker_sequence": marker_sequence, "archive_name": note["name"],
+    compaction = {"marker_sequence": marker_sequence, "archive_name": note.name,
                   "archived_at": now,
                   "count": int((state.get("compaction") or {}).get("count", 0)) + 1}
     summary = {"text": "", "upper_sequence": marker_sequence,
@@ -115,9 +116,9 @@ async def commit_compaction(
         "INSERT INTO archives(session_id, marker_sequence, archive_name, namespace, note_id,"
         " first_sequence, last_sequence, message_count, archived_at, summarizer)"
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (plan.session_id, marker_sequence, note["name"], archive.namespace, note["note_id"],
+        (plan.session_id, marker_sequence, note.name, archive.namespace, note.note_id,
          plan.first_sequence, last, plan.message_count, now, plan.summarizer))
-    return {"marker_sequence": marker_sequence, "note": note, "archived_at": now}
+    return CommittedCompaction(marker_sequence, note.note(), now)
 
 
 async def archive_count(conn: Conn, session_id: str) -> int:

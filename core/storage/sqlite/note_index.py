@@ -24,7 +24,7 @@ from typing import Any
 
 from core.storage.fts_rows import FTS_COLUMNS, fts_rows
 from core.storage.messages import PreparedChunk
-from core.storage.rows import note_rows
+from core.storage.rows import NoteRow, note_rows
 from core.storage.sqlite.events import CHUNK_COLUMNS, insert_rows, next_fts_rowid
 
 
@@ -38,7 +38,7 @@ def _next_sequence(conn: Any, session_id: str) -> int:
     return int(row[0]) + 1
 
 
-def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[PreparedChunk]]],
+def index_notes(conn: Any, entries: Sequence[tuple[NoteRow, Iterable[PreparedChunk]]],
            now: str) -> None:
     """Store each note's event and chunks (oxydra ``store_note`` steps 2, 3 and 6).
 
@@ -52,7 +52,7 @@ def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[Prep
     chunk_rows: list[tuple[Any, ...]] = []
     fts_rowid = next_fts_rowid(conn)
     for note, chunks in entries:
-        session_id = note["session_id"]
+        session_id = note.session_id
         if session_id not in sequences:
             sequences[session_id] = _next_sequence(conn, session_id) - 1
         sequences[session_id] += 1
@@ -62,7 +62,7 @@ def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[Prep
         for chunk_id, chunk in distinct:
             chunk_rows.append((chunk_id, session_id, chunk.text, chunk.content_hash, sequence,
                                sequence, metadata, fts_rowid, scope_token, now, "pending",
-                               note["name"], note["note_id"]))
+                               note.name, note.note_id))
             fts_rowid += 1
     insert_rows(conn, "conversation_events",
                 ["session_id", "sequence", "payload_json", "created_at", "importance", "role"],
@@ -78,12 +78,12 @@ def index_notes(conn: Any, entries: Sequence[tuple[dict[str, Any], Iterable[Prep
                      [(event[1], event[5]) for event in events])
 
 
-def unindex_note(conn: Any, note: dict[str, Any]) -> None:
+def unindex_note(conn: Any, note: NoteRow) -> None:
     """Delete the note's chunks (triggers take their FTS rows and vectors) and its event."""
-    conn.execute("DELETE FROM chunks WHERE note_id = ?", (note["note_id"],))
-    if note["event_sequence"] is not None:
+    conn.execute("DELETE FROM chunks WHERE note_id = ?", (note.note_id,))
+    if note.event_sequence is not None:
         conn.execute("DELETE FROM conversation_events WHERE session_id = ? AND sequence = ?",
-                     (note["session_id"], note["event_sequence"]))
+                     (note.session_id, note.event_sequence))
 
 
 def chunks_of(conn: Any, note_id: str) -> list[PreparedChunk]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.storage.fts_rows import prefixed, session_prefix, words
-from core.storage.rows import like_pattern
+from core.storage.rows import NoteRow, like_pattern
 from core.storage.sqlite.connection import select_in
 from core.storage.sqlite.notes import NOTE_SELECT, notes_with_aliases
 from core.storage.vocabulary import NoteQuery, memory_session_id
@@ -31,7 +31,7 @@ def _text_expression(session_id: str, text: str) -> str | None:
 
 
 def list_notes(conn: Any, query: NoteQuery,
-               ) -> tuple[list[dict[str, Any]], int, bool, str | None]:
+               ) -> tuple[list[NoteRow], int, bool, str | None]:
     """One page of the namespace's notes matching every filter, the total (and whether it is
     exact), and how the text filter matched ("fts", "like" or None).
 
@@ -121,7 +121,7 @@ def _order(query: NoteQuery) -> str:
 
 
 def _walk_for_text(conn: Any, query: NoteQuery, clauses: list[str], params: list[Any],
-                   expression: str) -> tuple[list[dict[str, Any]], int, bool]:
+                   expression: str) -> tuple[list[NoteRow], int, bool]:
     """A broad text filter's page: the namespace in page order, kept when one of the note's
     chunks is among the rows the words match; counted up to ``COUNT_AHEAD`` past the page."""
     matching = {row[0] for row in conn.execute(

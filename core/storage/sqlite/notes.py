@@ -24,7 +24,16 @@ from typing import Any
 from core.errors import InvalidInput, NameTaken, NotFound
 from core.inputs import shown
 from core.storage.messages import PreparedChunk
-from core.storage.rows import NOTE_COLUMNS, name_range, names_of, new_row, note_dicts
+from core.storage.rows import (
+    NOTE_COLUMNS,
+    NoteImportOutcome,
+    NoteRow,
+    import_collisions,
+    name_range,
+    names_of,
+    new_row,
+    stored_notes,
+)
 from core.storage.sqlite.connection import select_in, transaction
 from core.storage.sqlite.events import insert_rows
 from core.storage.sqlite.note_index import chunks_of, index_notes, touch_note, unindex_note
@@ -36,14 +45,14 @@ NOTE_SELECT = "SELECT " + ", ".join(f"n.{column}" for column in NOTE_COLUMNS) + 
 # -- reading -------------------------------------------------------------------------------
 
 
-def notes_with_aliases(conn: Any, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    """Note rows as dicts, with their aliases (sorted) and tags."""
-    return note_dicts(rows, select_in(
+def notes_with_aliases(conn: Any, rows: Sequence[Sequence[Any]]) -> list[NoteRow]:
+    """Note rows as :class:`NoteRow`, with their aliases (sorted) and tags."""
+    return stored_notes(rows, select_in(
         conn, "SELECT note_id, name FROM note_names WHERE is_alias = 1 AND note_id IN",
         [row[0] for row in rows]))
 
 
-def _by_id(conn: Any, namespace: str, note_id: str) -> dict[str, Any] | None:
+def _by_id(conn: Any, namespace: str, note_id: str) -> NoteRow | None:
     rows = conn.execute(f"{NOTE_SELECT} WHERE n.namespace = ? AND n.note_id = ?",
                         (namespace, note_id)).fetchall()
     return notes_with_aliases(conn, rows)[0] if rows else None
@@ -60,13 +69,13 @@ def resolve(conn: Any, namespace: str, ref: NoteRef) -> str | None:
     return None if row is None else row[0]
 
 
-def read_note(conn: Any, namespace: str, ref: NoteRef) -> dict[str, Any] | None:
+def read_note(conn: Any, namespace: str, ref: NoteRef) -> NoteRow | None:
     """The note ``ref`` names in ``namespace``."""
     note_id = resolve(conn, namespace, ref)
     return None if note_id is None else _by_id(conn, namespace, note_id)
 
 
-def _require(conn: Any, namespace: str, ref: NoteRef) -> dict[str, Any]:
+def _require(conn: Any, namespace: str, ref: NoteRef) -> NoteRow:
     note = read_note(conn, namespace, ref)
     if note is None:
         raise NotFound(f"no {ref.describe()} in namespace {namespace!r}")
@@ -74,11 +83,11 @@ def _require(conn: Any, namespace: str, ref: NoteRef) -> dict[str, Any]:
 
 
 def notes_by_ids(conn: Any, namespace: str,
-                 note_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+                 note_ids: Sequence[str]) -> dict[str, NoteRow]:
     """The namespace's notes among ``note_ids``; ids of other namespaces are left out."""
     rows = select_in(conn, f"{NOTE_SELECT} WHERE n.namespace = ? AND n.note_id IN", note_ids,
                      [namespace])
-    return {note["note_id"]: note for note in notes_with_aliases(conn, rows)}
+    return {note.note_id: note for note in notes_with_aliases(conn, rows)}
 
 
 def note_names(conn: Any, namespace: str, category: str | None = None) -> list[str]:
@@ -92,14 +101,14 @@ def note_names(conn: Any, namespace: str, category: str | None = None) -> list[s
     return [row[0] for row in rows]
 
 
-def all_notes(conn: Any, namespace: str) -> list[dict[str, Any]]:
+def all_notes(conn: Any, namespace: str) -> list[NoteRow]:
     """Every note of the namespace, by name (for export)."""
     return notes_with_aliases(conn, conn.execute(
         f"{NOTE_SELECT} WHERE n.namespace = ? ORDER BY n.name", (namespace,)).fetchall())
 
 
 def notes_under(conn: Any, namespace: str, source: str, prefix: str,
-                children_only: bool = False, limit: int | None = None) -> list[dict[str, Any]]:
+                children_only: bool = False, limit: int | None = None) -> list[NoteRow]:
     """The namespace's notes written by ``source`` whose names start with ``prefix``
     (``children_only``: with no ``/`` after it), by note id."""
     where = ["n.namespace = ?", "n.source = ?"]
@@ -119,7 +128,7 @@ def notes_under(conn: Any, namespace: str, source: str, prefix: str,
 
 
 def _reindex(conn: Any, namespace: str, note_id: str, chunks: Iterable[PreparedChunk],
-             now: str) -> dict[str, Any]:
+             now: str) -> NoteRow:
     """Index a note's stored row again (after its old rows were deleted); the note, after."""
     note = _by_id(conn, namespace, note_id)
     assert note is not None
@@ -167,16 +176,14 @@ def _refuse_taken(conn: Any, namespace: str, names: Sequence[str],
                             f"({note_id}) in namespace {namespace!r}; nothing was written")
 
 
-def _insert_notes(conn: Any, rows: Sequence[dict[str, Any]]) -> None:
+def _insert_notes(conn: Any, rows: Sequence[NoteRow]) -> None:
     """Insert new notes with their names and tags, one statement per table."""
-    insert_rows(conn, "notes", NOTE_COLUMNS, [
-        tuple(json.dumps(row["tags"], ensure_ascii=False) if column == "tags_json"
-              else row[column] for column in NOTE_COLUMNS) for row in rows])
+    insert_rows(conn, "notes", NOTE_COLUMNS, [row.values() for row in rows])
     insert_rows(conn, "note_names", ["namespace", "name", "note_id", "is_alias"], [
         binding for row in rows
-        for binding in names_of(row["namespace"], row["note_id"], row["name"], row["aliases"])])
+        for binding in names_of(row.namespace, row.note_id, row.name, row.aliases)])
     insert_rows(conn, "note_tags", ["note_id", "namespace", "tag"], [
-        (row["note_id"], row["namespace"], tag) for row in rows for tag in row["tags"]])
+        (row.note_id, row.namespace, tag) for row in rows for tag in row.tags])
 
 
 def _set_tags(conn: Any, namespace: str, note_id: str, tags: Sequence[str]) -> None:
@@ -188,7 +195,7 @@ def _set_tags(conn: Any, namespace: str, note_id: str, tags: Sequence[str]) -> N
 # -- operations (crabtalk: Add, Rename, Alias, Write, Remove) ---------------------------------
 
 
-def add_note(conn: Any, draft: NoteDraft, now: str) -> dict[str, Any]:
+def add_note(conn: Any, draft: NoteDraft, now: str) -> NoteRow:
     """Create a note with its names, tags, event and chunks; NameTaken if a name is bound."""
     with transaction(conn):
         session_id = _memory_session(conn, draft.namespace, now)
@@ -200,14 +207,14 @@ def add_note(conn: Any, draft: NoteDraft, now: str) -> dict[str, Any]:
 
 
 def write_note(conn: Any, namespace: str, ref: NoteRef, changes: NoteChanges,
-               now: str) -> dict[str, Any]:
+               now: str) -> NoteRow:
     """Replace a note's content and fields: its chunks and event are deleted and stored
     again (oxydra update semantics); id, name, aliases and created_at are kept."""
     with transaction(conn):
         note = _require(conn, namespace, ref)
         _memory_session(conn, namespace, now)
         chunks = changes.chunks if changes.chunks is not None else chunks_of(
-            conn, note["note_id"])
+            conn, note.note_id)
         unindex_note(conn, note)
         conn.execute(
             "UPDATE notes SET content = coalesce(?, content), kind = coalesce(?, kind),"
@@ -217,48 +224,48 @@ def write_note(conn: Any, namespace: str, ref: NoteRef, changes: NoteChanges,
             (changes.content, changes.kind, changes.category,
              None if changes.tags is None else json.dumps(list(changes.tags),
                                                           ensure_ascii=False),
-             changes.source, changes.importance, now, note["note_id"]))
+             changes.source, changes.importance, now, note.note_id))
         if changes.tags is not None:
-            _set_tags(conn, namespace, note["note_id"], changes.tags)
-        return _reindex(conn, namespace, note["note_id"], chunks, now)
+            _set_tags(conn, namespace, note.note_id, changes.tags)
+        return _reindex(conn, namespace, note.note_id, chunks, now)
 
 
 def rename_note(conn: Any, namespace: str, ref: NoteRef, new_name: str,
-                now: str) -> dict[str, Any]:
+                now: str) -> NoteRow:
     """Give a note a new name (the old one is released; an alias of its own may become its
     name). The name is indexed with the content, so the note is indexed again."""
     with transaction(conn):
         note = _require(conn, namespace, ref)
-        if new_name == note["name"]:
+        if new_name == note.name:
             return note
-        _refuse_taken(conn, namespace, [new_name], own_id=note["note_id"])
+        _refuse_taken(conn, namespace, [new_name], own_id=note.note_id)
         _memory_session(conn, namespace, now)
         conn.execute("DELETE FROM note_names WHERE namespace = ? AND name IN (?, ?)",
-                     (namespace, note["name"], new_name))
+                     (namespace, note.name, new_name))
         conn.execute("UPDATE notes SET name = ?, updated_at = ? WHERE note_id = ?",
-                     (new_name, now, note["note_id"]))
+                     (new_name, now, note.note_id))
         insert_rows(conn, "note_names", ["namespace", "name", "note_id", "is_alias"],
-                    [(namespace, new_name, note["note_id"], 0)])
-        chunks = chunks_of(conn, note["note_id"])
+                    [(namespace, new_name, note.note_id, 0)])
+        chunks = chunks_of(conn, note.note_id)
         unindex_note(conn, note)
-        return _reindex(conn, namespace, note["note_id"], chunks, now)
+        return _reindex(conn, namespace, note.note_id, chunks, now)
 
 
 def alias_note(conn: Any, namespace: str, ref: NoteRef, alias: str,
-               now: str) -> dict[str, Any]:
+               now: str) -> NoteRow:
     """Bind one more name to a note; binding a name it already answers to changes nothing."""
     with transaction(conn):
         note = _require(conn, namespace, ref)
-        _refuse_taken(conn, namespace, [alias], own_id=note["note_id"])
-        if alias == note["name"] or alias in note["aliases"]:
+        _refuse_taken(conn, namespace, [alias], own_id=note.note_id)
+        if alias == note.name or alias in note.aliases:
             return note
         insert_rows(conn, "note_names", ["namespace", "name", "note_id", "is_alias"],
-                    [(namespace, alias, note["note_id"], 1)])
-        touch_note(conn, note["note_id"], now)
-        return _by_id(conn, namespace, note["note_id"])  # type: ignore[return-value]
+                    [(namespace, alias, note.note_id, 1)])
+        touch_note(conn, note.note_id, now)
+        return _by_id(conn, namespace, note.note_id)  # type: ignore[return-value]
 
 
-def unalias_note(conn: Any, namespace: str, alias: str, now: str) -> dict[str, Any]:
+def unalias_note(conn: Any, namespace: str, alias: str, now: str) -> NoteRow:
     """Unbind an alias; the note's own name cannot be unbound (rename it instead)."""
     with transaction(conn):
         row = conn.execute("SELECT note_id, is_alias FROM note_names"
@@ -283,20 +290,20 @@ def remove_note(conn: Any, namespace: str, ref: NoteRef) -> bool:
             return False
         unindex_note(conn, note)
         conn.execute("DELETE FROM notes WHERE namespace = ? AND note_id = ?",
-                     (namespace, note["note_id"]))
+                     (namespace, note.note_id))
         return True
 
 
 def edit_note(conn: Any, namespace: str, ref: NoteRef, new_name: str | None,
-              aliases: Sequence[str] | None, changes: NoteChanges, now: str) -> dict[str, Any]:
+              aliases: Sequence[str] | None, changes: NoteChanges, now: str) -> NoteRow:
     """Rename a note, set its aliases and write its fields in one transaction, so a name
     that is taken (or any other refusal) leaves the note exactly as it was."""
     with transaction(conn):
-        ref = NoteRef(note_id=_require(conn, namespace, ref)["note_id"])
+        ref = NoteRef(note_id=_require(conn, namespace, ref).note_id)
         if new_name is not None:
             rename_note(conn, namespace, ref, new_name, now)
         if aliases is not None:
-            current = _require(conn, namespace, ref)["aliases"]
+            current = _require(conn, namespace, ref).aliases
             for alias in current:
                 if alias not in aliases:
                     unalias_note(conn, namespace, alias, now)
@@ -322,7 +329,7 @@ def namespaces(conn: Any) -> list[str]:
 
 
 def import_notes(conn: Any, namespace: str, drafts: Sequence[NoteDraft], overwrite: bool,
-                 now: str, new_id: Callable[[], str]) -> dict[str, Any]:
+                 now: str, new_id: Callable[[], str]) -> NoteImportOutcome:
     """Apply imported notes in one transaction, or report every collision and apply nothing.
 
     The drafts' names and aliases are distinct (the caller checked). Without ``overwrite``
@@ -335,14 +342,9 @@ def import_notes(conn: Any, namespace: str, drafts: Sequence[NoteDraft], overwri
     with transaction(conn):
         claimed = {name: draft for draft in drafts for name in (draft.name, *draft.aliases)}
         bound = _bindings(conn, namespace, list(claimed))
-        collisions = [
-            {"name": name, "imported_note": claimed[name].name, "existing_note_id": note_id,
-             "existing_note": holder, "bound_as": "alias" if is_alias else "name"}
-            for name, (note_id, is_alias, holder) in bound.items()]
-        collisions.sort(key=lambda c: (c["imported_note"], c["name"]))
+        collisions = import_collisions(claimed, bound)
         if (collisions and not overwrite) or not drafts:
-            return {"applied": not collisions, "collisions": collisions, "added": 0,
-                    "replaced": 0, "removed": []}
+            return NoteImportOutcome(applied=not collisions, collisions=collisions)
         session_id = _memory_session(conn, namespace, now)
         replaced: dict[str, NoteDraft] = {}
         for draft in drafts:
@@ -374,8 +376,8 @@ def import_notes(conn: Any, namespace: str, drafts: Sequence[NoteDraft], overwri
                         session_id, now) for draft in fresh]
         _insert_notes(conn, rows)
         index_notes(conn, list(zip(rows, (draft.chunks for draft in fresh), strict=True)), now)
-        return {"applied": True, "collisions": collisions, "added": len(rows),
-                "replaced": len(replaced), "removed": removed}
+        return NoteImportOutcome(applied=True, collisions=collisions, added=len(rows),
+                                 replaced=len(replaced), removed=removed)
 
 
 def _release(conn: Any, namespace: str, bound: dict[str, tuple[str, bool, str]],

@@ -16,6 +16,7 @@ from core.inputs import shown
 from core.storage.rows import (
     ARCHIVE_COLUMNS,
     MARKER_IMPORTANCE,
+    CommittedCompaction,
     archives,
     epoch_of,
     swapped_summary,
@@ -62,7 +63,7 @@ def record_summary_error(conn: Any, session_id: str, error: str | None, now: str
 
 
 def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
-                      now: str) -> dict[str, Any]:
+                      now: str) -> CommittedCompaction:
     """Archive note, marker event, folded events, reset summary and archive row, at once.
 
     ``SummaryConflict`` (nothing written) when the conversation moved on since it was read:
@@ -87,7 +88,7 @@ def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
             "UPDATE conversation_events SET consolidated_at = ? WHERE session_id = ?"
             " AND sequence BETWEEN ? AND ? AND consolidated_at IS NULL",
             (now, plan.session_id, plan.first_sequence, last))
-        compaction = {"marker_sequence": marker_sequence, "archive_name": note["name"],
+        compaction = {"marker_sequence": marker_sequence, "archive_name": note.name,
                       "archived_at": now, "count": int((state.get("compaction") or {})
                                                        .get("count", 0)) + 1}
         summary = {"text": "", "upper_sequence": marker_sequence,
@@ -103,9 +104,9 @@ def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
             "INSERT INTO archives(session_id, marker_sequence, archive_name, namespace, note_id,"
             " first_sequence, last_sequence, message_count, archived_at, summarizer)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (plan.session_id, marker_sequence, note["name"], archive.namespace, note["note_id"],
+            (plan.session_id, marker_sequence, note.name, archive.namespace, note.note_id,
              plan.first_sequence, last, plan.message_count, now, plan.summarizer))
-        return {"marker_sequence": marker_sequence, "note": note, "archived_at": now}
+        return CommittedCompaction(marker_sequence, note.note(), now)
 
 
 def archive_count(conn: Any, session_id: str) -> int:
