@@ -90,17 +90,6 @@ def checked_choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def definition(row: dict[str, Any]) -> ScheduleDefinition:
-    """A schedules row as the engine's type."""
-    fields = {k: v for k, v in row.items() if k != "cadence_json"}
-    return ScheduleDefinition(cadence=json.loads(row["cadence_json"]), **fields)
-
-
-def run_record(row: dict[str, Any]) -> ScheduleRun:
-    """A schedule_runs row as the engine's type."""
-    return ScheduleRun(**{**row, "notified": bool(row["notified"])})
-
-
 def parse_when(value: datetime | str | None) -> datetime:
     """An aware UTC datetime from a datetime, an engine timestamp or ISO text (None: now)."""
     if value is None:
@@ -149,29 +138,29 @@ class Schedules:
                "next_run_at": self._next_run(parsed, now), "consecutive_failures": 0,
                "channel_id": checked_channel(channel_id, "channel_id"),
                "channel_context_id": checked_channel(channel_context_id, "channel_context_id")}
-        return definition(await self._backend.insert_schedule(row))
+        return await self._backend.insert_schedule(row)
 
     async def get_schedule(self, ref: str, user_id: str | None = None) -> ScheduleDefinition:
         """A schedule by id or by name, of ``user_id`` when given (another user's, even by
         its id, is ``NotFound``); ``InvalidInput`` when a name is shared by several."""
-        return definition(await self._row(ref, user_id))
+        return await self._row(ref, user_id)
 
-    async def _row(self, ref: str, user_id: str | None = None) -> dict[str, Any]:
+    async def _row(self, ref: str, user_id: str | None = None) -> ScheduleDefinition:
         if not isinstance(ref, str) or not ref.strip():
             raise InvalidInput(f"a schedule is named by its id or name; got {shown(ref)}")
         if len(ref) > MAX_NAME_CHARS:  # longer than any id or name: it names nothing
             raise NotFound(f"no schedule with id or name {shown(ref)}")
         try:
-            row = await self._backend.get_schedule(ref)
-            if user_id is None or row["user_id"] == user_id:
-                return row  # another user's id is not found, as another user's name is
+            found = await self._backend.get_schedule(ref)
+            if user_id is None or found.user_id == user_id:
+                return found  # another user's id is not found, as another user's name is
         except NotFound:
             pass
         named = await self._backend.schedules_named(ref, user_id)
         if not named:
             raise NotFound(f"no schedule with id or name {shown(ref)}")
         if len(named) > 1:
-            ids = ", ".join(row["schedule_id"] for row in named)
+            ids = ", ".join(schedule.schedule_id for schedule in named)
             raise InvalidInput(f"{len(named)} schedules are named {shown(ref)} ({ids}); use an id")
         return named[0]
 
@@ -187,9 +176,9 @@ class Schedules:
         for what, searched in (("name", name), ("text", text)):
             if searched is not None:
                 query_text(searched, what)
-        total, rows = await self._backend.search_schedules(user_id, status, name, text, limit,
+        total, page = await self._backend.search_schedules(user_id, status, name, text, limit,
                                                            offset)
-        return ScheduleSearchResult(total, [definition(row) for row in rows])
+        return ScheduleSearchResult(total, page)
 
     async def count_schedules(self, user_id: str) -> int:
         """How many schedules a user has."""
@@ -198,16 +187,16 @@ class Schedules:
     async def delete_schedule(self, ref: str) -> bool:
         """Delete a schedule and its run history; False when there was none."""
         try:
-            row = await self._row(ref)
+            schedule = await self._row(ref)
         except NotFound:
             return False
-        return await self._backend.delete_schedule(row["schedule_id"])
+        return await self._backend.delete_schedule(schedule.schedule_id)
 
     async def update_schedule(self, ref: str, **patch: Any) -> ScheduleDefinition:
         """Change the fields given (``name``, ``goal``, ``cadence``, ``notification_policy``,
         ``status``, ``channel_id``, ``channel_context_id``), all checked first. A new cadence
         or a resume computes the next run from now; a resume also clears the failures."""
-        row = await self._row(ref)
+        schedule = await self._row(ref)
         unknown = set(patch) - {"name", "goal", "cadence", "notification_policy", "status",
                                 "channel_id", "channel_context_id", "status_reason"}
         if unknown:
@@ -224,7 +213,8 @@ class Schedules:
         for key in ("channel_id", "channel_context_id"):
             if key in patch:
                 changes[key] = checked_channel(patch[key], key)
-        cadence = as_cadence(row["cadence_json"])
+        # Checked as its stored cadence_json is, so a damaged one is refused the same way.
+        cadence = as_cadence(json.dumps(schedule.cadence, ensure_ascii=False))
         if "cadence" in patch:
             cadence = as_cadence(patch["cadence"])
             validate_cadence(cadence, self._config.min_interval_secs, now)
@@ -234,13 +224,13 @@ class Schedules:
             status = checked_choice(patch["status"], "status", STATUSES)
             changes["status"] = status
             changes["status_reason"] = patch.get("status_reason")
-            if status == "active" and row["status"] != "active":
+            if status == "active" and schedule.status != "active":
                 if cadence.kind == "once":
                     validate_cadence(cadence, self._config.min_interval_secs, now)
                 changes["next_run_at"] = self._next_run(cadence, now)
                 changes["consecutive_failures"] = 0
-        return definition(await self._backend.update_schedule(row["schedule_id"], changes,
-                                                              format_utc(now)))
+        return await self._backend.update_schedule(schedule.schedule_id, changes,
+                                                   format_utc(now))
 
     async def pause_schedule(self, ref: str, reason: str = "paused by hand") -> ScheduleDefinition:
         """Stop a schedule from firing until it is resumed."""
@@ -253,17 +243,15 @@ class Schedules:
     async def due_schedules(self, now: datetime | str | None = None,
                             limit: int = 100) -> list[ScheduleDefinition]:
         """Active schedules due at ``now`` (default: now), soonest first."""
-        rows = await self._backend.due_schedules(format_utc(parse_when(now)), limit)
-        return [definition(row) for row in rows]
+        return await self._backend.due_schedules(format_utc(parse_when(now)), limit)
 
     async def claim_due(self, runner: str, *, lease_secs: float, limit: int = 10,
                         now: datetime | str | None = None) -> list[ScheduleDefinition]:
         """Claim due schedules for one runner (no other runner gets them until the claim is
         recorded, released or runs out after ``lease_secs``)."""
         moment = parse_when(now)
-        rows = await self._backend.claim_due(
+        return await self._backend.claim_due(
             format_utc(moment), runner, format_utc(moment + timedelta(seconds=lease_secs)), limit)
-        return [definition(row) for row in rows]
 
     async def release_claim(self, schedule_id: str, runner: str) -> None:
         """Give back a claim without recording a run."""
@@ -284,18 +272,20 @@ class Schedules:
         output = str(fields.get("output") or "")
         fields["output"] = output
         fields["output_summary"] = str(fields.get("output_summary") or output)[:SUMMARY_CHARS]
-        fields.setdefault("turn_count", 0)
-        fields.setdefault("cost", 0.0)
-        fields["notified"] = int(bool(fields.get("notified")))
         for key in ("started_at", "finished_at"):
             fields[key] = format_utc(parse_when(fields.get(key) or utc_now()))
         if new_status is not None:
             checked_choice(new_status, "status", STATUSES)
+        checked = ScheduleRun(
+            run_id=fields["run_id"], schedule_id=schedule_id, started_at=fields["started_at"],
+            finished_at=fields["finished_at"], status=fields["status"],
+            output_summary=fields["output_summary"], output=output,
+            turn_count=fields.get("turn_count", 0), cost=fields.get("cost", 0.0),
+            notified=bool(fields.get("notified")))
         after = None if next_run_at is None else format_utc(parse_when(next_run_at))
-        row = await self._backend.record_run_and_reschedule(
-            fields, after, new_status, status_reason, self._config.max_consecutive_failures,
+        return await self._backend.record_run_and_reschedule(
+            checked, after, new_status, status_reason, self._config.max_consecutive_failures,
             self._config.keep_runs, utc_now())
-        return definition(row)
 
     async def prune_run_history(self, schedule_id: str, keep: int) -> int:
         """Keep a schedule's newest ``keep`` runs; how many were deleted."""
@@ -303,8 +293,7 @@ class Schedules:
 
     async def get_run_history(self, schedule_id: str, limit: int = 20) -> list[ScheduleRun]:
         """A schedule's runs, newest first."""
-        rows = await self._backend.run_history(schedule_id, limit)
-        return [run_record(row) for row in rows]
+        return await self._backend.run_history(schedule_id, limit)
 
     async def count_runs(self, schedule_id: str) -> int:
         """How many runs of a schedule its history holds (0 for none, or no such schedule)."""
@@ -312,4 +301,4 @@ class Schedules:
 
     async def get_run_by_id(self, run_id: str) -> ScheduleRun:
         """One run; ``NotFound`` when there is none."""
-        return run_record(await self._backend.get_run(run_id))
+        return await self._backend.get_run(run_id)

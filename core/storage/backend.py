@@ -57,7 +57,14 @@ if TYPE_CHECKING:
         Scope,
         WriteResult,
     )
-    from core.types import Fact, MemoryRecord, Note, SessionInfo
+    from core.types import (
+        Fact,
+        MemoryRecord,
+        Note,
+        ScheduleDefinition,
+        ScheduleRun,
+        SessionInfo,
+    )
 
 
 @dataclass(frozen=True)
@@ -398,18 +405,18 @@ class Backend(Protocol):
 
     # -- schedules ---------------------------------------------------------------------------
 
-    async def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]:
+    async def insert_schedule(self, row: dict[str, Any]) -> ScheduleDefinition:
         """Store a new, already checked schedule row; the row as stored."""
 
-    async def get_schedule(self, schedule_id: str) -> dict[str, Any]:
+    async def get_schedule(self, schedule_id: str) -> ScheduleDefinition:
         """One schedule by id; ``NotFound`` when there is none."""
 
-    async def schedules_named(self, name: str, user_id: str | None) -> list[dict[str, Any]]:
+    async def schedules_named(self, name: str, user_id: str | None) -> list[ScheduleDefinition]:
         """Schedules with this name (of one user, or of all), oldest first."""
 
     async def search_schedules(self, user_id: str | None, status: str | None,
                                name: str | None, text: str | None, limit: int,
-                               offset: int) -> tuple[int, list[dict[str, Any]]]:
+                               offset: int) -> tuple[int, list[ScheduleDefinition]]:
         """(total, page) of schedules matching every filter given, newest first; ``text``
         is a case-insensitive substring of name or goal, its wildcards literal."""
 
@@ -420,25 +427,25 @@ class Backend(Protocol):
         """One transaction: the schedule and its runs; False when there was none."""
 
     async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
-                              now: str) -> dict[str, Any]:
+                              now: str) -> ScheduleDefinition:
         """One transaction: apply checked changes to editable columns; ``NotFound`` when
         there is no such schedule. The row as stored."""
 
-    async def due_schedules(self, now: str, limit: int) -> list[dict[str, Any]]:
+    async def due_schedules(self, now: str, limit: int) -> list[ScheduleDefinition]:
         """Active schedules whose next run is at or before ``now``, soonest first."""
 
     async def claim_due(self, now: str, runner: str, until: str,
-                        limit: int) -> list[dict[str, Any]]:
+                        limit: int) -> list[ScheduleDefinition]:
         """One transaction: claim up to ``limit`` due schedules no live claim holds, for
         ``runner`` until ``until``; two runners (in any processes) never get the same one."""
 
     async def release_claim(self, schedule_id: str, runner: str) -> None:
         """Give back ``runner``'s claim without recording a run (another's is left alone)."""
 
-    async def record_run_and_reschedule(self, run: dict[str, Any], next_run_at: str | None,
+    async def record_run_and_reschedule(self, run: ScheduleRun, next_run_at: str | None,
                                         status: str | None, status_reason: str | None,
                                         failure_limit: int, keep: int,
-                                        now: str) -> dict[str, Any]:
+                                        now: str) -> ScheduleDefinition:
         """One transaction: the run row, the schedule's last run, failure count (paused with
         a reason at ``failure_limit``), next run, status and released claim, and the history
         pruned to ``keep``: a run is never recorded without its reschedule."""
@@ -446,13 +453,13 @@ class Backend(Protocol):
     async def prune_run_history(self, schedule_id: str, keep: int) -> int:
         """Delete all but the newest ``keep`` runs of a schedule; how many went."""
 
-    async def run_history(self, schedule_id: str, limit: int) -> list[dict[str, Any]]:
+    async def run_history(self, schedule_id: str, limit: int) -> list[ScheduleRun]:
         """A schedule's runs, newest first."""
 
     async def count_runs(self, schedule_id: str) -> int:
         """How many runs of a schedule its history holds."""
 
-    async def get_run(self, run_id: str) -> dict[str, Any]:
+    async def get_run(self, run_id: str) -> ScheduleRun:
         """One run; ``NotFound`` when there is none."""
 
     # -- retrieval log and judgments ---------------------------------------------------------

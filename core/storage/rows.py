@@ -21,7 +21,7 @@ from core.errors import InvalidInput
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.messages import PreparedChunk, chunk_id_for
 from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
-from core.types import NameCollision, Note
+from core.types import NameCollision, Note, ScheduleDefinition, ScheduleRun
 
 # -- notes -------------------------------------------------------------------------------------
 
@@ -241,6 +241,43 @@ SCHEDULE_COLUMNS = ("schedule_id", "user_id", "name", "goal", "cadence_json",
 
 SCHEDULE_RUN_COLUMNS = ("run_id", "schedule_id", "started_at", "finished_at", "status",
                         "output_summary", "output", "turn_count", "cost", "notified")
+
+
+def schedule_definition(row: Sequence[Any]) -> ScheduleDefinition:
+    """A schedules row (``SCHEDULE_COLUMNS``) as the engine's type, its cadence decoded."""
+    (schedule_id, user_id, name, goal, cadence_json, notification_policy, status, created_at,
+     updated_at, next_run_at, last_run_at, last_run_status, consecutive_failures, channel_id,
+     channel_context_id, status_reason) = row
+    return ScheduleDefinition(
+        schedule_id=schedule_id, user_id=user_id, name=name, goal=goal,
+        cadence=json.loads(cadence_json), notification_policy=notification_policy,
+        status=status, created_at=created_at, updated_at=updated_at, next_run_at=next_run_at,
+        last_run_at=last_run_at, last_run_status=last_run_status,
+        consecutive_failures=consecutive_failures, channel_id=channel_id,
+        channel_context_id=channel_context_id, status_reason=status_reason)
+
+
+def schedule_run(row: Sequence[Any]) -> ScheduleRun:
+    """A schedule_runs row (``SCHEDULE_RUN_COLUMNS``) as the engine's type."""
+    (run_id, schedule_id, started_at, finished_at, status, output_summary, output, turn_count,
+     cost, notified) = row
+    return ScheduleRun(run_id=run_id, schedule_id=schedule_id, started_at=started_at,
+                       finished_at=finished_at, status=status, output_summary=output_summary,
+                       output=output, turn_count=turn_count, cost=cost,
+                       notified=bool(notified))
+
+
+def run_values(run: ScheduleRun) -> tuple[Any, ...]:
+    """A run's schedule_runs row, in ``SCHEDULE_RUN_COLUMNS`` order (notified as 0 or 1)."""
+    return (run.run_id, run.schedule_id, run.started_at, run.finished_at, run.status,
+            run.output_summary, run.output, run.turn_count, run.cost, int(run.notified))
+
+
+def paused_reason(failures: int, run: ScheduleRun) -> str:
+    """Why a schedule paused itself after ``failures`` consecutive failed runs, the last
+    ``run``."""
+    return (f"paused after {failures} consecutive failures; the last "
+            f"({run.status}): {(run.output_summary or '').strip()[:200]}")
 
 
 SCHEDULE_EDITABLE = frozenset({"name", "goal", "cadence_json", "notification_policy",

@@ -20,7 +20,7 @@ import numpy as np
 
 from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
-from core.types import Fact, MemoryRecord, Note, SessionInfo
+from core.types import Fact, MemoryRecord, Note, ScheduleDefinition, ScheduleRun, SessionInfo
 
 if TYPE_CHECKING:
     from core.locations import Location
@@ -175,22 +175,22 @@ class SharedOperations:
         self.require_writable()
         await self._db.write(self._ops.summaries.write_meta, key, value)
 
-    async def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]:
+    async def insert_schedule(self, row: dict[str, Any]) -> ScheduleDefinition:
         """Store a new schedule."""
         self.require_writable()
         return await self._db.write(self._ops.schedules.insert_schedule, row)
 
-    async def get_schedule(self, schedule_id: str) -> dict[str, Any]:
+    async def get_schedule(self, schedule_id: str) -> ScheduleDefinition:
         """One schedule; ``NotFound`` when there is none."""
         return await self._db.read(self._ops.schedules.get_schedule, schedule_id)
 
-    async def schedules_named(self, name: str, user_id: str | None) -> list[dict[str, Any]]:
+    async def schedules_named(self, name: str, user_id: str | None) -> list[ScheduleDefinition]:
         """Schedules with this name (of one user, or of all)."""
         return await self._db.read(self._ops.schedules.schedules_named, name, user_id)
 
     async def search_schedules(self, user_id: str | None, status: str | None,
                                name: str | None, text: str | None, limit: int,
-                               offset: int) -> tuple[int, list[dict[str, Any]]]:
+                               offset: int) -> tuple[int, list[ScheduleDefinition]]:
         """(total, page) of schedules matching every filter given, newest first."""
         return await self._db.read(self._ops.schedules.search_schedules, user_id, status,
                                    name, text, limit, offset)
@@ -205,17 +205,17 @@ class SharedOperations:
         return await self._db.write(self._ops.schedules.delete_schedule, schedule_id)
 
     async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
-                              now: str) -> dict[str, Any]:
+                              now: str) -> ScheduleDefinition:
         """Apply checked changes to a schedule."""
         self.require_writable()
         return await self._db.write(self._ops.schedules.update_schedule, schedule_id, changes, now)
 
-    async def due_schedules(self, now: str, limit: int) -> list[dict[str, Any]]:
+    async def due_schedules(self, now: str, limit: int) -> list[ScheduleDefinition]:
         """Active schedules due at ``now``, soonest first."""
         return await self._db.read(self._ops.schedules.due_schedules, now, limit)
 
     async def claim_due(self, now: str, runner: str, until: str,
-                        limit: int) -> list[dict[str, Any]]:
+                        limit: int) -> list[ScheduleDefinition]:
         """Claim due schedules for one runner, in one transaction."""
         self.require_writable()
         return await self._db.write(self._ops.schedules.claim_due, now, runner, until, limit)
@@ -225,10 +225,10 @@ class SharedOperations:
         self.require_writable()
         await self._db.write(self._ops.schedules.release_claim, schedule_id, runner)
 
-    async def record_run_and_reschedule(self, run: dict[str, Any], next_run_at: str | None,
+    async def record_run_and_reschedule(self, run: ScheduleRun, next_run_at: str | None,
                                         status: str | None, status_reason: str | None,
                                         failure_limit: int, keep: int,
-                                        now: str) -> dict[str, Any]:
+                                        now: str) -> ScheduleDefinition:
         """Record a run and reschedule its schedule in one transaction."""
         self.require_writable()
         return await self._db.write(self._ops.schedules.record_run_and_reschedule, run, next_run_at,
@@ -239,7 +239,7 @@ class SharedOperations:
         self.require_writable()
         return await self._db.write(self._ops.schedules.prune_run_history, schedule_id, keep)
 
-    async def run_history(self, schedule_id: str, limit: int) -> list[dict[str, Any]]:
+    async def run_history(self, schedule_id: str, limit: int) -> list[ScheduleRun]:
         """A schedule's runs, newest first."""
         return await self._db.read(self._ops.schedules.run_history, schedule_id, limit)
 
@@ -247,7 +247,7 @@ class SharedOperations:
         """How many runs of a schedule the history holds."""
         return await self._db.read(self._ops.schedules.count_runs, schedule_id)
 
-    async def get_run(self, run_id: str) -> dict[str, Any]:
+    async def get_run(self, run_id: str) -> ScheduleRun:
         """One run; ``NotFound`` when there is none."""
         return await self._db.read(self._ops.schedules.get_run, run_id)
 

@@ -1,8 +1,9 @@
 """PostgreSQL: schedules and their runs (oxydra's ``SchedulerStore``), as
 :mod:`core.storage.sqlite.schedules` keeps them in SQLite.
 
-Rows are plain dicts with the SQLite side's columns, order and refusals. SQLite serializes
-every writer; here many write at once, so what SQLite's lock gave is asked for explicitly:
+Rows are read as the SQLite side reads them (:func:`core.storage.rows.schedule_definition`),
+with its columns, order and refusals. SQLite serializes every writer; here many write at
+once, so what SQLite's lock gave is asked for explicitly:
 a claim takes its rows with ``FOR UPDATE SKIP LOCKED`` (two runners never get the same due
 schedule, and neither waits for the other's), and a run is recorded with the schedule row
 locked, so two runs finishing together both count towards ``consecutive_failures``.
@@ -18,7 +19,16 @@ from psycopg import sql
 
 from core.errors import NotFound
 from core.storage.pg.connection import Conn
-from core.storage.rows import SCHEDULE_COLUMNS, SCHEDULE_EDITABLE, SCHEDULE_RUN_COLUMNS
+from core.storage.rows import (
+    SCHEDULE_COLUMNS,
+    SCHEDULE_EDITABLE,
+    SCHEDULE_RUN_COLUMNS,
+    paused_reason,
+    run_values,
+    schedule_definition,
+    schedule_run,
+)
+from core.types import ScheduleDefinition, ScheduleRun
 
 _SELECT = f"SELECT {', '.join(SCHEDULE_COLUMNS)} FROM schedules"
 _SELECT_RUNS = f"SELECT {', '.join(SCHEDULE_RUN_COLUMNS)} FROM schedule_runs"
@@ -29,15 +39,15 @@ def _limit(limit: int) -> int | None:
     return limit if limit >= 0 else None
 
 
-def _rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(SCHEDULE_COLUMNS, row, strict=True)) for row in rows]
+def _rows(rows: Sequence[Sequence[Any]]) -> list[ScheduleDefinition]:
+    return [schedule_definition(row) for row in rows]
 
 
-def _runs(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(SCHEDULE_RUN_COLUMNS, row, strict=True)) for row in rows]
+def _runs(rows: Sequence[Sequence[Any]]) -> list[ScheduleRun]:
+    return [schedule_run(row) for row in rows]
 
 
-async def _fetch(conn: Conn, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+async def _fetch(conn: Conn, query: str, params: Sequence[Any]) -> list[ScheduleDefinition]:
     cursor = await conn.execute(query, params)
     return _rows(await cursor.fetchall())
 
@@ -49,7 +59,7 @@ async def _count(conn: Conn, query: str, params: Sequence[Any]) -> int:
     return int(row[0])
 
 
-async def insert_schedule(conn: Conn, row: dict[str, Any]) -> dict[str, Any]:
+async def insert_schedule(conn: Conn, row: dict[str, Any]) -> ScheduleDefinition:
     """Store a new schedule."""
     statement = sql.SQL("INSERT INTO schedules({}) VALUES ({})").format(
         sql.SQL(", ").join(sql.Identifier(column) for column in row),
@@ -58,7 +68,7 @@ async def insert_schedule(conn: Conn, row: dict[str, Any]) -> dict[str, Any]:
     return await get_schedule(conn, row["schedule_id"])
 
 
-async def get_schedule(conn: Conn, schedule_id: str) -> dict[str, Any]:
+async def get_schedule(conn: Conn, schedule_id: str) -> ScheduleDefinition:
     """One schedule; ``NotFound`` when there is none."""
     found = await _fetch(conn, f"{_SELECT} WHERE schedule_id = %s", (schedule_id,))
     if not found:
@@ -66,7 +76,7 @@ async def get_schedule(conn: Conn, schedule_id: str) -> dict[str, Any]:
     return found[0]
 
 
-async def schedules_named(conn: Conn, name: str, user_id: str | None) -> list[dict[str, Any]]:
+async def schedules_named(conn: Conn, name: str, user_id: str | None) -> list[ScheduleDefinition]:
     """Schedules with this name (of one user, or of all)."""
     if user_id is None:
         return await _fetch(conn, f"{_SELECT} WHERE name = %s ORDER BY created_at, row_order",
@@ -87,7 +97,7 @@ async def search_schedules(
     text: str | None,
     limit: int,
     offset: int,
-) -> tuple[int, list[dict]]:
+) -> tuple[int, list[ScheduleDefinition]]:
     """(total, page) of schedules matching every filter given, newest first.
 
     ``name`` matches exactly; ``text`` is a case-insensitive substring of the name or goal.
@@ -123,7 +133,7 @@ async def delete_schedule(conn: Conn, schedule_id: str) -> bool:
 
 async def update_schedule(
     conn: Conn, schedule_id: str, changes: dict[str, Any], now: str
-) -> dict[str, Any]:
+) -> ScheduleDefinition:
     """Apply checked changes; ``NotFound`` when there is no such schedule."""
     unknown = set(changes) - SCHEDULE_EDITABLE
     assert not unknown, f"not editable: {unknown}"
@@ -138,7 +148,7 @@ async def update_schedule(
     return updated[0]
 
 
-async def due_schedules(conn: Conn, now: str, limit: int) -> list[dict[str, Any]]:
+async def due_schedules(conn: Conn, now: str, limit: int) -> list[ScheduleDefinition]:
     """Active schedules whose next run is at or before ``now``, soonest first (the partial
     ``schedules_due`` index answers it)."""
     return await _fetch(conn, f"{_SELECT} WHERE status = 'active' AND next_run_at <= %s"
@@ -147,7 +157,7 @@ async def due_schedules(conn: Conn, now: str, limit: int) -> list[dict[str, Any]
 
 async def claim_due(
     conn: Conn, now: str, runner: str, until: str, limit: int
-) -> list[dict[str, Any]]:
+) -> list[ScheduleDefinition]:
     """Claim up to ``limit`` due schedules no live claim holds, for ``runner`` until
     ``until``; the claimed rows, soonest first.
 
@@ -167,7 +177,7 @@ async def claim_due(
                            f" WHERE schedule_id = ANY(%s) RETURNING {', '.join(SCHEDULE_COLUMNS)}",
                            (runner, until, ids))
     position = {schedule_id: n for n, schedule_id in enumerate(ids)}
-    return sorted(claimed, key=lambda schedule: position[schedule["schedule_id"]])
+    return sorted(claimed, key=lambda schedule: position[schedule.schedule_id])
 
 
 async def release_claim(conn: Conn, schedule_id: str, runner: str) -> None:
@@ -178,14 +188,14 @@ async def release_claim(conn: Conn, schedule_id: str, runner: str) -> None:
 
 async def record_run_and_reschedule(
     conn: Conn,
-    run: dict[str, Any],
+    run: ScheduleRun,
     next_run_at: str | None,
     status: str | None,
     status_reason: str | None,
     failure_limit: int,
     keep: int,
     now: str,
-) -> dict[str, Any]:
+) -> ScheduleDefinition:
     """Record a run and reschedule its schedule in one transaction (oxydra).
 
     The run row; ``last_run_at``/``last_run_status``; ``consecutive_failures`` (reset by a
@@ -194,29 +204,28 @@ async def record_run_and_reschedule(
     The schedule row is locked first, so a concurrent run's count is never overwritten.
     """
     found = await _fetch(conn, f"{_SELECT} WHERE schedule_id = %s FOR UPDATE",
-                         (run["schedule_id"],))
+                         (run.schedule_id,))
     if not found:
-        raise NotFound(f"no schedule {run['schedule_id']!r}")
+        raise NotFound(f"no schedule {run.schedule_id!r}")
     schedule = found[0]
     await conn.execute(f"INSERT INTO schedule_runs({', '.join(SCHEDULE_RUN_COLUMNS)}) VALUES "
                        f"({', '.join(['%s'] * len(SCHEDULE_RUN_COLUMNS))})",
-                       tuple(run[c] for c in SCHEDULE_RUN_COLUMNS))
-    failures = 0 if run["status"] == "ok" else schedule["consecutive_failures"] + 1
-    reason = status_reason if status is not None else schedule["status_reason"]
-    new_status = status or schedule["status"]
+                       run_values(run))
+    failures = 0 if run.status == "ok" else schedule.consecutive_failures + 1
+    reason = status_reason if status is not None else schedule.status_reason
+    new_status = status or schedule.status
     if failure_limit and failures >= failure_limit and new_status == "active":
         new_status = "paused"
-        reason = (f"paused after {failures} consecutive failures; the last "
-                  f"({run['status']}): {(run['output_summary'] or '').strip()[:200]}")
+        reason = paused_reason(failures, run)
     await conn.execute(
         "UPDATE schedules SET last_run_at = %s, last_run_status = %s,"
         " consecutive_failures = %s, next_run_at = %s, status = %s, status_reason = %s,"
         " claimed_by = NULL, claim_expires_at = NULL, updated_at = %s"
         " WHERE schedule_id = %s",
-        (run["started_at"], run["status"], failures, next_run_at, new_status, reason, now,
-         run["schedule_id"]))
-    await prune_run_history(conn, run["schedule_id"], keep)
-    return await get_schedule(conn, run["schedule_id"])
+        (run.started_at, run.status, failures, next_run_at, new_status, reason, now,
+         run.schedule_id))
+    await prune_run_history(conn, run.schedule_id, keep)
+    return await get_schedule(conn, run.schedule_id)
 
 
 async def prune_run_history(conn: Conn, schedule_id: str, keep: int) -> int:
@@ -229,7 +238,7 @@ async def prune_run_history(conn: Conn, schedule_id: str, keep: int) -> int:
     return cursor.rowcount
 
 
-async def run_history(conn: Conn, schedule_id: str, limit: int) -> list[dict[str, Any]]:
+async def run_history(conn: Conn, schedule_id: str, limit: int) -> list[ScheduleRun]:
     """A schedule's runs, newest first."""
     cursor = await conn.execute(f"{_SELECT_RUNS} WHERE schedule_id = %s"
                                 " ORDER BY started_at DESC, run_id DESC LIMIT %s",
@@ -243,7 +252,7 @@ async def count_runs(conn: Conn, schedule_id: str) -> int:
                         (schedule_id,))
 
 
-async def get_run(conn: Conn, run_id: str) -> dict[str, Any]:
+async def get_run(conn: Conn, run_id: str) -> ScheduleRun:
     """One run; ``NotFound`` when there is none."""
     cursor = await conn.execute(f"{_SELECT_RUNS} WHERE run_id = %s", (run_id,))
     found = _runs(await cursor.fetchall())

@@ -1,7 +1,8 @@
 """SQL for schedules and their runs (oxydra ``SchedulerStore``).
 
-Rows are plain dicts here; :mod:`core.schedules.store` checks what goes in and turns what
-comes out into :class:`core.types.ScheduleDefinition`. Every multi-row change is one
+:mod:`core.schedules.store` checks what goes in; what comes out is
+:class:`core.types.ScheduleDefinition` and :class:`core.types.ScheduleRun`
+(:func:`core.storage.rows.schedule_definition`). Every multi-row change is one
 ``BEGIN IMMEDIATE`` transaction, so a run is never recorded without its reschedule, and two
 runners (in any processes) never claim the same due schedule.
 """
@@ -12,17 +13,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import NotFound
-from core.storage.rows import SCHEDULE_COLUMNS, SCHEDULE_EDITABLE, SCHEDULE_RUN_COLUMNS
+from core.storage.rows import (
+    SCHEDULE_COLUMNS,
+    SCHEDULE_EDITABLE,
+    SCHEDULE_RUN_COLUMNS,
+    paused_reason,
+    run_values,
+    schedule_definition,
+    schedule_run,
+)
 from core.storage.sqlite.connection import transaction
+from core.types import ScheduleDefinition, ScheduleRun
 
 _SELECT = f"SELECT {', '.join(SCHEDULE_COLUMNS)} FROM schedules"
 
 
-def _rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(SCHEDULE_COLUMNS, row, strict=True)) for row in rows]
+def _rows(rows: Sequence[Sequence[Any]]) -> list[ScheduleDefinition]:
+    return [schedule_definition(row) for row in rows]
 
 
-def insert_schedule(conn: Any, row: dict[str, Any]) -> dict[str, Any]:
+def insert_schedule(conn: Any, row: dict[str, Any]) -> ScheduleDefinition:
     """Store a new schedule."""
     with transaction(conn):
         conn.execute(f"INSERT INTO schedules({', '.join(row)}) VALUES "
@@ -30,7 +40,7 @@ def insert_schedule(conn: Any, row: dict[str, Any]) -> dict[str, Any]:
     return get_schedule(conn, row["schedule_id"])
 
 
-def get_schedule(conn: Any, schedule_id: str) -> dict[str, Any]:
+def get_schedule(conn: Any, schedule_id: str) -> ScheduleDefinition:
     """One schedule; ``NotFound`` when there is none."""
     found = _rows(conn.execute(f"{_SELECT} WHERE schedule_id = ?", (schedule_id,)).fetchall())
     if not found:
@@ -38,7 +48,7 @@ def get_schedule(conn: Any, schedule_id: str) -> dict[str, Any]:
     return found[0]
 
 
-def schedules_named(conn: Any, name: str, user_id: str | None) -> list[dict[str, Any]]:
+def schedules_named(conn: Any, name: str, user_id: str | None) -> list[ScheduleDefinition]:
     """Schedules with this name (of one user, or of all)."""
     if user_id is None:
         return _rows(conn.execute(f"{_SELECT} WHERE name = ? ORDER BY created_at",
@@ -52,7 +62,8 @@ def _escape_like(text: str) -> str:
 
 
 def search_schedules(conn: Any, user_id: str | None, status: str | None, name: str | None,
-                     text: str | None, limit: int, offset: int) -> tuple[int, list[dict]]:
+                     text: str | None, limit: int,
+                     offset: int) -> tuple[int, list[ScheduleDefinition]]:
     """(total, page) of schedules matching every filter given, newest first.
 
     ``name`` matches exactly; ``text`` is a case-insensitive substring of the name or goal.
@@ -87,7 +98,7 @@ def delete_schedule(conn: Any, schedule_id: str) -> bool:
 
 
 def update_schedule(conn: Any, schedule_id: str, changes: dict[str, Any],
-                    now: str) -> dict[str, Any]:
+                    now: str) -> ScheduleDefinition:
     """Apply checked changes; ``NotFound`` when there is no such schedule."""
     unknown = set(changes) - SCHEDULE_EDITABLE
     assert not unknown, f"not editable: {unknown}"
@@ -100,7 +111,7 @@ def update_schedule(conn: Any, schedule_id: str, changes: dict[str, Any],
         return get_schedule(conn, schedule_id)
 
 
-def due_schedules(conn: Any, now: str, limit: int) -> list[dict[str, Any]]:
+def due_schedules(conn: Any, now: str, limit: int) -> list[ScheduleDefinition]:
     """Active schedules whose next run is at or before ``now``, soonest first (the partial
     ``schedules_due`` index answers it)."""
     return _rows(conn.execute(
@@ -108,7 +119,8 @@ def due_schedules(conn: Any, now: str, limit: int) -> list[dict[str, Any]]:
         (now, limit)).fetchall())
 
 
-def claim_due(conn: Any, now: str, runner: str, until: str, limit: int) -> list[dict[str, Any]]:
+def claim_due(conn: Any, now: str, runner: str, until: str,
+              limit: int) -> list[ScheduleDefinition]:
     """Claim up to ``limit`` due schedules no live claim holds, for ``runner`` until
     ``until``; the claimed rows. One transaction: two runners never get the same row."""
     with transaction(conn):
@@ -128,9 +140,9 @@ def release_claim(conn: Any, schedule_id: str, runner: str) -> None:
                      " WHERE schedule_id = ? AND claimed_by = ?", (schedule_id, runner))
 
 
-def record_run_and_reschedule(conn: Any, run: dict[str, Any], next_run_at: str | None,
+def record_run_and_reschedule(conn: Any, run: ScheduleRun, next_run_at: str | None,
                               status: str | None, status_reason: str | None,
-                              failure_limit: int, keep: int, now: str) -> dict[str, Any]:
+                              failure_limit: int, keep: int, now: str) -> ScheduleDefinition:
     """Record a run and reschedule its schedule in one transaction (oxydra).
 
     The run row; ``last_run_at``/``last_run_status``; ``consecutive_failures`` (reset by a
@@ -138,26 +150,25 @@ def record_run_and_reschedule(conn: Any, run: dict[str, Any], next_run_at: str |
     the failures reach ``failure_limit``); the claim released; history pruned to ``keep``.
     """
     with transaction(conn):
-        schedule = get_schedule(conn, run["schedule_id"])
+        schedule = get_schedule(conn, run.schedule_id)
         conn.execute(f"INSERT INTO schedule_runs({', '.join(SCHEDULE_RUN_COLUMNS)}) VALUES "
                      f"({', '.join('?' * len(SCHEDULE_RUN_COLUMNS))})",
-                     tuple(run[c] for c in SCHEDULE_RUN_COLUMNS))
-        failures = 0 if run["status"] == "ok" else schedule["consecutive_failures"] + 1
-        reason = status_reason if status is not None else schedule["status_reason"]
-        new_status = status or schedule["status"]
+                     run_values(run))
+        failures = 0 if run.status == "ok" else schedule.consecutive_failures + 1
+        reason = status_reason if status is not None else schedule.status_reason
+        new_status = status or schedule.status
         if failure_limit and failures >= failure_limit and new_status == "active":
             new_status = "paused"
-            reason = (f"paused after {failures} consecutive failures; the last "
-                      f"({run['status']}): {(run['output_summary'] or '').strip()[:200]}")
+            reason = paused_reason(failures, run)
         conn.execute(
             "UPDATE schedules SET last_run_at = ?, last_run_status = ?,"
             " consecutive_failures = ?, next_run_at = ?, status = ?, status_reason = ?,"
             " claimed_by = NULL, claim_expires_at = NULL, updated_at = ?"
             " WHERE schedule_id = ?",
-            (run["started_at"], run["status"], failures, next_run_at, new_status, reason, now,
-             run["schedule_id"]))
-        prune_run_history(conn, run["schedule_id"], keep)
-        return get_schedule(conn, run["schedule_id"])
+            (run.started_at, run.status, failures, next_run_at, new_status, reason, now,
+             run.schedule_id))
+        prune_run_history(conn, run.schedule_id, keep)
+        return get_schedule(conn, run.schedule_id)
 
 
 def prune_run_history(conn: Any, schedule_id: str, keep: int) -> int:
@@ -170,12 +181,12 @@ def prune_run_history(conn: Any, schedule_id: str, keep: int) -> int:
             (schedule_id, max(0, keep))).rowcount
 
 
-def run_history(conn: Any, schedule_id: str, limit: int) -> list[dict[str, Any]]:
+def run_history(conn: Any, schedule_id: str, limit: int) -> list[ScheduleRun]:
     """A schedule's runs, newest first."""
     rows = conn.execute(f"SELECT {', '.join(SCHEDULE_RUN_COLUMNS)} FROM schedule_runs"
                         " WHERE schedule_id = ? ORDER BY started_at DESC, run_id DESC LIMIT ?",
                         (schedule_id, limit)).fetchall()
-    return [dict(zip(SCHEDULE_RUN_COLUMNS, row, strict=True)) for row in rows]
+    return [schedule_run(row) for row in rows]
 
 
 def count_runs(conn: Any, schedule_id: str) -> int:
@@ -184,10 +195,10 @@ def count_runs(conn: Any, schedule_id: str) -> int:
                         (schedule_id,)).fetchone()[0]
 
 
-def get_run(conn: Any, run_id: str) -> dict[str, Any]:
+def get_run(conn: Any, run_id: str) -> ScheduleRun:
     """One run; ``NotFound`` when there is none."""
     row = conn.execute(f"SELECT {', '.join(SCHEDULE_RUN_COLUMNS)} FROM schedule_runs"
                        " WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise NotFound(f"no schedule run {run_id!r}")
-    return dict(zip(SCHEDULE_RUN_COLUMNS, row, strict=True))
+    return schedule_run(row)
