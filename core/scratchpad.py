@@ -77,10 +77,7 @@ class Scratchpad:
         session_id = _session(session_id)
         if namespace is not None:
             await require_session_in(self._backend, session_id, namespace)
-        stored = await self._backend.read_scratchpad(session_id)
-        if stored is None:
-            return None
-        return ScratchpadState(session_id, list(stored["items"]), stored["updated_at"])
+        return await self._backend.read_scratchpad(session_id)
 
     async def write(self, session_id: str, items: Sequence[str], *, agent: str | None = None,
                     namespace: str | None = None) -> ScratchpadState:
@@ -97,9 +94,8 @@ class Scratchpad:
         # An empty namespace is refused, never read as "the configured agent".
         owner = (clean_namespace(namespace) if namespace is not None
                  else agent or self._agent)
-        stored = await self._backend.write_scratchpad(session_id, owner, checked, utc_now(),
-                                                      namespace is not None)
-        return ScratchpadState(session_id, stored["items"], stored["updated_at"])
+        return await self._backend.write_scratchpad(session_id, owner, checked, utc_now(),
+                                                    namespace is not None)
 
     async def clear(self, session_id: str, *, namespace: str | None = None) -> bool:
         """Empty the session's scratchpad; False when it had none (``namespace``: refused
@@ -113,6 +109,4 @@ class Scratchpad:
         """The sessions that have a scratchpad, most recently written first."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInput(f"limit must be a positive integer, got {shown(limit)}")
-        rows = await self._backend.scratchpad_sessions(limit)
-        return [ScratchpadState(row["session_id"], list(row["items"]), row["updated_at"])
-                for row in rows]
+        return await self._backend.scratchpad_sessions(limit)

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         Note,
         ScheduleDefinition,
         ScheduleRun,
+        ScratchpadState,
         SessionInfo,
     )
 
@@ -351,12 +352,12 @@ class Backend(Protocol):
 
     # -- scratchpad --------------------------------------------------------------------------
 
-    async def read_scratchpad(self, session_id: str) -> dict[str, Any] | None:
+    async def read_scratchpad(self, session_id: str) -> ScratchpadState | None:
         """The session's scratchpad field (None: it has none)."""
 
     async def write_scratchpad(self, session_id: str, agent_identity: str,
                                items: Sequence[str], now: str,
-                               bound: bool = False) -> dict[str, Any]:
+                               bound: bool = False) -> ScratchpadState:
         """One transaction: replace the whole scratchpad (creating the session if new); with
         ``bound``, another agent's session is ``OutOfNamespace`` and nothing is written."""
 
@@ -365,7 +366,7 @@ class Backend(Protocol):
         """One transaction: remove the scratchpad; False when there was none (or, with
         ``agent_identity``, when the session is another agent's)."""
 
-    async def scratchpad_sessions(self, limit: int) -> list[dict[str, Any]]:
+    async def scratchpad_sessions(self, limit: int) -> list[ScratchpadState]:
         """Sessions that have a scratchpad, most recently written first, with their items."""
 
     # -- summaries and compaction ------------------------------------------------------------

@@ -21,7 +21,13 @@ from core.errors import InvalidInput
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.messages import PreparedChunk, chunk_id_for
 from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
-from core.types import NameCollision, Note, ScheduleDefinition, ScheduleRun
+from core.types import (
+    NameCollision,
+    Note,
+    ScheduleDefinition,
+    ScheduleRun,
+    ScratchpadState,
+)
 
 # -- notes -------------------------------------------------------------------------------------
 
@@ -188,6 +194,12 @@ def like_pattern(text: str) -> str:
 
 
 # -- summaries, schedules, agent items ---------------------------------------------------------
+
+
+def scratchpad_state(session_id: str, pad: dict[str, Any]) -> ScratchpadState:
+    """A session's stored scratchpad field (``{"items", "updated_at"}``) as the engine's
+    type."""
+    return ScratchpadState(session_id, list(pad["items"]), pad["updated_at"])
 
 
 MARKER_IMPORTANCE = 0.1  # a system line (aidaemon's importance for system messages)

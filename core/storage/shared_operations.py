@@ -20,7 +20,15 @@ import numpy as np
 
 from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
-from core.types import Fact, MemoryRecord, Note, ScheduleDefinition, ScheduleRun, SessionInfo
+from core.types import (
+    Fact,
+    MemoryRecord,
+    Note,
+    ScheduleDefinition,
+    ScheduleRun,
+    ScratchpadState,
+    SessionInfo,
+)
 
 if TYPE_CHECKING:
     from core.locations import Location
@@ -471,13 +479,13 @@ class SharedOperations:
         self.require_writable()
         return await self._db.write(self._ops.facts.delete_fact, namespace, category, key)
 
-    async def read_scratchpad(self, session_id: str) -> dict[str, Any] | None:
+    async def read_scratchpad(self, session_id: str) -> ScratchpadState | None:
         """A session's scratchpad field."""
         return await self._db.read(self._ops.scratchpad.read_scratchpad, session_id)
 
     async def write_scratchpad(self, session_id: str, agent_identity: str,
                                items: Sequence[str], now: str,
-                               bound: bool = False) -> dict[str, Any]:
+                               bound: bool = False) -> ScratchpadState:
         """Replace a session's scratchpad (``bound``: only in a session of that agent)."""
         self.require_writable()
         return await self._db.write(self._ops.scratchpad.write_scratchpad, session_id,
@@ -490,7 +498,7 @@ class SharedOperations:
         return await self._db.write(self._ops.scratchpad.clear_scratchpad, session_id, now,
                                     agent_identity)
 
-    async def scratchpad_sessions(self, limit: int) -> list[dict[str, Any]]:
+    async def scratchpad_sessions(self, limit: int) -> list[ScratchpadState]:
         """The sessions that have a scratchpad, most recently written first."""
         return await self._db.read(self._ops.scratchpad.scratchpad_sessions, limit)
 

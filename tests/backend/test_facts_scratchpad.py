@@ -8,6 +8,7 @@ import pytest
 
 from core.errors import OutOfNamespace
 from core.storage.backend import Backend
+from core.types import ScratchpadState
 from tests.backend.builders import NOW, store
 from tests.backend.conftest import Opener
 
@@ -54,13 +55,13 @@ async def test_facts_list_by_category_then_key_and_delete(backend: Backend) -> N
 async def test_a_scratchpad_write_replaces_it_whole(backend: Backend) -> None:
     await store(backend, "s", 1, "hello")
     written = await backend.write_scratchpad("s", "ana", ["one", "two"], NOW)
-    assert written == {"items": ["one", "two"], "updated_at": NOW}
+    assert written == ScratchpadState("s", ["one", "two"], NOW)
     await backend.write_scratchpad("s", "ana", ["three"], LATER)
-    assert await backend.read_scratchpad("s") == {"items": ["three"], "updated_at": LATER}
+    assert await backend.read_scratchpad("s") == ScratchpadState("s", ["three"], LATER)
     assert await backend.last_sequence("s") == 1  # the message history is untouched
     await backend.write_scratchpad("new", "ana", ["made"], NOW)  # creates the session
     assert await backend.session_agent("new") == "ana"
-    assert [s["session_id"] for s in await backend.scratchpad_sessions(10)] == ["s", "new"]
+    assert [s.session_id for s in await backend.scratchpad_sessions(10)] == ["s", "new"]
 
 
 async def test_a_bound_scratchpad_write_to_another_agents_session_writes_nothing(
@@ -69,7 +70,8 @@ async def test_a_bound_scratchpad_write_to_another_agents_session_writes_nothing
     await backend.write_scratchpad("bobs", "bob", ["bob's item"], NOW)
     with pytest.raises(OutOfNamespace):
         await backend.write_scratchpad("bobs", "ana", ["ana's"], LATER, bound=True)
-    assert (await backend.read_scratchpad("bobs") or {})["items"] == ["bob's item"]
+    kept = await backend.read_scratchpad("bobs")
+    assert kept is not None and kept.items == ["bob's item"]
     assert await backend.clear_scratchpad("bobs", LATER, agent_identity="ana") is False
     assert await backend.clear_scratchpad("bobs", LATER) is True
     assert await backend.clear_scratchpad("bobs", LATER) is False

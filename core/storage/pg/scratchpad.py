@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from core.errors import OutOfNamespace
 from core.storage.messages import out_of_namespace
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import session_agents
+from core.storage.rows import scratchpad_state
+from core.types import ScratchpadState
 
 
-async def read_scratchpad(conn: Conn, session_id: str) -> dict[str, Any] | None:
+async def read_scratchpad(conn: Conn, session_id: str) -> ScratchpadState | None:
     """The session's scratchpad field, or None when it has none."""
     cursor = await conn.execute(
         "SELECT state_json::jsonb -> 'scratchpad' FROM session_state WHERE session_id = %s",
@@ -27,7 +28,7 @@ async def read_scratchpad(conn: Conn, session_id: str) -> dict[str, Any] | None:
     row = await cursor.fetchone()
     # psycopg reads jsonb as Python values already; a JSON null is no scratchpad, as
     # SQLite's json_extract gives NULL for it.
-    return None if row is None or row[0] is None else dict(row[0])
+    return None if row is None or row[0] is None else scratchpad_state(session_id, row[0])
 
 
 async def write_scratchpad(
@@ -37,7 +38,7 @@ async def write_scratchpad(
     items: Sequence[str],
     now: str,
     bound: bool = False,
-) -> dict[str, Any]:
+) -> ScratchpadState:
     """Replace the session's scratchpad with ``items`` (creating the session if it is new).
 
     ``bound``: the session must belong to ``agent_identity``; another agent's is refused
@@ -58,7 +59,7 @@ async def write_scratchpad(
         "  state_json = jsonb_set(coalesce(nullif(session_state.state_json, ''), '{}')::jsonb,"
         "  '{scratchpad}', %(value)s::jsonb)::text, updated_at = %(at)s",
         {"sid": session_id, "value": value, "at": now})
-    return dict(json.loads(value))
+    return ScratchpadState(session_id, list(items), now)
 
 
 async def clear_scratchpad(
@@ -75,11 +76,11 @@ async def clear_scratchpad(
     return cursor.rowcount > 0
 
 
-async def scratchpad_sessions(conn: Conn, limit: int) -> list[dict[str, Any]]:
+async def scratchpad_sessions(conn: Conn, limit: int) -> list[ScratchpadState]:
     """The sessions that have a scratchpad, most recently written first, with their items."""
     cursor = await conn.execute(
         "SELECT session_id, state_json::jsonb -> 'scratchpad' AS pad FROM session_state"
         " WHERE state_json::jsonb ? 'scratchpad'"
         " ORDER BY (state_json::jsonb -> 'scratchpad' ->> 'updated_at') COLLATE \"C\""
         " DESC NULLS LAST, session_id LIMIT %s", (None if limit < 0 else limit,))
-    return [{"session_id": session_id, **pad} for session_id, pad in await cursor.fetchall()]
+    return [scratchpad_state(session_id, pad) for session_id, pad in await cursor.fetchall()]

@@ -13,20 +13,23 @@ from typing import Any
 
 from core.errors import OutOfNamespace
 from core.storage.messages import out_of_namespace
+from core.storage.rows import scratchpad_state
 from core.storage.sqlite.connection import transaction
 from core.storage.sqlite.events import session_agents
+from core.types import ScratchpadState
 
 
-def read_scratchpad(conn: Any, session_id: str) -> dict[str, Any] | None:
+def read_scratchpad(conn: Any, session_id: str) -> ScratchpadState | None:
     """The session's scratchpad field, or None when it has none."""
     row = conn.execute(
         "SELECT json_extract(state_json, '$.scratchpad') FROM session_state"
         " WHERE session_id = ?", (session_id,)).fetchone()
-    return None if row is None or row[0] is None else json.loads(row[0])
+    return (None if row is None or row[0] is None
+            else scratchpad_state(session_id, json.loads(row[0])))
 
 
 def write_scratchpad(conn: Any, session_id: str, agent_identity: str, items: Sequence[str],
-                     now: str, bound: bool = False) -> dict[str, Any]:
+                     now: str, bound: bool = False) -> ScratchpadState:
     """Replace the session's scratchpad with ``items`` (creating the session if it is new).
 
     ``bound``: the session must belong to ``agent_identity``; another agent's is refused
@@ -47,7 +50,7 @@ def write_scratchpad(conn: Any, session_id: str, agent_identity: str, items: Seq
             " ON CONFLICT(session_id) DO UPDATE SET"
             "  state_json = json_set(state_json, '$.scratchpad', json(?2)), updated_at = ?3",
             (session_id, value, now))
-    return json.loads(value)
+    return ScratchpadState(session_id, list(items), now)
 
 
 def clear_scratchpad(conn: Any, session_id: str, now: str,
@@ -65,11 +68,11 @@ def clear_scratchpad(conn: Any, session_id: str, now: str,
         return cursor.rowcount > 0
 
 
-def scratchpad_sessions(conn: Any, limit: int) -> list[dict[str, Any]]:
+def scratchpad_sessions(conn: Any, limit: int) -> list[ScratchpadState]:
     """The sessions that have a scratchpad, most recently written first, with their items."""
     rows = conn.execute(
         "SELECT session_id, json_extract(state_json, '$.scratchpad') AS pad FROM session_state"
         " WHERE json_type(state_json, '$.scratchpad') IS NOT NULL"
         " ORDER BY json_extract(pad, '$.updated_at') DESC, session_id LIMIT ?",
         (limit,)).fetchall()
-    return [{"session_id": session_id, **json.loads(pad)} for session_id, pad in rows]
+    return [scratchpad_state(session_id, json.loads(pad)) for session_id, pad in rows]
