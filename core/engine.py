@@ -48,6 +48,7 @@ from core.summary.compaction import Compactor, Progress
 from core.summary.service import Summaries
 from core.tokens import TokenCounter
 from core.types import (
+    Archive,
     BulkStoreResult,
     CompactionResult,
     ConsolidationReport,
@@ -301,7 +302,7 @@ class Engine(NoteOperations):
         """Compact every conversation idle for ``idle_hours`` (aidaemon); resumable."""
         return await self.compactor.consolidate(idle_hours, progress)
 
-    async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
+    async def list_archives(self, session_id: str | None = None) -> list[Archive]:
         """Compaction archives (one session's, or all), oldest first."""
         return await self.backend.list_archives(session_id)
 

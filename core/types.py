@@ -366,6 +366,25 @@ class CompactionResult(_AsDict):
 
 
 @dataclass(frozen=True)
+class Archive(_AsDict):
+    """A compaction's archive row (crabtalk): the archive note holding the folded messages,
+    the compact marker, and where its markdown file went (or why it could not be written)."""
+
+    session_id: str
+    marker_sequence: int
+    archive_name: str
+    namespace: str
+    note_id: str
+    first_sequence: int
+    last_sequence: int
+    message_count: int
+    archived_at: str
+    summarizer: str
+    file_path: str | None
+    file_error: str | None
+
+
+@dataclass(frozen=True)
 class ConsolidationReport(_AsDict):
     """One consolidation pass over idle conversations (aidaemon)."""
 

@@ -160,7 +160,7 @@ async def test_compact_asks_first_and_says_what_goes_and_c_copies(
         await settle(pilot)
         await pilot.press("y")
         await settle(pilot)
-        assert [a["archive_name"] for a in await app.engine.list_archives(
+        assert [a.archive_name for a in await app.engine.list_archives(
             "trip-dolomites")] == ["archive trip-dolomites #1"]
         # Nothing left since the new marker: it says so instead of asking.
         messages: list[str] = []

@@ -114,8 +114,8 @@ async def test_consolidation_resumes_after_a_crash_without_summarising_twice(
         assert sorted(r.session_id for r in report.compacted) == ["b", "c"]
         assert summarised == [[1, 2, 3], [1, 2, 3]]  # b and c, once each; a not again
         archives = await engine.list_archives()
-        assert sorted(a["session_id"] for a in archives) == ["a", "b", "c"]
-        assert all(a["file_path"] and Path(a["file_path"]).exists() for a in archives)
+        assert sorted(a.session_id for a in archives) == ["a", "b", "c"]
+        assert all(a.file_path and Path(a.file_path).exists() for a in archives)
 
 
 async def test_a_missing_markdown_file_is_written_again_from_the_note(memory: str) -> None:
@@ -138,7 +138,7 @@ async def test_an_unwritable_archive_folder_keeps_the_compaction_and_says_why(
         await fill(engine, "s", 3)
         result = await engine.compact("s")
         assert result.file_path is None and result.file_error
-        assert (await engine.list_archives("s"))[0]["file_error"] == result.file_error
+        assert (await engine.list_archives("s"))[0].file_error == result.file_error
         assert (await engine.restore("s", 1000)).marker_sequence == result.marker_sequence
 
 
@@ -153,7 +153,7 @@ async def test_the_background_loop_runs_when_the_interval_is_due(memory: str) ->
             if await engine.backend.read_meta(LAST_RUN_KEY) != "2000-01-01T00:00:00.000Z":
                 break
             await asyncio.sleep(0.02)
-        assert [a["session_id"] for a in await engine.list_archives()] == ["s"]
+        assert [a.session_id for a in await engine.list_archives()] == ["s"]
 
 
 async def test_a_new_file_waits_one_interval_before_its_first_pass(memory: str) -> None:

@@ -52,7 +52,7 @@ async def _snapshot(path: Path) -> dict[str, Any]:
             schedules.append((schedule.name, schedule.status, schedule.next_run_at,
                               [(run.run_id, run.started_at, run.status) for run in runs]))
         summary = await engine.summary_state("research-alta-via-1-planning")
-        archives = [(a["archive_name"], a["archived_at"]) for a in await engine.list_archives()]
+        archives = [(a.archive_name, a.archived_at) for a in await engine.list_archives()]
         return {"sessions": sessions, "notes": notes, "schedules": schedules,
                 "summary": (summary.text, summary.upper_sequence, summary.updated_at),
                 "archives": archives}
@@ -93,7 +93,7 @@ async def test_a_summary_an_archive_notes_and_scratchpads(demo) -> None:
     async with Engine.open(path, CONFIG, read_only=True) as engine:
         assert (await engine.summary_state("research-alta-via-1-planning")).text
         archives = await engine.list_archives()
-        assert [a["session_id"] for a in archives] == ["support-acme-double-charge"]
+        assert [a.session_id for a in archives] == ["support-acme-double-charge"]
         acme = await engine.get_note("acme", namespace="support-bot")
         assert acme.name == "customer-acme" and "customer" in acme.tags
         assert (await engine.list_facts(namespace="research-assistant"))

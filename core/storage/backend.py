@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     )
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
-    from core.storage.rows import CommittedCompaction, NoteImportOutcome
+    from core.storage.rows import CommittedCompaction, NoteImportOutcome, UnwrittenArchive
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         WriteResult,
     )
     from core.types import (
+        Archive,
         Fact,
         MemoryRecord,
         Note,
@@ -390,10 +391,10 @@ class Backend(Protocol):
     async def archive_count(self, session_id: str) -> int:
         """How many compactions the session has had."""
 
-    async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
+    async def list_archives(self, session_id: str | None = None) -> list[Archive]:
         """A session's compaction archives (every session's without one), oldest first."""
 
-    async def unwritten_archives(self) -> list[dict[str, Any]]:
+    async def unwritten_archives(self) -> list[UnwrittenArchive]:
         """Archives whose markdown file is still to be written, with their note's content."""
 
     async def record_archive_file(self, session_id: str, marker_sequence: int,

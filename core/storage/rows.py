@@ -12,9 +12,9 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from core import indexing
 from core.errors import InvalidInput
@@ -22,6 +22,7 @@ from core.indexing import CONTEXT_SEPARATOR
 from core.storage.messages import PreparedChunk, chunk_id_for
 from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
 from core.types import (
+    Archive,
     NameCollision,
     Note,
     ScheduleDefinition,
@@ -235,14 +236,26 @@ class CommittedCompaction:
     archived_at: str
 
 
-ARCHIVE_COLUMNS = ("session_id", "marker_sequence", "archive_name", "namespace", "note_id",
-                   "first_sequence", "last_sequence", "message_count", "archived_at",
-                   "summarizer", "file_path", "file_error")
+ARCHIVE_COLUMNS = tuple(column.name for column in fields(Archive))
+"""The archives table's columns, in :class:`~core.types.Archive`'s field order (so a row
+read in this order is the Archive's arguments)."""
 
 
-def archives(rows: list[Any]) -> list[dict[str, Any]]:
-    """Archive rows (``ARCHIVE_COLUMNS``) as dicts."""
-    return [dict(zip(ARCHIVE_COLUMNS, row, strict=True)) for row in rows]
+def archives(rows: Sequence[Sequence[Any]]) -> list[Archive]:
+    """Archive rows (``ARCHIVE_COLUMNS``) as the engine's type."""
+    return [Archive(*row) for row in rows]
+
+
+class UnwrittenArchive(NamedTuple):
+    """An archive whose markdown file is still to be written, with its note's content."""
+
+    archive: Archive
+    content: str
+
+
+def unwritten(rows: Sequence[Sequence[Any]]) -> list[UnwrittenArchive]:
+    """Archive rows (``ARCHIVE_COLUMNS``) each followed by its note's content."""
+    return [UnwrittenArchive(Archive(*row[:-1]), row[-1]) for row in rows]
 
 
 SCHEDULE_COLUMNS = ("schedule_id", "user_id", "name", "goal", "cadence_json",

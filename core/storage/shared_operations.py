@@ -21,6 +21,7 @@ import numpy as np
 from core.errors import ReadOnlyDatabase
 from core.storage.namespace_legs import legs_then_fetch
 from core.types import (
+    Archive,
     Fact,
     MemoryRecord,
     Note,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from core.storage.log_rows import LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.operations import OperationModules
-    from core.storage.rows import CommittedCompaction, NoteImportOutcome, NoteRow
+    from core.storage.rows import CommittedCompaction, NoteImportOutcome, NoteRow, UnwrittenArchive
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -150,11 +151,11 @@ class SharedOperations:
         """Compactions a session has had."""
         return await self._db.read(self._ops.summaries.archive_count, session_id)
 
-    async def list_archives(self, session_id: str | None = None) -> list[dict[str, Any]]:
+    async def list_archives(self, session_id: str | None = None) -> list[Archive]:
         """Compaction archives, oldest first."""
         return await self._db.read(self._ops.summaries.list_archives, session_id)
 
-    async def unwritten_archives(self) -> list[dict[str, Any]]:
+    async def unwritten_archives(self) -> list[UnwrittenArchive]:
         """Archives whose markdown file is still to be written."""
         return await self._db.read(self._ops.summaries.unwritten_archives)
 

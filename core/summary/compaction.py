@@ -214,9 +214,9 @@ class Compactor:
     async def repair_files(self) -> int:
         """Write every archive whose markdown is missing; how many were written."""
         written = 0
-        for archive in await self._backend.unwritten_archives():
-            path, _ = await self._write_file(archive["session_id"], archive["marker_sequence"],
-                                             archive["archive_name"], archive["content"])
+        for archive, content in await self._backend.unwritten_archives():
+            path, _ = await self._write_file(archive.session_id, archive.marker_sequence,
+                                             archive.archive_name, content)
             written += path is not None
         return written
 

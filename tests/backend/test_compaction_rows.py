@@ -66,7 +66,7 @@ async def test_compaction_archives_marks_and_replays_across_several(memory: str)
         assert markers(memory, "s")[1][1]["metadata"]["compact_marker"]["archive_name"] == (
             "archive s #2")
         archives = await engine.list_archives("s")
-        assert [(a["archive_name"], a["marker_sequence"]) for a in archives] == [
+        assert [(a.archive_name, a.marker_sequence) for a in archives] == [
             ("archive s #1", 7), ("archive s #2", 10)]
         # Every folded event is marked; markers are not indexed as chunks.
         assert rows(memory, "SELECT count(*) FROM conversation_events WHERE session_id = 's'"

@@ -84,11 +84,11 @@ async def test_a_compaction_writes_archive_marker_and_reset_summary_at_once(
     assert (_summary_state(state)["epoch"], _summary_state(state)["text"]) == (1, "")
     assert await backend.archive_count("s") == 1
     (listed,) = await backend.list_archives("s")
-    assert (listed["first_sequence"], listed["last_sequence"]) == (1, 3)
-    assert [a["content"] for a in await backend.unwritten_archives()] == ["what was said"]
+    assert (listed.first_sequence, listed.last_sequence) == (1, 3)
+    assert [content for _, content in await backend.unwritten_archives()] == ["what was said"]
     await backend.record_archive_file("s", 4, "/tmp/archive.md", None)
     assert await backend.unwritten_archives() == []
-    assert (await backend.list_archives())[0]["file_path"] == "/tmp/archive.md"
+    assert (await backend.list_archives())[0].file_path == "/tmp/archive.md"
     # Folded events are consolidated: the session is not idle work any more.
     assert await backend.idle_sessions("2027-01-01T00:00:00.000Z") == []
 

@@ -308,7 +308,7 @@ async def _check(workload: _Workload, config: dict[str, Any], acks: Path,
         if isinstance(workload.db, Path) or workload.name == "compact":
             # Repairs archive files only: none is idle.
             await engine.consolidate(idle_hours=10**6)
-            unwritten = [a for a in await engine.list_archives() if not a["file_path"]]
+            unwritten = [a for a in await engine.list_archives() if not a.file_path]
             figures.archives_unwritten += len(unwritten)
         model = (engine.embedder.name, engine.embedder.dimension)
 

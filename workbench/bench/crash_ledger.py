@@ -76,8 +76,8 @@ async def holdings(engine: Engine, workload: str | None = None) -> Holdings:
         page = await engine.list_notes(namespace=NOTES_NAMESPACE, limit=1000)
         held.notes = {note.note_id: note_state(note) for note in page.notes}
     if workload in (None, "compact"):
-        held.archives = {(a["session_id"], a["marker_sequence"]):
-                         (a["archive_name"], a["note_id"]) for a in await engine.list_archives()}
+        held.archives = {(a.session_id, a.marker_sequence):
+                         (a.archive_name, a.note_id) for a in await engine.list_archives()}
     return held
 
 

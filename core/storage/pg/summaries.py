@@ -24,11 +24,14 @@ from core.storage.rows import (
     ARCHIVE_COLUMNS,
     MARKER_IMPORTANCE,
     CommittedCompaction,
+    UnwrittenArchive,
     archives,
     epoch_of,
     swapped_summary,
+    unwritten,
 )
 from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft
+from core.types import Archive
 
 
 async def _locked_state(conn: Conn, session_id: str) -> dict[str, Any]:
@@ -129,27 +132,23 @@ async def archive_count(conn: Conn, session_id: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-async def list_archives(conn: Conn, session_id: str | None = None) -> list[dict[str, Any]]:
+async def list_archives(conn: Conn, session_id: str | None = None) -> list[Archive]:
     """A session's archives (every session's without one), oldest first."""
     where, params = ("WHERE session_id = %s", (session_id,)) if session_id else ("", ())
     cursor = await conn.execute(
         f"SELECT {', '.join(ARCHIVE_COLUMNS)} FROM archives {where}"
         " ORDER BY archived_at, session_id, marker_sequence", params)
-    return archives(list(await cursor.fetchall()))
+    return archives(await cursor.fetchall())
 
 
-async def unwritten_archives(conn: Conn) -> list[dict[str, Any]]:
+async def unwritten_archives(conn: Conn) -> list[UnwrittenArchive]:
     """Archives whose markdown file has not been written yet, with their note's content."""
     cursor = await conn.execute(
         f"SELECT {', '.join('a.' + c for c in ARCHIVE_COLUMNS)}, n.content FROM archives a"
         " JOIN notes n ON n.note_id = a.note_id WHERE a.file_path IS NULL"
         # SQLite breaks archived_at ties by rowid (insertion); the key is the closest here.
         " ORDER BY a.archived_at, a.session_id, a.marker_sequence")
-    rows = list(await cursor.fetchall())
-    found = archives([row[:-1] for row in rows])
-    for archive, row in zip(found, rows, strict=True):
-        archive["content"] = row[-1]
-    return found
+    return unwritten(await cursor.fetchall())
 
 
 async def record_archive_file(

@@ -17,13 +17,16 @@ from core.storage.rows import (
     ARCHIVE_COLUMNS,
     MARKER_IMPORTANCE,
     CommittedCompaction,
+    UnwrittenArchive,
     archives,
     epoch_of,
     swapped_summary,
+    unwritten,
 )
 from core.storage.sqlite.connection import transaction
 from core.storage.sqlite.notes import add_note
 from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft
+from core.types import Archive
 
 
 def _state(conn: Any, session_id: str) -> dict[str, Any]:
@@ -115,7 +118,7 @@ def archive_count(conn: Any, session_id: str) -> int:
                         (session_id,)).fetchone()[0]
 
 
-def list_archives(conn: Any, session_id: str | None = None) -> list[dict[str, Any]]:
+def list_archives(conn: Any, session_id: str | None = None) -> list[Archive]:
     """A session's archives (every session's without one), oldest first."""
     where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
     return archives(conn.execute(
@@ -123,16 +126,13 @@ def list_archives(conn: Any, session_id: str | None = None) -> list[dict[str, An
         " ORDER BY archived_at, session_id, marker_sequence", params).fetchall())
 
 
-def unwritten_archives(conn: Any) -> list[dict[str, Any]]:
+def unwritten_archives(conn: Any) -> list[UnwrittenArchive]:
     """Archives whose markdown file has not been written yet, with their note's content."""
     rows = conn.execute(
         f"SELECT {', '.join('a.' + c for c in ARCHIVE_COLUMNS)}, n.content FROM archives a"
         " JOIN notes n ON n.note_id = a.note_id WHERE a.file_path IS NULL"
         " ORDER BY a.archived_at").fetchall()
-    found = archives([row[:-1] for row in rows])
-    for archive, row in zip(found, rows, strict=True):
-        archive["content"] = row[-1]
-    return found
+    return unwritten(rows)
 
 
 def record_archive_file(conn: Any, session_id: str, marker_sequence: int,
