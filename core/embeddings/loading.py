@@ -176,10 +176,10 @@ class ModelLoader:
         """The model, its size, the backlog and failures, vectors of other models."""
         model = self._model
         counts = await self._backend.embedding_counts()
-        others = {m: n for m, n in counts["models"].items() if m != model.embedder.name}
+        others = {m: n for m, n in counts.models.items() if m != model.embedder.name}
         return EmbeddingStatus(
             model=model.embedder.name, dimension=model.embedder.dimension,
-            backlog=counts["pending"], failed=counts["failed"], embedded=counts["done"],
+            backlog=counts.pending, failed=counts.failed, embedded=counts.done,
             other_models=others, fell_back=model.fell_back, warning=model.warning)
 
     async def pulse(self) -> Pulse:

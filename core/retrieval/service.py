@@ -27,7 +27,7 @@ from core.retrieval.depth import leg_depth
 from core.retrieval.log_writer import LogWriter
 from core.retrieval.search import MODES, KeptLegs, Ranking, SearchResult, answering_statement, rank
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
-from core.storage.log_rows import log_row
+from core.storage.log_rows import LogEntry, log_row
 from core.storage.vocabulary import SESSION_VECTOR_LEG, LegRequest, LegRows, Scope
 from core.types import ContextItem, ContextResult, MemoryRecord
 
@@ -212,9 +212,11 @@ class Retrieval:
         """Logged queries, newest first, by caller and scope when given."""
         await self.flush_logs()
         if session_id is None and namespace is None:
-            return await self._backend.read_log(limit, caller)
-        scope = _scope(session_id, namespace)
-        return await self._backend.read_log(limit, caller, scope.kind, scope.value)
+            entries = await self._backend.read_log(limit, caller)
+        else:
+            scope = _scope(session_id, namespace)
+            entries = await self._backend.read_log(limit, caller, scope.kind, scope.value)
+        return [entry.to_dict() for entry in entries]
 
     async def replay(self, log_id: int, *, namespace: str | None = None,
                      **changes: Any) -> SearchResult:
@@ -232,15 +234,15 @@ class Retrieval:
         if not entries:
             bound = "" if namespace is None else f" in namespace {inputs.shown(namespace)}"
             raise NotFound(f"no retrieval log entry {log_id}{bound}")
-        params = {**entries[0]["params"], **changes}
-        return await self.search(query=entries[0]["query"], caller="replay", **params)
+        params = {**entries[0].params, **changes}
+        return await self.search(query=entries[0].query, caller="replay", **params)
 
-    async def _logged_in(self, entry: dict[str, Any], namespace: str) -> bool:
+    async def _logged_in(self, entry: LogEntry, namespace: str) -> bool:
         """Whether a log entry's scope is ``namespace`` or a session it owns now."""
         namespace = clean_namespace(namespace)
-        if entry["scope_kind"] == "namespace":
-            return entry["scope_value"] == namespace
-        return await self._backend.session_agent(entry["scope_value"]) == namespace
+        if entry.scope_kind == "namespace":
+            return entry.scope_value == namespace
+        return await self._backend.session_agent(entry.scope_value) == namespace
 
     async def flush_logs(self) -> None:
         """Write the queries still waiting for the log (reads of the log and close call it)."""

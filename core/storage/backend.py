@@ -41,9 +41,14 @@ if TYPE_CHECKING:
         StoredItem,
         WriteRow,
     )
-    from core.storage.log_rows import LogRow
+    from core.storage.log_rows import LogEntry, LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
-    from core.storage.rows import CommittedCompaction, NoteImportOutcome, UnwrittenArchive
+    from core.storage.rows import (
+        CommittedCompaction,
+        EmbeddingCounts,
+        NoteImportOutcome,
+        UnwrittenArchive,
+    )
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -212,7 +217,7 @@ class Backend(Protocol):
         """One transaction: count a failed attempt on each chunk, with the error; a chunk at
         ``max_attempts`` leaves the backlog as failed. How many chunks are failed now."""
 
-    async def embedding_counts(self) -> dict[str, Any]:
+    async def embedding_counts(self) -> EmbeddingCounts:
         """Backlog, failures, embedded chunks and vectors per model."""
 
     async def backlog_count(self) -> int:
@@ -472,7 +477,7 @@ class Backend(Protocol):
 
     async def read_log(self, limit: int = 50, caller: str | None = None,
                        scope_kind: str | None = None, scope_value: str | None = None,
-                       log_id: int | None = None) -> list[dict[str, Any]]:
+                       log_id: int | None = None) -> list[LogEntry]:
         """Retrieval log entries, newest first, by caller, scope or id when given."""
 
     async def set_judgment(self, scope_kind: str, scope_value: str, query: str, chunk_id: str,

@@ -194,6 +194,16 @@ def like_pattern(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+class EmbeddingCounts(NamedTuple):
+    """How a memory's chunks stand with embedding: waiting, given up and embedded, and the
+    stored vectors per model name."""
+
+    pending: int
+    failed: int
+    done: int
+    models: dict[str, int]
+
+
 # -- summaries, schedules, agent items ---------------------------------------------------------
 
 

@@ -33,10 +33,16 @@ from core.types import (
 
 if TYPE_CHECKING:
     from core.locations import Location
-    from core.storage.log_rows import LogRow
+    from core.storage.log_rows import LogEntry, LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.operations import OperationModules
-    from core.storage.rows import CommittedCompaction, NoteImportOutcome, NoteRow, UnwrittenArchive
+    from core.storage.rows import (
+        CommittedCompaction,
+        EmbeddingCounts,
+        NoteImportOutcome,
+        NoteRow,
+        UnwrittenArchive,
+    )
     from core.storage.vocabulary import (
         CompactionPlan,
         FullTextRows,
@@ -277,7 +283,7 @@ class SharedOperations:
         return await self._db.write(self._ops.vectors.record_failure, chunk_ids, error,
                                     max_attempts)
 
-    async def embedding_counts(self) -> dict[str, Any]:
+    async def embedding_counts(self) -> EmbeddingCounts:
         """Backlog, failures, embedded chunks, vectors per model."""
         return await self._db.read(self._ops.vectors.embedding_counts)
 
@@ -329,7 +335,7 @@ class SharedOperations:
 
     async def read_log(self, limit: int = 50, caller: str | None = None,
                        scope_kind: str | None = None, scope_value: str | None = None,
-                       log_id: int | None = None) -> list[dict[str, Any]]:
+                       log_id: int | None = None) -> list[LogEntry]:
         """Retrieval log entries, newest first."""
         return await self._db.read(self._ops.logbook.read_log, limit, caller, scope_kind,
                                    scope_value, log_id)

@@ -48,7 +48,7 @@ async def test_the_backlog_is_embedded_and_a_deleted_chunk_gets_no_vector(
     assert saved == 1
     assert await backend.backlog_count() == 0
     counts = await backend.embedding_counts()
-    assert (counts["pending"], counts["done"], counts["models"]) == (0, 1, {MODEL: 1})
+    assert (counts.pending, counts.done, counts.models) == (0, 1, {MODEL: 1})
 
 
 async def test_failures_are_counted_until_the_chunk_gives_up(backend: Backend) -> None:
@@ -58,7 +58,7 @@ async def test_failures_are_counted_until_the_chunk_gives_up(backend: Backend) -
     assert await backend.backlog_count() == 1
     assert await backend.record_embedding_failure([chunk_id], "model fell over", 2) == 1
     assert await backend.backlog_count() == 0
-    assert (await backend.embedding_counts())["failed"] == 1
+    assert (await backend.embedding_counts()).failed == 1
     assert (await backend.pulse())[1:] == (0, 1)
 
 
@@ -73,7 +73,7 @@ async def test_the_vector_index_keeps_its_dimension_until_reset(backend: Backend
     assert await backend.reset_vectors(DIMENSION * 2, "bigger") == 1
     assert await backend.vector_meta() == (DIMENSION * 2, "bigger")
     assert await backend.backlog_count() == 1
-    assert (await backend.embedding_counts())["models"] == {}
+    assert (await backend.embedding_counts()).models == {}
 
 
 

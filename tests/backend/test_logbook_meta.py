@@ -24,13 +24,13 @@ async def test_the_log_reads_newest_first_by_caller_scope_or_id(backend: Backend
     await backend.append_logs([entry("first"), entry("second", caller="app"),
                                entry("third", scope_value="t")])
     log = await backend.read_log()
-    assert [e["query"] for e in log] == ["third", "second", "first"]
-    assert log[-1]["params"] == {"top_k": 5} and log[-1]["results"] == [{"chunk_id": "chk-1"}]
-    assert [e["query"] for e in await backend.read_log(caller="app")] == ["second"]
-    assert [e["query"] for e in await backend.read_log(scope_kind="session",
+    assert [e.query for e in log] == ["third", "second", "first"]
+    assert log[-1].params == {"top_k": 5} and log[-1].results == [{"chunk_id": "chk-1"}]
+    assert [e.query for e in await backend.read_log(caller="app")] == ["second"]
+    assert [e.query for e in await backend.read_log(scope_kind="session",
                                                        scope_value="t")] == ["third"]
-    assert [e["query"] for e in await backend.read_log(log_id=log[1]["log_id"])] == ["second"]
-    assert [e["query"] for e in await backend.read_log(limit=1)] == ["third"]
+    assert [e.query for e in await backend.read_log(log_id=log[1].log_id)] == ["second"]
+    assert [e.query for e in await backend.read_log(limit=1)] == ["third"]
     assert len(await backend.read_log(limit=-1)) == 3  # a negative limit is none
 
 

@@ -4,10 +4,9 @@ their own; a judgment is one row per (scope, query, chunk), upserted with ``ON C
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from core.storage.log_rows import LogRow
+from core.storage.log_rows import LogEntry, LogRow, log_entry
 from core.storage.pg.connection import Conn
 
 
@@ -27,7 +26,7 @@ async def read_log(
     scope_kind: str | None,
     scope_value: str | None,
     log_id: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[LogEntry]:
     """Log entries, newest first, optionally by caller, scope or id (a negative ``limit``
     is none, as in SQLite)."""
     clauses: list[str] = []
@@ -46,10 +45,7 @@ async def read_log(
         "SELECT log_id, created_at, caller, scope_kind, scope_value, query, params_json,"
         f" results_json, timings_json FROM retrieval_log {where}"
         " ORDER BY created_at DESC, log_id DESC LIMIT %s", [*params, limit if limit >= 0 else None])
-    return [{"log_id": r[0], "created_at": r[1], "caller": r[2], "scope_kind": r[3],
-             "scope_value": r[4], "query": r[5], "params": json.loads(r[6]),
-             "results": json.loads(r[7]), "timings_ms": json.loads(r[8])}
-            for r in await cursor.fetchall()]
+    return [log_entry(row) for row in await cursor.fetchall()]
 
 
 async def set_judgment(

@@ -25,6 +25,7 @@ import numpy as np
 from core.storage.pg import vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
+from core.storage.rows import EmbeddingCounts
 from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
 # Long enough for any batch to be embedded and saved (seconds on CPU, minutes on a slow
@@ -193,7 +194,7 @@ async def _failed_count(conn: Conn) -> int:
     return 0 if row is None else int(row[0])
 
 
-async def embedding_counts(conn: Conn) -> dict[str, Any]:
+async def embedding_counts(conn: Conn) -> EmbeddingCounts:
     """Backlog, failures, embedded count and vectors per model."""
     cursor = await conn.execute(
         "SELECT embedding_status, count(*) FROM chunks GROUP BY embedding_status")
@@ -201,8 +202,9 @@ async def embedding_counts(conn: Conn) -> dict[str, Any]:
     cursor = await conn.execute(
         "SELECT embedding_model, count(*) FROM chunks_vec GROUP BY embedding_model")
     models = {r[0]: int(r[1]) for r in await cursor.fetchall()}
-    return {"pending": by_status.get("pending", 0), "failed": by_status.get("failed", 0),
-            "done": by_status.get("done", 0), "models": models}
+    return EmbeddingCounts(pending=by_status.get("pending", 0),
+                           failed=by_status.get("failed", 0), done=by_status.get("done", 0),
+                           models=models)
 
 
 async def backlog_and_failures(conn: Conn) -> tuple[int, int]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from core.storage.log_rows import LogRow
+from core.storage.log_rows import LogEntry, LogRow, log_entry
 from core.storage.sqlite.connection import transaction
 
 
@@ -18,7 +17,7 @@ def append_logs(conn: Any, rows: list[LogRow]) -> None:
 
 
 def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,
-             scope_value: str | None, log_id: int | None = None) -> list[dict[str, Any]]:
+             scope_value: str | None, log_id: int | None = None) -> list[LogEntry]:
     """Log entries, newest first, optionally by caller, scope or id."""
     clauses: list[str] = []
     params: list[Any] = []
@@ -36,9 +35,7 @@ def read_log(conn: Any, limit: int, caller: str | None, scope_kind: str | None,
         "SELECT log_id, created_at, caller, scope_kind, scope_value, query, params_json,"
         f" results_json, timings_json FROM retrieval_log {where}"
         " ORDER BY created_at DESC, log_id DESC LIMIT ?", [*params, limit]).fetchall()
-    return [{"log_id": r[0], "created_at": r[1], "caller": r[2], "scope_kind": r[3],
-             "scope_value": r[4], "query": r[5], "params": json.loads(r[6]),
-             "results": json.loads(r[7]), "timings_ms": json.loads(r[8])} for r in rows]
+    return [log_entry(row) for row in rows]
 
 
 def set_judgment(conn: Any, scope_kind: str, scope_value: str, query: str, chunk_id: str,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DimensionMismatch
+from core.storage.rows import EmbeddingCounts
 from core.storage.sqlite.connection import select_in, transaction
 from core.storage.sqlite.events import insert_vectors
 from core.storage.vocabulary import VECTOR_IDENTITY_KEY
@@ -182,7 +183,7 @@ def record_failure(conn: Any, chunk_ids: Sequence[str], error: str, max_attempts
         return int(row[0])
 
 
-def embedding_counts(conn: Any) -> dict[str, Any]:
+def embedding_counts(conn: Any) -> EmbeddingCounts:
     """Backlog, failures, embedded count and vectors per model."""
     by_status = dict(conn.execute(
         "SELECT embedding_status, count(*) FROM chunks GROUP BY embedding_status").fetchall())
@@ -191,8 +192,9 @@ def embedding_counts(conn: Any) -> dict[str, Any]:
         models = dict(conn.execute(
             "SELECT embedding_model, count(*) FROM chunks_vec GROUP BY embedding_model"
         ).fetchall())
-    return {"pending": by_status.get("pending", 0), "failed": by_status.get("failed", 0),
-            "done": by_status.get("done", 0), "models": models}
+    return EmbeddingCounts(pending=by_status.get("pending", 0),
+                           failed=by_status.get("failed", 0), done=by_status.get("done", 0),
+                           models=models)
 
 
 def pulse(conn: Any) -> tuple[int, int, int]:
