@@ -29,28 +29,32 @@ from core.types import SessionExportResult
 
 if TYPE_CHECKING:
     from core.storage.backend import Backend
+    from core.storage.rows import SessionSnapshot
 
 FORMAT = "memory-workbench-session"
 VERSION = 1
 
 
-def session_document(snapshot: dict[str, Any]) -> dict[str, Any]:
+def session_document(snapshot: SessionSnapshot) -> dict[str, Any]:
     """The export document of a session snapshot (see the module's docstring)."""
-    session = snapshot["session"]
-    state = snapshot["state"]
-    events = snapshot["events"]
-    summary = summary_state_of(session["session_id"], state).to_dict()
+    state = snapshot.state
+    events = snapshot.events
+    summary = summary_state_of(snapshot.session_id, state).to_dict()
     summary.pop("session_id")
     scratchpad = state.get("scratchpad")
     return {
         "format": FORMAT, "version": VERSION, "exported_at": utc_now(),
-        "session": {**session, "last_sequence": events[-1]["sequence"] if events else None},
+        "session": {"session_id": snapshot.session_id,
+                    "agent_identity": snapshot.agent_identity,
+                    "created_at": snapshot.created_at, "updated_at": snapshot.updated_at,
+                    "last_sequence": events[-1].sequence if events else None},
         "summary_state": summary,
         "scratchpad": None if scratchpad is None else {
             "items": list(scratchpad.get("items", [])),
             "updated_at": scratchpad.get("updated_at")},
-        "events": [{key: event[key] for key in ("sequence", "created_at", "importance",
-                                                "payload")} for event in events],
+        "events": [{"sequence": event.sequence, "created_at": event.created_at,
+                    "importance": event.importance, "payload": event.payload}
+                   for event in events],
     }
 
 

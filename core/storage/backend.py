@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         CommittedCompaction,
         EmbeddingCounts,
         NoteImportOutcome,
+        SessionSnapshot,
         UnwrittenArchive,
     )
     from core.storage.vocabulary import (
@@ -167,7 +168,7 @@ class Backend(Protocol):
     async def read_session_state(self, session_id: str) -> dict[str, Any] | None:
         """The session's state object (None: no state row)."""
 
-    async def read_session_snapshot(self, session_id: str) -> dict[str, Any] | None:
+    async def read_session_snapshot(self, session_id: str) -> SessionSnapshot | None:
         """The session's row, events and state read in one transaction, so a concurrent
         writer's commit is seen whole or not at all (None: no such session)."""
 

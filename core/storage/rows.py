@@ -23,6 +23,7 @@ from core.storage.messages import PreparedChunk, chunk_id_for
 from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
 from core.types import (
     Archive,
+    MemoryRecord,
     NameCollision,
     Note,
     ScheduleDefinition,
@@ -184,6 +185,25 @@ def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
 def chunk_context(chunk: dict[str, Any]) -> str:
     """A fetched chunk's conversational context, one previous message per line."""
     return chunk["context_text"].replace(CONTEXT_SEPARATOR, "\n")
+
+
+def memory_record(row: Sequence[Any]) -> MemoryRecord:
+    """An event read as (session_id, sequence, payload_json, created_at, importance)."""
+    return MemoryRecord(session_id=row[0], sequence=int(row[1]), payload=json.loads(row[2]),
+                        created_at=row[3], importance=float(row[4]))
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """A session read whole in one transaction: its row, its events (oldest first) and its
+    state object (``{}`` when it has no state row)."""
+
+    session_id: str
+    agent_identity: str | None
+    created_at: str
+    updated_at: str
+    events: list[MemoryRecord]
+    state: dict[str, Any]
 
 
 def like_pattern(text: str) -> str:

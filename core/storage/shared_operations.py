@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         EmbeddingCounts,
         NoteImportOutcome,
         NoteRow,
+        SessionSnapshot,
         UnwrittenArchive,
     )
     from core.storage.vocabulary import (
@@ -99,9 +100,9 @@ class SharedOperations:
     async def read_events(self, session_id: str, limit: int | None = None,
                           after_sequence: int | None = None) -> list[MemoryRecord]:
         """A session's events, oldest first."""
-        rows = await self._db.read(self._ops.events.read_events, session_id, limit,
-                                   after_sequence)
-        return [MemoryRecord(**row) for row in rows]
+        records: list[MemoryRecord] = await self._db.read(self._ops.events.read_events,
+                                                          session_id, limit, after_sequence)
+        return records
 
     async def last_sequence(self, session_id: str) -> int | None:
         """The session's highest stored sequence."""
@@ -123,7 +124,7 @@ class SharedOperations:
         """The session's state_json."""
         return await self._db.read(self._ops.events.read_session_state, session_id)
 
-    async def read_session_snapshot(self, session_id: str) -> dict[str, Any] | None:
+    async def read_session_snapshot(self, session_id: str) -> SessionSnapshot | None:
         """The session's row, events and state, read in one transaction (None: no session)."""
         return await self._db.read(self._ops.session_snapshot.read_session_snapshot, session_id)
 
@@ -360,8 +361,9 @@ class SharedOperations:
 
     async def salient_events(self, session_id: str, threshold: float) -> list[MemoryRecord]:
         """A session's events at or above an importance."""
-        rows = await self._db.read(self._ops.events.salient_events, session_id, threshold)
-        return [MemoryRecord(**row) for row in rows]
+        records: list[MemoryRecord] = await self._db.read(self._ops.events.salient_events,
+                                                          session_id, threshold)
+        return records
 
     async def add_note(self, draft: NoteDraft, now: str) -> Note:
         """Create a note and index it."""

@@ -21,7 +21,9 @@ import numpy as np
 from core.storage import messages as writing
 from core.storage.messages import PreparedMessage, WriteOutcome
 from core.storage.pg.connection import Conn
+from core.storage.rows import memory_record
 from core.storage.vocabulary import chunk_scope_token
+from core.types import MemoryRecord
 
 # The tables a memory's rows live in, as table_counts reports them (chunks_fts and
 # chunks_vec are added: the one is a column of chunks here, the other a plain table).
@@ -211,31 +213,26 @@ async def session_tails(conn: Conn, session_ids: Sequence[str], count: int) -> d
     return {sid: await previous_texts(conn, sid, count) for sid in session_ids}
 
 
-def _record(row: Sequence[Any]) -> dict[str, Any]:
-    return {"session_id": row[0], "sequence": int(row[1]), "payload": json.loads(row[2]),
-            "created_at": row[3], "importance": float(row[4])}
-
-
 _EVENT_COLUMNS = "session_id, sequence, payload_json, created_at, importance"
 
 
 async def read_events(
     conn: Conn, session_id: str, limit: int | None = None, after_sequence: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[MemoryRecord]:
     """A session's events oldest first; with ``limit``, the most recent ``limit`` of them."""
     floor = after_sequence if after_sequence is not None else -(2**62)
     if limit is None:
         cursor = await conn.execute(
             f"SELECT {_EVENT_COLUMNS} FROM conversation_events"
             " WHERE session_id = %s AND sequence > %s ORDER BY sequence", (session_id, floor))
-        return [_record(row) for row in await cursor.fetchall()]
+        return [memory_record(row) for row in await cursor.fetchall()]
     cursor = await conn.execute(
         f"SELECT {_EVENT_COLUMNS} FROM conversation_events"
         " WHERE session_id = %s AND sequence > %s ORDER BY sequence DESC LIMIT %s",
         (session_id, floor, max(0, limit)))
     rows = await cursor.fetchall()
     rows.reverse()
-    return [_record(row) for row in rows]
+    return [memory_record(row) for row in rows]
 
 
 async def list_sessions(
@@ -305,13 +302,13 @@ async def session_row_counts(conn: Conn, session_id: str) -> dict[str, int]:
     return counts
 
 
-async def salient_events(conn: Conn, session_id: str, threshold: float) -> list[dict[str, Any]]:
+async def salient_events(conn: Conn, session_id: str, threshold: float) -> list[MemoryRecord]:
     """Events of a session with importance at or above ``threshold`` (aidaemon salience)."""
     cursor = await conn.execute(
         f"SELECT {_EVENT_COLUMNS} FROM conversation_events"
         " WHERE session_id = %s AND importance >= %s ORDER BY sequence",
         (session_id, threshold))
-    return [_record(row) for row in await cursor.fetchall()]
+    return [memory_record(row) for row in await cursor.fetchall()]
 
 
 # The invariants foreign keys and constraints do not hold by themselves, each a query that

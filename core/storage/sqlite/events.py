@@ -28,8 +28,10 @@ from core.storage.messages import (
     sessions_wanting_context,
     with_counts,
 )
+from core.storage.rows import memory_record
 from core.storage.sqlite.connection import select_in, transaction
 from core.storage.vocabulary import chunk_scope_token, scope_token_for
+from core.types import MemoryRecord
 
 
 def session_agents(conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
@@ -182,18 +184,8 @@ def session_tails(conn: Any, session_ids: Sequence[str], count: int) -> dict[str
     return {sid: previous_texts(conn, sid, count) for sid in session_ids}
 
 
-def _record(row: Any) -> dict[str, Any]:
-    return {
-        "session_id": row[0],
-        "sequence": int(row[1]),
-        "payload": json.loads(row[2]),
-        "created_at": row[3],
-        "importance": float(row[4]),
-    }
-
-
 def read_events(conn: Any, session_id: str, limit: int | None = None,
-                after_sequence: int | None = None) -> list[dict[str, Any]]:
+                after_sequence: int | None = None) -> list[MemoryRecord]:
     """A session's events oldest first; with ``limit``, the most recent ``limit`` of them."""
     columns = "session_id, sequence, payload_json, created_at, importance"
     floor = after_sequence if after_sequence is not None else -(2**62)
@@ -206,7 +198,7 @@ def read_events(conn: Any, session_id: str, limit: int | None = None,
             f"SELECT {columns} FROM conversation_events WHERE session_id = ? AND sequence > ?"
             " ORDER BY sequence DESC LIMIT ?", (session_id, floor, max(0, limit))).fetchall()
         rows.reverse()
-    return [_record(row) for row in rows]
+    return [memory_record(row) for row in rows]
 
 
 def list_sessions(conn: Any, agent_identity: str | None = None, limit: int | None = None,
@@ -280,11 +272,10 @@ def session_row_counts(conn: Any, session_id: str) -> dict[str, int]:
     return counts
 
 
-def salient_events(conn: Any, session_id: str, threshold: float) -> list[dict[str, Any]]:
+def salient_events(conn: Any, session_id: str, threshold: float) -> list[MemoryRecord]:
     """Events of a session with importance at or above ``threshold`` (aidaemon salience)."""
     rows = conn.execute(
         "SELECT session_id, sequence, payload_json, created_at, importance FROM"
         " conversation_events WHERE session_id = ? AND importance >= ? ORDER BY sequence",
         (session_id, threshold)).fetchall()
-    return [{"session_id": r[0], "sequence": int(r[1]), "payload": json.loads(r[2]),
-             "created_at": r[3], "importance": float(r[4])} for r in rows]
+    return [memory_record(row) for row in rows]

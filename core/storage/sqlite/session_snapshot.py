@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.storage.rows import SessionSnapshot
 from core.storage.sqlite.events import read_events, read_session_state
 
 
-def read_session_snapshot(conn: Any, session_id: str) -> dict[str, Any] | None:
-    """``{"session", "events", "state"}`` for the session, or None when there is none."""
+def read_session_snapshot(conn: Any, session_id: str) -> SessionSnapshot | None:
+    """The session's row, events and state, or None when there is no such session."""
     conn.execute("BEGIN")
     try:
         row = conn.execute(
@@ -20,11 +21,8 @@ def read_session_snapshot(conn: Any, session_id: str) -> dict[str, Any] | None:
             " WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
             return None
-        return {
-            "session": {"session_id": row[0], "agent_identity": row[1],
-                        "created_at": str(row[2]), "updated_at": str(row[3])},
-            "events": read_events(conn, session_id),
-            "state": read_session_state(conn, session_id) or {},
-        }
+        return SessionSnapshot(row[0], row[1], str(row[2]), str(row[3]),
+                               read_events(conn, session_id),
+                               read_session_state(conn, session_id) or {})
     finally:
         conn.execute("COMMIT")
