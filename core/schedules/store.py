@@ -257,7 +257,7 @@ class Schedules:
         """Give back a claim without recording a run."""
         await self._backend.release_claim(schedule_id, runner)
 
-    async def record_run_and_reschedule(self, schedule_id: str, run: ScheduleRun | dict,
+    async def record_run_and_reschedule(self, schedule_id: str, run: ScheduleRun | dict[str, Any],
                                         next_run_at: datetime | str | None,
                                         new_status: str | None = None,
                                         status_reason: str | None = None) -> ScheduleDefinition:

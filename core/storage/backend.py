@@ -20,8 +20,13 @@ Promises every operation keeps unless its docstring says otherwise:
   land between them, unless its docstring says it is read in one transaction.
 - Text that reaches a read and cannot be bound is refused with ``InvalidInput``.
 
-Row dicts (events, sessions, chunks, notes, facts, schedules, runs, log entries) keep the
-column names of oxydra's schema and of the workbench's own tables.
+What an operation returns is typed: the engine's own dataclasses (:mod:`core.types`: events,
+sessions, notes, facts, scratchpads, schedules, runs, archives) where one exists, else the
+storage layer's (:mod:`core.storage.rows`, :mod:`core.storage.log_rows`), whose fields keep
+the column names of oxydra's schema and of the workbench's own tables. Two reads still
+return dicts: a session's state (the stored JSON object, free-form by design) and
+:meth:`Backend.fetch_chunks`'s chunk rows (which the retrieval legs and the derived indexes
+share).
 """
 
 from __future__ import annotations

@@ -179,12 +179,13 @@ def note_rows(note: NoteRow, chunks: Iterable[PreparedChunk], sequence: int,
 
 def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
     """A fetched chunk's metadata object."""
-    return json.loads(chunk["metadata_json"] or "{}")
+    metadata: dict[str, Any] = json.loads(chunk["metadata_json"] or "{}")
+    return metadata
 
 
 def chunk_context(chunk: dict[str, Any]) -> str:
     """A fetched chunk's conversational context, one previous message per line."""
-    return chunk["context_text"].replace(CONTEXT_SEPARATOR, "\n")
+    return str(chunk["context_text"]).replace(CONTEXT_SEPARATOR, "\n")
 
 
 def memory_record(row: Sequence[Any]) -> MemoryRecord:

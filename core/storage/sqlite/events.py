@@ -229,7 +229,7 @@ def delete_session(conn: Any, session_id: str) -> bool:
     """Delete a session; foreign keys and triggers remove every dependent row."""
     with transaction(conn):
         cursor = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)
 
 
 def read_session_state(conn: Any, session_id: str) -> dict[str, Any] | None:

@@ -56,4 +56,4 @@ def delete_fact(conn: Any, namespace: str, category: str, key: str) -> bool:
     with transaction(conn):
         cursor = conn.execute("DELETE FROM facts WHERE namespace = ? AND category = ? AND key = ?",
                               (namespace, category, key))
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)

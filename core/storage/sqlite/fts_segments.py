@@ -39,7 +39,7 @@ def merge_step(conn: Any, pages: int = MERGE_PAGES) -> bool:
         before = conn.total_changes
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('merge', ?)",
                      (-abs(int(pages)),))
-        return conn.total_changes - before >= 2
+        return bool(conn.total_changes - before >= 2)
 
 
 def segment_count(conn: Any) -> int:

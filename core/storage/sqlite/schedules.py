@@ -86,15 +86,15 @@ def search_schedules(conn: Any, user_id: str | None, status: str | None, name: s
 
 def count_schedules(conn: Any, user_id: str) -> int:
     """A user's schedules."""
-    return conn.execute("SELECT count(*) FROM schedules WHERE user_id = ?",
-                        (user_id,)).fetchone()[0]
+    return int(conn.execute("SELECT count(*) FROM schedules WHERE user_id = ?",
+                            (user_id,)).fetchone()[0])
 
 
 def delete_schedule(conn: Any, schedule_id: str) -> bool:
     """Delete a schedule and (by cascade) its runs; False when there was none."""
     with transaction(conn):
-        return conn.execute("DELETE FROM schedules WHERE schedule_id = ?",
-                            (schedule_id,)).rowcount > 0
+        return bool(conn.execute("DELETE FROM schedules WHERE schedule_id = ?",
+                                 (schedule_id,)).rowcount > 0)
 
 
 def update_schedule(conn: Any, schedule_id: str, changes: dict[str, Any],
@@ -174,11 +174,11 @@ def record_run_and_reschedule(conn: Any, run: ScheduleRun, next_run_at: str | No
 def prune_run_history(conn: Any, schedule_id: str, keep: int) -> int:
     """Delete all but the newest ``keep`` runs of a schedule; how many went."""
     with transaction(conn):
-        return conn.execute(
+        return int(conn.execute(
             "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND run_id NOT IN ("
             " SELECT run_id FROM schedule_runs WHERE schedule_id = ?1"
             " ORDER BY started_at DESC, run_id DESC LIMIT ?2)",
-            (schedule_id, max(0, keep))).rowcount
+            (schedule_id, max(0, keep))).rowcount)
 
 
 def run_history(conn: Any, schedule_id: str, limit: int) -> list[ScheduleRun]:
@@ -191,8 +191,8 @@ def run_history(conn: Any, schedule_id: str, limit: int) -> list[ScheduleRun]:
 
 def count_runs(conn: Any, schedule_id: str) -> int:
     """How many runs of a schedule the history holds."""
-    return conn.execute("SELECT count(*) FROM schedule_runs WHERE schedule_id = ?",
-                        (schedule_id,)).fetchone()[0]
+    return int(conn.execute("SELECT count(*) FROM schedule_runs WHERE schedule_id = ?",
+                            (schedule_id,)).fetchone()[0])
 
 
 def get_run(conn: Any, run_id: str) -> ScheduleRun:

@@ -65,7 +65,7 @@ def clear_scratchpad(conn: Any, session_id: str, now: str,
             " updated_at = ? WHERE session_id = ?"
             " AND json_type(state_json, '$.scratchpad') IS NOT NULL" + owned,
             (now, session_id) + (() if agent_identity is None else (agent_identity,)))
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)
 
 
 def scratchpad_sessions(conn: Any, limit: int) -> list[ScratchpadState]:

@@ -26,7 +26,8 @@ from core.storage.fts_rows import prefixed, session_prefix
 from core.storage.fts_words import words
 from core.storage.rows import like_pattern
 from core.storage.sqlite import fts_maxscore
-from core.storage.sqlite.chunk_rows import CHUNK_SELECT, chunk_row, fetch_chunks
+from core.storage.sqlite.chunk_rows import CHUNK_SELECT, chunk_row
+from core.storage.sqlite.chunk_rows import fetch_chunks as fetch_chunks  # an operation here too
 from core.storage.sqlite.connection import select_in, sqlite_module
 from core.storage.sqlite.fts_maxscore import bm25_rowids, quoted
 from core.storage.vocabulary import (

@@ -34,7 +34,8 @@ def _state(conn: Any, session_id: str) -> dict[str, Any]:
                        (session_id,)).fetchone()
     if row is None:
         raise NotFound(f"no session {shown(session_id)}")
-    return json.loads(row[0])
+    state: dict[str, Any] = json.loads(row[0])
+    return state
 
 
 def write_summary_state(conn: Any, session_id: str, summary: dict[str, Any],
@@ -114,8 +115,8 @@ def commit_compaction(conn: Any, plan: CompactionPlan, archive: NoteDraft,
 
 def archive_count(conn: Any, session_id: str) -> int:
     """Compactions a session has had."""
-    return conn.execute("SELECT count(*) FROM archives WHERE session_id = ?",
-                        (session_id,)).fetchone()[0]
+    return int(conn.execute("SELECT count(*) FROM archives WHERE session_id = ?",
+                            (session_id,)).fetchone()[0])
 
 
 def list_archives(conn: Any, session_id: str | None = None) -> list[Archive]:

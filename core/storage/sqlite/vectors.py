@@ -122,7 +122,7 @@ def reset_vectors(conn: Any, dimension: int, model: str, identity: str | None = 
         cursor = conn.execute(
             "UPDATE chunks SET embedding_status = 'pending', embedding_error = NULL,"
             " embedding_attempts = 0")
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def pending_chunks(conn: Any, limit: int,
