@@ -233,9 +233,7 @@ class Engine(NoteOperations):
     async def store_many(self, items: Iterable[BulkItem], *, agent: str | None = None,
                          batch_size: int = BATCH_MESSAGES,
                          progress: Callable[[int], None] | None = None) -> BulkStoreResult:
-        """The importers' bulk path: many messages per transaction, refusals reported;
-        ``progress`` hears how many items are settled after each batch (see
-        :meth:`core.bulk.BulkIngest.store_many`)."""
+        """The importers' bulk path, refusals reported (:meth:`BulkIngest.store_many`)."""
         return await self.bulk.store_many(items, agent=agent, batch_size=batch_size,
                                           progress=progress)
 
