@@ -33,6 +33,7 @@ import shutil
 import time
 import zlib
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +42,7 @@ import numpy as np
 import xxhash
 
 FORMAT = 2
+CHECKERS = max(1, min(4, os.cpu_count() or 1))
 _PAUSE_ENV = "WORKBENCH_INDEX_SAVE_PAUSE"
 """Tests only: a file that, when set, is created after the first array is written, and then
 the writer waits for it to be removed (a test kills the process in between)."""
@@ -90,6 +92,21 @@ def _checks_out(array: np.ndarray, described: Mapping[str, Any]) -> bool:
     if "crc32" in described:
         return (zlib.crc32(_bytes_of(array)) if array.size else 0) == described["crc32"]
     return False
+
+
+def _first_corrupt(arrays: Mapping[str, np.ndarray],
+                   described: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The first array (in manifest order) whose bytes are not what was saved, or None.
+
+    The arrays are checked on :data:`CHECKERS` threads, largest first: the time goes to
+    faulting the mapped pages in (~0.13 ms per MiB from the page cache, where the hash
+    itself takes 0.035), which threads share out (the hash lets go of the GIL).
+    """
+    order = sorted(arrays, key=lambda key: -arrays[key].nbytes)
+    with ThreadPoolExecutor(max_workers=CHECKERS) as pool:
+        passed = dict(zip(order, pool.map(
+            lambda key: _checks_out(arrays[key], described[key]), order), strict=True))
+    return next((key for key in arrays if not passed[key]), None)
 
 
 def _seal(manifest: dict[str, Any]) -> str:
@@ -208,11 +225,12 @@ def _load(folder: Path, name: str, fingerprint: Mapping[str, Any], database: str
             return f"{key}.npy cannot be read ({exc})"
         if list(array.shape) != described["shape"] or array.dtype.str != described["dtype"]:
             return f"{key}.npy holds {array.dtype.str}{list(array.shape)}, not what was saved"
-        if not _checks_out(array, described):
-            return f"{key}.npy is corrupt (checksum)"
         # A plain ndarray over the same pages: numpy's memmap subclass costs every small
         # operation on it a few microseconds more (a query makes hundreds).
         arrays[key] = np.asarray(array)
+    corrupt = _first_corrupt(arrays, manifest["arrays"])
+    if corrupt is not None:
+        return f"{corrupt}.npy is corrupt (checksum)"
     return Loaded(arrays, manifest["position"], manifest.get("entry"),
                   dict(manifest.get("meta", {})), manifest)
 
