@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from core import Engine
 from core.storage.derived import persisted
@@ -189,6 +190,7 @@ _SAVER = """
 import asyncio, sys
 sys.path.insert(0, {root!r})
 import numpy as np
+import pytest
 
 from core import Engine
 from tests.conftest import DETERMINISTIC
@@ -251,6 +253,7 @@ _CHILD = """
 import asyncio, sys
 sys.path.insert(0, {root!r})
 import numpy as np
+import pytest
 
 from core import Engine
 from tests.conftest import DETERMINISTIC
@@ -379,3 +382,34 @@ def test_a_copy_saved_with_crc32_checksums_is_still_checked_and_loaded(tmp_path:
     data[-5] ^= 0x01
     target.write_bytes(bytes(data))
     assert persisted.load(tmp_path, "ix", **keys) == "a.npy is corrupt (checksum)"
+
+
+def test_arrays_checked_ahead_serve_only_the_manifest_that_was_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An open may start checking saved copies before it knows they are its own
+    # (core.storage.index_cache): the load takes those arrays for that very manifest only.
+    keys: dict[str, Any] = {"fingerprint": {"model": "m"}, "database": "db"}
+    persisted.save(tmp_path, "ix", position=1, entry=None, meta={},
+                   arrays={"a": np.arange(10, dtype=np.int64)}, **keys)
+    checked: list[str] = []
+    real = persisted._checked_arrays
+
+    def counting(folder: Path, manifest: dict[str, Any], mode: Any) -> Any:
+        checked.append(manifest["folder"])
+        return real(folder, manifest, mode)
+
+    monkeypatch.setattr(persisted, "_checked_arrays", counting)
+    persisted.check_ahead(tmp_path, ["ix"], "r")
+    loaded = persisted.load(tmp_path, "ix", **keys)
+    assert not isinstance(loaded, str) and loaded.arrays["a"].tolist() == list(range(10))
+    assert len(checked) == 1  # checked once, ahead
+    persisted.check_ahead(tmp_path, ["ix"], "r")
+    persisted._ahead[(str(tmp_path), "ix", "r")].result()  # checked before the next save
+    persisted.save(tmp_path, "ix", position=2, entry=None, meta={},
+                   arrays={"a": np.arange(20, dtype=np.int64)}, **keys)
+    loaded = persisted.load(tmp_path, "ix", **keys)
+    assert not isinstance(loaded, str) and loaded.arrays["a"].tolist() == list(range(20))
+    assert len(checked) == 3 and checked[-1] != checked[-2]  # the new copy, checked anew
+    # A hint naming no folder, or a folder with nothing saved, checks nothing.
+    persisted.check_ahead(tmp_path / "nowhere", ["ix"], "r")
+    assert persisted.load(tmp_path / "nowhere", "ix", **keys) == "none saved"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import InvalidInput
 from core.locations import Location, parse_location
+from core.storage import index_cache
 
 if TYPE_CHECKING:
     from core.config import StorageConfig
@@ -59,6 +60,8 @@ async def open_backend(where: str | os.PathLike[str] | Location, config: Storage
     """
     location = where if isinstance(where, Location) else parse_location(where)
     if location.is_postgres:
+        # The saved indexes' checks start now, beside the driver's import and the connect.
+        index_cache.check_ahead(location.display)
         from core.storage.pg.backend import PostgresBackend
 
         return await PostgresBackend.open(location, config, read_only=read_only)

@@ -18,6 +18,7 @@ import pytest
 from psycopg import sql
 
 from core import Engine
+from core.storage import index_cache
 from core.storage.derived import persisted
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.pg import derived_saved
@@ -32,7 +33,7 @@ Answers = list[list[tuple[str, float]]]
 @pytest.fixture(autouse=True)
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
-    monkeypatch.setenv(derived_saved.CACHE_ENV, str(folder))
+    monkeypatch.setenv(index_cache.CACHE_ENV, str(folder))
     return folder
 
 
@@ -69,7 +70,7 @@ async def opened(url: str) -> tuple[Any, Answers]:
 async def built_answers(url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Answers:
     """The answers of an index built from the database (an empty cache folder)."""
     with monkeypatch.context() as scoped:
-        scoped.setenv(derived_saved.CACHE_ENV, str(tmp_path / "empty-cache"))
+        scoped.setenv(index_cache.CACHE_ENV, str(tmp_path / "empty-cache"))
         held, found = await opened(url)
     assert held.origin == "built" and held.refused == "none saved"
     return found
@@ -126,6 +127,38 @@ async def test_the_load_starts_at_open(pg_url: str) -> None:
         assert held is not None and indexes.index("b") is None
         await indexes.build_now("a")
         assert held.origin == "loaded" and held.ready
+
+
+async def test_the_next_open_checks_its_copies_before_it_connects(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An open leaves a hint naming its folder; the next open of the location starts the
+    copies' checks before importing the driver and connecting, and the load takes them."""
+    await saved_memory(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC):
+        pass  # this open leaves the hint (an open that saved nothing may predate it)
+    ahead: list[tuple[Path, list[str]]] = []
+    taken: list[bool] = []
+    check_ahead, taken_ahead = persisted.check_ahead, persisted._taken_ahead
+
+    def checking(folder: Path, names: list[str], mode: Any) -> None:
+        ahead.append((folder, list(names)))
+        check_ahead(folder, names, mode)
+
+    def taking(*args: Any) -> Any:
+        found = taken_ahead(*args)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(persisted, "check_ahead", checking)
+    monkeypatch.setattr(persisted, "_taken_ahead", taking)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        await backend_of(engine).derived.indexes.build_now("a")
+        saving = backend_of(engine).derived.indexes.saving
+        assert saving is not None
+        assert ahead == [(saving.folder, [derived_saved.index_name("a")])]
+        assert taken == [True]
+        held = backend_of(engine).derived.indexes.index("a")
+        assert held is not None and held.origin == "loaded"
 
 
 async def test_a_stale_copy_is_caught_up(pg_url: str, monkeypatch: pytest.MonkeyPatch,

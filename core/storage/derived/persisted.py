@@ -30,10 +30,11 @@ import json
 import os
 import secrets
 import shutil
+import threading
 import time
 import zlib
-from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -210,6 +211,19 @@ def _load(folder: Path, name: str, fingerprint: Mapping[str, Any], database: str
         return "saved from another database"
     if manifest.get("fingerprint") != dict(fingerprint):
         return f"built from something else ({_difference(manifest['fingerprint'], fingerprint)})"
+    arrays = _taken_ahead(folder, name, manifest, mmap_mode)
+    if arrays is None:
+        arrays = _checked_arrays(folder, manifest, mmap_mode)
+    if isinstance(arrays, str):
+        return arrays
+    return Loaded(arrays, manifest["position"], manifest.get("entry"),
+                  dict(manifest.get("meta", {})), manifest)
+
+
+def _checked_arrays(folder: Path, manifest: Mapping[str, Any],
+                    mmap_mode: Literal["r", "c"]) -> dict[str, np.ndarray] | str:
+    """The manifest's arrays, mapped, once each has the size, shape, dtype and checksum it
+    was saved with; else what is wrong."""
     data = folder / str(manifest["folder"])
     arrays: dict[str, np.ndarray] = {}
     for key, described in manifest["arrays"].items():
@@ -231,8 +245,63 @@ def _load(folder: Path, name: str, fingerprint: Mapping[str, Any], database: str
     corrupt = _first_corrupt(arrays, manifest["arrays"])
     if corrupt is not None:
         return f"{corrupt}.npy is corrupt (checksum)"
-    return Loaded(arrays, manifest["position"], manifest.get("entry"),
-                  dict(manifest.get("meta", {})), manifest)
+    return arrays
+
+
+# -- checking ahead ------------------------------------------------------------------------
+#
+# A process that will load saved copies can have their arrays checked before it knows it may
+# use them (a PostgreSQL open spends ~65 ms importing its driver and connecting before the
+# database's identity says which folder is its own): :func:`check_ahead` maps and checks them
+# on a thread, and :func:`load` takes what was checked when the manifest it then reads is
+# the one checked (same seal), after its own checks of format, database and fingerprint.
+
+_Ahead = tuple[str, str, str]  # folder, index name, mmap mode
+_ahead: dict[_Ahead, Future[tuple[str, dict[str, np.ndarray] | str]]] = {}
+_ahead_lock = threading.Lock()
+_AHEAD_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="derived-check-ahead")
+
+
+def check_ahead(folder: Path, names: Sequence[str], mmap_mode: Literal["r", "c"] = "r") -> None:
+    """Start checking the saved ``names`` in ``folder`` on a thread of their own (what is
+    not loaded within a minute is dropped)."""
+    for name in names:
+        key = (str(folder), name, mmap_mode)
+        with _ahead_lock:
+            if key not in _ahead:
+                _ahead[key] = _AHEAD_POOL.submit(_check_one, folder, name, mmap_mode)
+    timer = threading.Timer(60.0, _forget_ahead, [[(str(folder), n, mmap_mode) for n in names]])
+    timer.daemon = True
+    timer.start()
+
+
+def _check_one(folder: Path, name: str,
+               mmap_mode: Literal["r", "c"]) -> tuple[str, dict[str, np.ndarray] | str]:
+    try:
+        manifest = json.loads((folder / f"{name}.json").read_text())
+        if not isinstance(manifest, dict) or manifest.get("seal") != _seal(manifest):
+            return "", "its manifest is damaged"
+        return str(manifest["seal"]), _checked_arrays(folder, manifest, mmap_mode)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return "", f"not checked ahead ({exc})"
+
+
+def _taken_ahead(folder: Path, name: str, manifest: Mapping[str, Any],
+                 mmap_mode: Literal["r", "c"]) -> dict[str, np.ndarray] | str | None:
+    """What :func:`check_ahead` found for this very manifest (waiting for it when under
+    way), or None when nothing was checked ahead for it."""
+    with _ahead_lock:
+        found = _ahead.pop((str(folder), name, mmap_mode), None)
+    if found is None:
+        return None
+    seal, arrays = found.result()
+    return arrays if seal == manifest.get("seal") and not isinstance(arrays, str) else None
+
+
+def _forget_ahead(keys: Sequence[_Ahead]) -> None:
+    with _ahead_lock:
+        for key in keys:
+            _ahead.pop(key, None)
 
 
 def describe(folder: Path, name: str) -> Saved | None:

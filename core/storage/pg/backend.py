@@ -27,6 +27,7 @@ import psycopg
 from core.config import StorageConfig
 from core.errors import InvalidInput, NotFound, SchemaTooNew
 from core.locations import Location
+from core.storage import index_cache
 from core.storage.agent_items_operations import AgentItemsOperations
 from core.storage.backend import BackendFeatures
 from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
@@ -177,6 +178,7 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
             indexes.saving_problem = found
         else:
             indexes.start_saving(found)
+            index_cache.remember_folder(self._db.location.display, found.folder)
 
     async def close(self) -> None:
         """Close every connection of the pool, and the one holding the claimer's lock (after

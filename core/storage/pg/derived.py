@@ -39,6 +39,7 @@ import numpy as np
 
 from core.storage.derived import persisted
 from core.storage.derived.vector_matrix import NamespaceVectors
+from core.storage.index_cache import newest_saved
 from core.storage.pg import derived_saved
 from core.storage.pg.connection import Conn, PgDatabase
 from core.storage.pg.derived_saved import PgSaving
@@ -49,8 +50,6 @@ log = logging.getLogger(__name__)
 _BATCH = 4096
 RETRY_AFTER_S = 30.0
 LOAD_WAIT_S = 30.0  # a query waits this long at most for a saved copy's load
-LOADED_AT_OPEN = 4
-"""Saved namespaces whose loading starts at open (the most recently saved first)."""
 # Never dropped for the memory budget when queried this recently: two namespaces queried in
 # turn that do not fit together would otherwise each rebuild on every query.
 KEPT_AFTER_USE_S = 60.0
@@ -351,7 +350,8 @@ class PgDerivedIndexes:
 
     def _load_saved_copies(self) -> None:
         """Start loading the namespaces saved in this database's folder, the most recently
-        saved first, as many as :data:`LOADED_AT_OPEN` and the memory budget allow.
+        saved first, as many as :data:`~core.storage.index_cache.LOADED_AT_OPEN` and the
+        memory budget allow.
 
         A process's first query of its namespace then waits for a load that began with the
         open, while the rest of the open ran, instead of starting one: at 100k chunks the
@@ -361,19 +361,14 @@ class PgDerivedIndexes:
         """
         assert self.saving is not None
         folder = self.saving.folder
-        try:
-            manifests = sorted(folder.glob("ns-*.json"), key=lambda p: p.stat().st_mtime,
-                               reverse=True)
-        except OSError:
-            return
         room = self.budget_bytes or None
-        for manifest in manifests[:LOADED_AT_OPEN]:
-            meta = persisted.saved_meta(folder, manifest.stem)
+        for name in newest_saved(folder):
+            meta = persisted.saved_meta(folder, name)
             namespace = None if meta is None else meta.get("namespace")
             if not isinstance(namespace, str):
                 continue
             if room is not None:
-                described = persisted.describe(folder, manifest.stem)
+                described = persisted.describe(folder, name)
                 room -= described.bytes if described is not None else 0
                 if room < 0:
                     break

@@ -23,24 +23,22 @@ was saved make it rebuild. The file format, checks and atomic writes are
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import platformdirs
 import psycopg
 
 from core.storage.derived import persisted
 from core.storage.derived.lookup import SavedLookup
+from core.storage.index_cache import cache_root
 from core.storage.pg import migrations, vector_index
 from core.storage.pg.connection import Conn
 from core.storage.pg.fts_bm25 import CONFIG
 from core.storage.vocabulary import VECTOR_IDENTITY_KEY
 
-CACHE_ENV = "WORKBENCH_INDEX_CACHE"
 DATABASE_ID_KEY = "database_id"
 _POSTINGS = "p."
 _VECTORS = "v."
@@ -58,12 +56,6 @@ class PgSaving:
     """Saved once a namespace's index was this long neither changed nor queried."""
     close_after: int = 1000
     """At close, saved only when built here or this many chunks changed since saved."""
-
-
-def cache_root() -> Path:
-    """The folder under which PostgreSQL databases' indexes are saved."""
-    chosen = os.environ.get(CACHE_ENV)
-    return Path(chosen) if chosen else Path(platformdirs.user_cache_dir("workbench"))
 
 
 async def ensure_database_id(conn: Conn) -> None:
