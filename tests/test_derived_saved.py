@@ -413,3 +413,27 @@ def test_arrays_checked_ahead_serve_only_the_manifest_that_was_checked(
     # A hint naming no folder, or a folder with nothing saved, checks nothing.
     persisted.check_ahead(tmp_path / "nowhere", ["ix"], "r")
     assert persisted.load(tmp_path / "nowhere", "ix", **keys) == "none saved"
+
+
+async def test_an_open_checks_the_copies_beside_the_file_before_it_reads_it(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await saved_memory(db_path)
+    ahead: list[tuple[Path, list[str]]] = []
+    taken: list[bool] = []
+    check_ahead, taken_ahead = persisted.check_ahead, persisted._taken_ahead
+
+    def checking(folder: Path, names: Any, mode: Any) -> None:
+        ahead.append((folder, list(names)))
+        check_ahead(folder, names, mode)
+
+    def taking(*args: Any) -> Any:
+        found = taken_ahead(*args)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(persisted, "check_ahead", checking)
+    monkeypatch.setattr(persisted, "_taken_ahead", taking)
+    origins, _ = await origins_after_open(db_path)
+    assert ahead == [(persisted.sqlite_folder(db_path), list(NAMES))]
+    assert taken == [True, True]
+    assert origins == {name: ("loaded", 0, None) for name in NAMES}

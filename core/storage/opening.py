@@ -65,10 +65,13 @@ async def open_backend(where: str | os.PathLike[str] | Location, config: Storage
         from core.storage.pg.backend import PostgresBackend
 
         return await PostgresBackend.open(location, config, read_only=read_only)
+    path = location.path.expanduser()
+    # The saved indexes beside the file start their checks now, beside the imports and the
+    # open (the load that follows takes what was checked: core.storage.derived.persisted).
+    index_cache.check_ahead_file(path)
     from core.storage.sqlite.memory_file import examine, refuse_empty
     from core.storage.sqlite.sqlite_backend import SqliteBackend
 
-    path = location.path.expanduser()
     if await asyncio.to_thread(examine, path) == "empty" and read_only:
         raise refuse_empty(path)
     return await asyncio.to_thread(SqliteBackend.open, path, config, read_only=read_only)
