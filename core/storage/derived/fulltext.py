@@ -540,7 +540,8 @@ class FullTextIndex:
 
     def rowids_at(self, slots: np.ndarray) -> np.ndarray:
         """The rowids of ``slots``."""
-        return self._rowid[slots]
+        rowids: np.ndarray = self._rowid[slots]
+        return rowids
 
     # -- what it holds -----------------------------------------------------------------------
 

@@ -89,9 +89,9 @@ def _checks_out(array: np.ndarray, described: Mapping[str, Any]) -> bool:
     """Whether ``array`` holds the bytes its manifest entry was saved with (an xxh3 or,
     saved by an earlier version, a CRC-32)."""
     if "xxh3" in described:
-        return _checksum(array) == described["xxh3"]
+        return _checksum(array) == int(described["xxh3"])
     if "crc32" in described:
-        return (zlib.crc32(_bytes_of(array)) if array.size else 0) == described["crc32"]
+        return (zlib.crc32(_bytes_of(array)) if array.size else 0) == int(described["crc32"])
     return False
 
 

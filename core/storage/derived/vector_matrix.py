@@ -449,8 +449,9 @@ def _exact_scores(space: _Space, rows: np.ndarray, query: np.ndarray) -> np.ndar
     same sum for a row whichever rows are scored with it)."""
     if len(rows) == 0:
         return np.empty(0, dtype=np.float64)
-    return np.einsum("ij,j->i", space.exact(rows).astype(np.float64),
-                     query.astype(np.float64))
+    scores: np.ndarray = np.einsum("ij,j->i", space.exact(rows).astype(np.float64),
+                                   query.astype(np.float64))
+    return scores
 
 
 def _ranked(space: _Space, rows: np.ndarray, scores: np.ndarray,

@@ -49,8 +49,8 @@ def prefer_places(conn: Any, word: str, stems: Sequence[str]) -> bool:
     """Whether lining up the stems' places is cheaper than reading the text of the rows
     that hold the phrase ``word``."""
     _prepare(conn)
-    rows = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                        (match_expression(word),)).fetchone()[0]
+    rows = int(conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                            (match_expression(word),)).fetchone()[0])
     marks = ", ".join("?" * len(COLUMNS))
     places = 0
     for stem in set(stems):
