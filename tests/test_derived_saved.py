@@ -415,9 +415,10 @@ def test_arrays_checked_ahead_serve_only_the_manifest_that_was_checked(
     assert persisted.load(tmp_path / "nowhere", "ix", **keys) == "none saved"
 
 
-async def test_an_open_checks_the_copies_beside_the_file_before_it_reads_it(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    await saved_memory(db_path)
+def watch_checks_ahead(monkeypatch: pytest.MonkeyPatch,
+                       ) -> tuple[list[tuple[Path, list[str]]], list[bool]]:
+    """The checks started ahead (folder, names) and, for each load, whether it took what
+    was checked ahead; both filled as the code runs."""
     ahead: list[tuple[Path, list[str]]] = []
     taken: list[bool] = []
     check_ahead, taken_ahead = persisted.check_ahead, persisted._taken_ahead
@@ -433,6 +434,13 @@ async def test_an_open_checks_the_copies_beside_the_file_before_it_reads_it(
 
     monkeypatch.setattr(persisted, "check_ahead", checking)
     monkeypatch.setattr(persisted, "_taken_ahead", taking)
+    return ahead, taken
+
+
+async def test_an_open_checks_the_copies_beside_the_file_before_it_reads_it(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await saved_memory(db_path)
+    ahead, taken = watch_checks_ahead(monkeypatch)
     origins, _ = await origins_after_open(db_path)
     assert ahead == [(persisted.sqlite_folder(db_path), list(NAMES))]
     assert taken == [True, True]

@@ -26,6 +26,7 @@ from core.storage.pg.backend import PostgresBackend
 from tests.conftest import DETERMINISTIC
 from tests.pg.test_pg_fts_postings import QUERIES, fill, sentence
 from tests.pg_server import PgTestServer
+from tests.test_derived_saved import watch_checks_ahead
 
 Answers = list[list[tuple[str, float]]]
 
@@ -136,21 +137,7 @@ async def test_the_next_open_checks_its_copies_before_it_connects(
     await saved_memory(pg_url)
     async with Engine.open(pg_url, config=DETERMINISTIC):
         pass  # this open leaves the hint (an open that saved nothing may predate it)
-    ahead: list[tuple[Path, list[str]]] = []
-    taken: list[bool] = []
-    check_ahead, taken_ahead = persisted.check_ahead, persisted._taken_ahead
-
-    def checking(folder: Path, names: list[str], mode: Any) -> None:
-        ahead.append((folder, list(names)))
-        check_ahead(folder, names, mode)
-
-    def taking(*args: Any) -> Any:
-        found = taken_ahead(*args)
-        taken.append(found is not None)
-        return found
-
-    monkeypatch.setattr(persisted, "check_ahead", checking)
-    monkeypatch.setattr(persisted, "_taken_ahead", taking)
+    ahead, taken = watch_checks_ahead(monkeypatch)
     async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
         await backend_of(engine).derived.indexes.build_now("a")
         saving = backend_of(engine).derived.indexes.saving
