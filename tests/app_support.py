@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -62,6 +63,7 @@ def fixture_clock(moment: datetime = FIXTURE_NOW) -> Iterator[None]:
 
 
 _built: list[Path] = []  # this process's first build, which later ones copy
+_UUID4 = uuid.uuid4  # as the module has it: a test may seed it (monkeypatch)
 
 
 async def build_fixture(path: Path) -> None:
@@ -70,9 +72,12 @@ async def build_fixture(path: Path) -> None:
 
     Built once a test process and copied after (a build writes through the engine, a
     quarter of a second or more; the app's tests ask for it some eighty times). A path that
-    already holds a file is written to as before, the fixture added to what is there.
+    already holds a file is written to as before, the fixture added to what is there; a test
+    that seeded ``uuid.uuid4`` gets a build of its own.
     """
-    if path.exists():
+    if path.exists() or uuid.uuid4 is not _UUID4:
+        # A test that seeds the ids (snapshots show them) builds its own: a copy would
+        # carry the ids of whichever test built the template first in this process.
         await _build(path)
         return
     if not _built:
