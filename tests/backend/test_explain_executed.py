@@ -5,6 +5,7 @@ each gives the candidates the leg returned, for every path a query can take."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from core import Engine
 from core.errors import InvalidInput
 from core.retrieval.search import SearchResult
+from core.storage.derived.fulltext import FullTextIndex
 from core.storage.executed import DERIVED, FTS5, POSTGRESQL
 from core.storage.vocabulary import LegRequest, Scope
 from tests.conftest import DETERMINISTIC, rows
@@ -66,8 +68,19 @@ def _rerun_tsquery(memory: str, found: SearchResult) -> None:
     assert {row[0] for row in again} == {hit.chunk_id for hit in found.legs.fts}
 
 
-async def test_explain_reruns_as_the_leg_ran_on_sqlite(db_path: Any) -> None:
+async def test_explain_reruns_as_the_leg_ran_on_sqlite(db_path: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     memory = str(db_path)
+    # The namespace's full-text index is held unbuilt until the SQL legs were checked: on a
+    # slow machine a build of a few rows finished before the namespace's first query.
+    released = threading.Event()
+    build = FullTextIndex.build
+
+    def held_build(index: FullTextIndex, conn: Any) -> None:
+        assert released.wait(60), "the SQL legs were never checked"
+        build(index, conn)
+
+    monkeypatch.setattr(FullTextIndex, "build", held_build)
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await _fill(engine)
         backend: Any = engine.backend
@@ -95,6 +108,7 @@ async def test_explain_reruns_as_the_leg_ran_on_sqlite(db_path: Any) -> None:
 
         # The derived indexes: a namespace's full text, and a session's from the same index
         # once the namespace's vectors are in memory too.
+        released.set()
         for name in (backend.full_text_index.name, backend.namespace_vectors.name):
             await asyncio.to_thread(backend.derived.build_now, name)
         for found in (await engine.search(namespace="ana", query=QUERY, mode="keyword"),
