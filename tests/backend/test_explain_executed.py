@@ -15,6 +15,7 @@ from core.errors import InvalidInput
 from core.retrieval.search import SearchResult
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.executed import DERIVED, FTS5, POSTGRESQL
+from core.storage.pg import derived as pg_derived
 from core.storage.vocabulary import LegRequest, Scope
 from tests.conftest import DETERMINISTIC, rows
 
@@ -123,7 +124,17 @@ async def test_explain_reruns_as_the_leg_ran_on_sqlite(db_path: Any,
             _rerun_fts5(memory, found)
 
 
-async def test_explain_reruns_as_the_leg_ran_on_postgresql(pg_url: str) -> None:
+async def test_explain_reruns_as_the_leg_ran_on_postgresql(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The namespace's index is held unbuilt until its first query was checked (as above).
+    released = asyncio.Event()
+    load = pg_derived._load
+
+    async def held_load(conn: Any, held: Any) -> None:
+        await asyncio.wait_for(released.wait(), 60)
+        await load(conn, held)
+
+    monkeypatch.setattr(pg_derived, "_load", held_load)
     async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
         await _fill(engine)
         backend: Any = engine.backend
@@ -145,6 +156,7 @@ async def test_explain_reruns_as_the_leg_ran_on_postgresql(pg_url: str) -> None:
         assert not namespace.legs.fts_derived
         assert namespace.legs.fts_ran[-1].parameters["essential lexemes by round"]
         _rerun_tsquery(pg_url, namespace)
+        released.set()
         await backend.derived.indexes.build_now("ana")
         derived = await engine.search(namespace="ana", query=QUERY, mode="keyword")
         assert derived.legs.fts_derived
