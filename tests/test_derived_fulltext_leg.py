@@ -25,18 +25,25 @@ async def _fill(engine: Engine) -> None:
                              for n, text in enumerate(TEXTS * 5)])
 
 
-async def test_namespace_queries_switch_to_the_index_once_it_is_built(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The build is held until the first query has answered: on a busy machine a build of
-    # thirty rows could otherwise finish before the query that started it looks again.
+def hold_full_text_build(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Hold every build of the derived full-text index until the event returned is set (a
+    query's SQL path is checked before a build of a few rows can finish)."""
     released = threading.Event()
     build = FullTextIndex.build
 
     def held_build(index: FullTextIndex, conn: Any) -> None:
-        assert released.wait(60), "the first query never answered"
+        assert released.wait(60), "the build was never released"
         build(index, conn)
 
     monkeypatch.setattr(FullTextIndex, "build", held_build)
+    return released
+
+
+async def test_namespace_queries_switch_to_the_index_once_it_is_built(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The build is held until the first query has answered: on a busy machine a build of
+    # thirty rows could otherwise finish before the query that started it looks again.
+    released = hold_full_text_build(monkeypatch)
     async with Engine.open(db_path, config={**DETERMINISTIC, "agent": "ana"}) as engine:
         await _fill(engine)
         holder = engine.backend.derived  # type: ignore[attr-defined]

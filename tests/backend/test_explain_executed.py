@@ -5,7 +5,6 @@ each gives the candidates the leg returned, for every path a query can take."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 import pytest
@@ -13,11 +12,11 @@ import pytest
 from core import Engine
 from core.errors import InvalidInput
 from core.retrieval.search import SearchResult
-from core.storage.derived.fulltext import FullTextIndex
 from core.storage.executed import DERIVED, FTS5, POSTGRESQL
 from core.storage.pg import derived as pg_derived
 from core.storage.vocabulary import LegRequest, Scope
 from tests.conftest import DETERMINISTIC, rows
+from tests.test_derived_fulltext_leg import hold_full_text_build
 
 MESSAGES = [
     ("s1", "the db pool is exhausted again", ["ops"]),
@@ -74,14 +73,7 @@ async def test_explain_reruns_as_the_leg_ran_on_sqlite(db_path: Any,
     memory = str(db_path)
     # The namespace's full-text index is held unbuilt until the SQL legs were checked: on a
     # slow machine a build of a few rows finished before the namespace's first query.
-    released = threading.Event()
-    build = FullTextIndex.build
-
-    def held_build(index: FullTextIndex, conn: Any) -> None:
-        assert released.wait(60), "the SQL legs were never checked"
-        build(index, conn)
-
-    monkeypatch.setattr(FullTextIndex, "build", held_build)
+    released = hold_full_text_build(monkeypatch)
     async with Engine.open(memory, config=DETERMINISTIC) as engine:
         await _fill(engine)
         backend: Any = engine.backend

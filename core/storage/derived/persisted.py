@@ -265,6 +265,8 @@ _AHEAD_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="derived-chec
 def check_ahead(folder: Path, names: Sequence[str], mmap_mode: Literal["r", "c"] = "r") -> None:
     """Start checking the saved ``names`` in ``folder`` on a thread of their own (what is
     not loaded within a minute is dropped)."""
+    if not names:
+        return
     for name in names:
         key = (str(folder), name, mmap_mode)
         with _ahead_lock:
