@@ -306,8 +306,8 @@ async def test_explain_and_doctor_say_where_the_indexes_came_from(db_path: Path)
         for name in NAMES:
             assert explained["legs"]["derived_indexes"][name].startswith("loaded from disk, "
                                                                          "caught up ")
-        for name in NAMES:
-            assert backend_of(engine).derived.save(name)
+        for name in NAMES:  # False when the quiet-period saver (5 s) was first: a slow host
+            backend_of(engine).derived.save(name)
         saved = {entry["index"]: entry for entry in await backend_of(engine).saved_indexes()}
         assert {entry["state"] for entry in saved.values()} == {"current"}
     _array(db_path, "full-text", "slots").write_bytes(b"")

@@ -3,8 +3,10 @@ writes, and an import killed midway loses nothing it reported done and resumes."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from core import Engine
+from core.storage.derived import persisted
+from core.storage.derived.changes import newest_seq
+from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.sqlite import fts_segments
 from tests.conftest import DETERMINISTIC, rows
 from workbench.bench import synthetic
@@ -19,13 +24,19 @@ from workbench.bench import synthetic
 AGENT = "importer"
 
 
-def _automerge(conn: Any) -> int | None:
-    """FTS5's automerge as the index's config holds it (None: never set, the default)."""
-    found = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchone()
-    return None if found is None else int(found[0])
+def _tuning(conn: Any) -> tuple[int | None, int | None]:
+    """FTS5's automerge and hashsize as the index's config holds them (None: never set)."""
+    found = dict(conn.execute("SELECT k, v FROM chunks_fts_config"
+                              " WHERE k IN ('automerge', 'hashsize')").fetchall())
+    return found.get("automerge"), found.get("hashsize")
 
 
-async def test_an_import_writes_with_automerge_off_and_sets_it_back(db_path: Path) -> None:
+SET_BACK = (fts_segments.AUTOMERGE, fts_segments.HASH_BYTES)
+TUNED = (0, fts_segments.IMPORT_HASH_BYTES)
+
+
+async def test_an_import_writes_with_the_full_text_index_tuned_and_sets_it_back(
+        db_path: Path) -> None:
     items = synthetic.messages(120, 4)
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         backend: Any = engine.backend
@@ -33,21 +44,21 @@ async def test_an_import_writes_with_automerge_off_and_sets_it_back(db_path: Pat
         write = backend.write_messages
 
         async def watched(*args: Any, **kwargs: Any) -> Any:
-            during.append(await backend._db.read(_automerge))
+            during.append(await backend._db.read(_tuning))
             return await write(*args, **kwargs)
 
         backend.write_messages = watched
         result = await engine.store_many(items, agent=AGENT, batch_size=30)
         assert result.stored == 120 and not result.rejected
         # The first batch may be written before the import is known to be one; the rest not.
-        assert len(during) == 4 and during[1:] == [0, 0, 0]
-        assert await backend._db.read(_automerge) == fts_segments.AUTOMERGE
+        assert len(during) == 4 and during[1:] == [TUNED] * 3
+        assert await backend._db.read(_tuning) == SET_BACK
 
         # A single batch is no import: nothing tuned, nothing to set back.
         during.clear()
         await engine.store_many([("other", 1, {"role": "user", "content": "hello"})],
                                 agent=AGENT, batch_size=30)
-        assert during == [fts_segments.AUTOMERGE]
+        assert during == [SET_BACK]
         assert await engine.backend.integrity_check() == ["ok"]
 
 
@@ -106,7 +117,7 @@ async def test_an_import_killed_midway_resumes_and_loses_nothing_it_reported(
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
         assert await engine.backend.integrity_check() == ["ok"]
         backend: Any = engine.backend
-        assert await backend._db.read(_automerge) == fts_segments.AUTOMERGE
+        assert await backend._db.read(_tuning) == SET_BACK
         # Every chunk indexed and embedded, nothing left to the worker.
         (chunks, fts, vectors, pending), = rows(
             db_path, "SELECT (SELECT count(*) FROM chunks),"
@@ -115,3 +126,30 @@ async def test_an_import_killed_midway_resumes_and_loses_nothing_it_reported(
         assert chunks == fts == vectors and pending == 0
         found = await engine.hybrid_query(namespace=AGENT, query="flight hotel", top_k=5)
         assert found
+
+
+async def test_the_derived_indexes_follow_an_import_and_end_current(db_path: Path) -> None:
+    # No query is made: the import itself starts the builds and catches them up after each
+    # batch, so its memory answers from them when it ends instead of starting a build.
+    items = synthetic.messages(400, 8)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        result = await engine.store_many(items, agent=AGENT, batch_size=50)
+        assert result.stored == 400
+        await asyncio.to_thread(backend.derived.settle)  # the follower's last round
+        newest = await backend._db.read(newest_seq)
+        for name in (backend.namespace_vectors.name, backend.full_text_index.name):
+            state = backend.derived.state(name)
+            assert state.ready and state.watermark == newest, name
+        followed = await engine.search(namespace=AGENT, query="flight hotel", top_k=8)
+        assert followed.legs.fts_derived and followed.legs.vector_path == DERIVED_VECTOR_LEG
+    # What the follower applied batch by batch ranks as one build from the whole file does.
+    shutil.rmtree(persisted.sqlite_folder(db_path))
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = engine.backend
+        for name in (backend.namespace_vectors.name, backend.full_text_index.name):
+            await asyncio.to_thread(backend.derived.build_now, name)
+            assert backend.derived.state(name).origin == "built"
+        built = await engine.search(namespace=AGENT, query="flight hotel", top_k=8)
+    assert [(r.chunk_id, round(r.score, 9)) for r in built.results] == [
+        (r.chunk_id, round(r.score, 9)) for r in followed.results]

@@ -24,6 +24,10 @@ from core.storage.sqlite.connection import transaction
 # FTS5's automerge while no import runs: its default (merge four segments of a level).
 AUTOMERGE = 4
 
+# FTS5's pending-terms budget (its ``hashsize``): its default, and while an import writes.
+HASH_BYTES = 1024 * 1024
+IMPORT_HASH_BYTES = 64 * 1024 * 1024
+
 # Pages written per step: on the 100k bench file, 295 steps of at most 12.5 ms (0.96 s in all).
 MERGE_PAGES = 64
 
@@ -48,18 +52,25 @@ def segment_count(conn: Any) -> int:
     return int(conn.execute("SELECT count(DISTINCT segid) FROM chunks_fts_idx").fetchone()[0])
 
 
-def set_automerge(conn: Any, segments: int) -> None:
-    """Set FTS5's automerge (0: off) for every connection to the file.
+def tune_for_import(conn: Any, importing: bool) -> None:
+    """Tune ``chunks_fts`` for an import's large transactions, or set it back after one.
 
-    An import turns it off while it writes (:meth:`core.storage.backend.Backend.bulk_writes`):
-    with it on, each transaction's new segment was merged into older ones as it was
-    written, so an import rewrote its postings again and again (20k chunks: full-text
-    inserts 3.0 s with it, 2.1 s without). Off, FTS5's crisis merge still caps a level at 16
-    segments, and the upkeep's merge steps (:func:`merge_step`) tidy the rest once the
-    memory is quiet. It is stored in the index's config, in the transaction that sets it:
-    an import killed before it set it back leaves it off, which costs queries nothing those
-    merges do not spare them, and the next import sets it back.
+    Two of FTS5's settings, stored in the index's config in the transaction that sets them
+    (an import killed before it set them back leaves them tuned, which costs queries
+    nothing; the next import sets them back):
+
+    - automerge off while it writes: with it on, each transaction's new segment was merged
+      into older ones as it was written, so an import rewrote its postings again and again
+      (20k chunks: full-text inserts 3.0 s with it, 2.1 s without). FTS5's crisis merge still
+      caps a level at 16 segments, and the upkeep's merge steps (:func:`merge_step`) tidy
+      the rest once the memory is quiet;
+    - ``hashsize``, the pending terms FTS5 keeps in memory before it writes them out as a
+      segment, from 1 MiB to :data:`IMPORT_HASH_BYTES`: at 1 MiB a transaction of a few
+      thousand messages flushed many small segments, each then merged again (100k bench
+      chunks in 16k-row transactions, inserts and commits: 15.3 s at 1 MiB, 7.1 s at 64).
     """
     with transaction(conn):
-        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?)",
-                     (int(segments),))
+        for key, value in (("automerge", 0 if importing else AUTOMERGE),
+                           ("hashsize", IMPORT_HASH_BYTES if importing else HASH_BYTES)):
+            conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES (?, ?)",
+                         (key, value))

@@ -15,7 +15,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -382,12 +382,17 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         return await self._db.write(cap)
 
     async def bulk_writes(self, importing: bool) -> None:
-        """FTS5's automerge off while an import writes, back on after it
-        (:func:`core.storage.sqlite.fts_segments.set_automerge`)."""
+        """The full-text index tuned for large transactions while an import writes, set back
+        after it (:func:`core.storage.sqlite.fts_segments.tune_for_import`)."""
         if self.read_only:
             return
-        await self._db.write(fts_segments.set_automerge,
-                             0 if importing else fts_segments.AUTOMERGE)
+        await self._db.write(fts_segments.tune_for_import, importing)
+
+    async def follow_writes(self, namespaces: Collection[str]) -> None:
+        """The file's derived indexes follow it on a thread of their own
+        (:meth:`core.storage.derived.holder.DerivedIndexes.follow`): one set for every
+        namespace."""
+        self.derived.follow()
 
     async def checkpoint_log(self) -> int:
         """Copy the write-ahead log into the file (a passive checkpoint, on the writer's
