@@ -23,10 +23,8 @@ Promises every operation keeps unless its docstring says otherwise:
 What an operation returns is typed: the engine's own dataclasses (:mod:`core.types`: events,
 sessions, notes, facts, scratchpads, schedules, runs, archives) where one exists, else the
 storage layer's (:mod:`core.storage.rows`, :mod:`core.storage.log_rows`), whose fields keep
-the column names of oxydra's schema and of the workbench's own tables. Two reads still
-return dicts: a session's state (the stored JSON object, free-form by design) and
-:meth:`Backend.fetch_chunks`'s chunk rows (which the retrieval legs and the derived indexes
-share).
+the column names of oxydra's schema and of the workbench's own tables. One read still
+returns a dict: a session's state (the stored JSON object, free-form by design).
 """
 
 from __future__ import annotations
@@ -49,6 +47,7 @@ if TYPE_CHECKING:
     from core.storage.log_rows import LogEntry, LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.rows import (
+        ChunkRow,
         CommittedCompaction,
         EmbeddingCounts,
         NoteImportOutcome,
@@ -229,9 +228,9 @@ class Backend(Protocol):
     async def backlog_count(self) -> int:
         """Chunks waiting for a vector."""
 
-    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Chunk rows by id (text, session, sequence range, metadata, context); ids with no
-        chunk are left out."""
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
+        """Chunk rows by id (text, session, sequence range, metadata, context, time), as the
+        search legs' candidates are kept; ids with no chunk are left out."""
 
     # -- full text and the search legs -------------------------------------------------------
 

@@ -177,15 +177,34 @@ def note_rows(note: NoteRow, chunks: Iterable[PreparedChunk], sequence: int,
 # -- chunks and queries ------------------------------------------------------------------------
 
 
-def chunk_metadata(chunk: dict[str, Any]) -> dict[str, Any]:
-    """A fetched chunk's metadata object."""
-    metadata: dict[str, Any] = json.loads(chunk["metadata_json"] or "{}")
-    return metadata
+class ChunkRow(NamedTuple):
+    """A chunk as a query reads it (:meth:`core.storage.backend.Backend.fetch_chunks`, the
+    candidates of the search legs): what ranking, its boosts and a result need.
 
+    Metadata stays JSON and the context keeps its separators until a result needs them
+    (:meth:`metadata`, :meth:`context`): a query reads ~100 candidates and shows ten. A
+    named tuple, since a query builds hundreds: as cheap to make as the dict it replaces.
+    """
 
-def chunk_context(chunk: dict[str, Any]) -> str:
-    """A fetched chunk's conversational context, one previous message per line."""
-    return str(chunk["context_text"]).replace(CONTEXT_SEPARATOR, "\n")
+    chunk_id: str
+    session_id: str
+    text: str
+    sequence_start: int
+    sequence_end: int
+    metadata_json: str | None
+    context_text: str
+    # The time of the chunk's first message, which the date boost reads when the message's
+    # metadata names no date (core/retrieval/dates.py).
+    created_at: str | None
+
+    def metadata(self) -> dict[str, Any]:
+        """The chunk's metadata object (the event's metadata, role, tags, speaker)."""
+        metadata: dict[str, Any] = json.loads(self.metadata_json or "{}")
+        return metadata
+
+    def context(self) -> str:
+        """The chunk's conversational context, one previous message per line."""
+        return self.context_text.replace(CONTEXT_SEPARATOR, "\n")
 
 
 def memory_record(row: Sequence[Any]) -> MemoryRecord:

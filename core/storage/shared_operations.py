@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.operations import OperationModules
     from core.storage.rows import (
+        ChunkRow,
         CommittedCompaction,
         EmbeddingCounts,
         NoteImportOutcome,
@@ -326,7 +327,7 @@ class SharedOperations:
         return await legs_then_fetch(self, request, full_text=full_text,
                                      query_vector=query_vector)
 
-    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows by id."""
         return await self._db.read(self._ops.search.fetch_chunks, chunk_ids)
 

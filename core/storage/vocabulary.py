@@ -23,6 +23,7 @@ from core.inputs import shown
 if TYPE_CHECKING:
     from core.storage.executed import Executed
     from core.storage.messages import PreparedChunk
+    from core.storage.rows import ChunkRow
 
 
 VECTOR_IDENTITY_KEY = "embedding_fingerprint"
@@ -181,7 +182,7 @@ class LegRows:
     fts: list[tuple[str, float]]
     fts_fallback: str | None
     vector: list[tuple[str, float]]
-    chunks: dict[str, dict[str, Any]]
+    chunks: dict[str, ChunkRow]
     timings_ms: dict[str, float]
     vector_path: str | None = None  # what answered the vector leg (None: the backend's own)
     fts_ran: list[Executed] = field(default_factory=list)  # the full-text leg, as it ran
