@@ -20,7 +20,7 @@ from core import indexing
 from core.errors import InvalidInput
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.messages import PreparedChunk, chunk_id_for
-from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, chunk_scope_token
+from core.storage.vocabulary import MEMORY_PREFIX, NoteDraft, SummaryDraft, chunk_scope_token
 from core.types import (
     Archive,
     MemoryRecord,
@@ -261,7 +261,7 @@ def epoch_of(state: dict[str, Any]) -> int:
     return int((state.get("summary_state") or {}).get("epoch", 0))
 
 
-def swapped_summary(state: dict[str, Any], summary: dict[str, Any], expected_epoch: int,
+def swapped_summary(state: dict[str, Any], summary: SummaryDraft, expected_epoch: int,
                     now: str) -> dict[str, Any] | None:
     """The summary state to write over ``state`` (the session's): None when its epoch is no
     longer ``expected_epoch`` (another summarizer won); ``InvalidInput`` when the summary
@@ -269,11 +269,11 @@ def swapped_summary(state: dict[str, Any], summary: dict[str, Any], expected_epo
     if epoch_of(state) != expected_epoch:
         return None
     last = int(state.get("last_sequence") or 0)
-    upper = int(summary["upper_sequence"])
+    upper = summary.upper_sequence
     if not 0 <= upper <= last:
         raise InvalidInput(f"upper_sequence {upper} is outside the session's history "
                            f"(0 to {last})")
-    return {**summary, "epoch": expected_epoch + 1, "updated_at": now}
+    return summary.stored(expected_epoch + 1, now)
 
 
 @dataclass(frozen=True)
@@ -353,11 +353,6 @@ def paused_reason(failures: int, run: ScheduleRun) -> str:
     ``run``."""
     return (f"paused after {failures} consecutive failures; the last "
             f"({run.status}): {(run.output_summary or '').strip()[:200]}")
-
-
-SCHEDULE_EDITABLE = frozenset({"name", "goal", "cadence_json", "notification_policy",
-                               "status", "next_run_at", "channel_id", "channel_context_id",
-                               "status_reason", "consecutive_failures"})
 
 
 AGENTS_FRAMEWORK = "openai-agents"

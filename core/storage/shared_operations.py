@@ -55,7 +55,10 @@ if TYPE_CHECKING:
         NoteQuery,
         NoteRef,
         RowPage,
+        ScheduleChanges,
+        ScheduleDraft,
         Scope,
+        SummaryDraft,
         WriteResult,
     )
 
@@ -137,7 +140,7 @@ class SharedOperations:
         """Rows one session owns in each table."""
         return await self._db.read(self._ops.events.session_row_counts, session_id)
 
-    async def write_summary_state(self, session_id: str, summary: dict[str, Any],
+    async def write_summary_state(self, session_id: str, summary: SummaryDraft,
                                   expected_epoch: int, now: str) -> int | None:
         """Compare-and-swap the rolling summary; its new epoch, or None when it lost."""
         self.require_writable()
@@ -192,10 +195,10 @@ class SharedOperations:
         self.require_writable()
         await self._db.write(self._ops.summaries.write_meta, key, value)
 
-    async def insert_schedule(self, row: dict[str, Any]) -> ScheduleDefinition:
+    async def insert_schedule(self, draft: ScheduleDraft) -> ScheduleDefinition:
         """Store a new schedule."""
         self.require_writable()
-        return await self._db.write(self._ops.schedules.insert_schedule, row)
+        return await self._db.write(self._ops.schedules.insert_schedule, draft)
 
     async def get_schedule(self, schedule_id: str) -> ScheduleDefinition:
         """One schedule; ``NotFound`` when there is none."""
@@ -221,7 +224,7 @@ class SharedOperations:
         self.require_writable()
         return await self._db.write(self._ops.schedules.delete_schedule, schedule_id)
 
-    async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
+    async def update_schedule(self, schedule_id: str, changes: ScheduleChanges,
                               now: str) -> ScheduleDefinition:
         """Apply checked changes to a schedule."""
         self.require_writable()
