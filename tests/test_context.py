@@ -74,4 +74,4 @@ async def test_sessions_sharing_a_prefix_still_never_see_each_other(
         # The session's one-read fetch keeps neither the other session's row nor its hit.
         kept = await engine.search(session_id="mine", query="lisbon secret", mode="keyword")
         assert len(kept.legs.fts) == 1
-        assert {chunk["session_id"] for chunk in kept.legs.chunks.values()} == {"mine"}
+        assert {chunk.session_id for chunk in kept.legs.chunks.values()} == {"mine"}

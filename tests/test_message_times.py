@@ -20,6 +20,7 @@ from core.errors import InvalidInput
 from core.importers import import_file
 from core.inputs import message_time
 from core.retrieval.dates import message_date
+from core.storage.rows import ChunkRow
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file, ok_json
 from tests.conftest import DETERMINISTIC
 from tests.test_importers import make_seed000, make_seed001, write_jsonl
@@ -110,13 +111,13 @@ async def test_the_date_boost_reads_a_messages_own_time_unless_its_metadata_name
 
 
 def test_a_chunk_is_dated_by_its_time_and_a_notes_chunk_by_its_metadata_only() -> None:
-    plain = {"session_id": "s", "metadata_json": "{}", "created_at": "2023-06-30T23:30:00.000Z"}
+    plain = ChunkRow("chk-1", "s", "text", 1, 1, "{}", "", "2023-06-30T23:30:00.000Z")
     assert str(message_date(plain)) == "2023-06-30"
-    unreadable = {**plain, "metadata_json": '{"date": "soon"}'}
+    unreadable = plain._replace(metadata_json='{"date": "soon"}')
     assert str(message_date(unreadable)) == "2023-06-30"
-    assert message_date({**plain, "created_at": None}) is None
+    assert message_date(plain._replace(created_at=None)) is None
     # A note's chunk is stamped when it is indexed, not when the note was written.
-    assert message_date({**plain, "session_id": "memory:default"}) is None
+    assert message_date(plain._replace(session_id="memory:default")) is None
 
 
 # -- importers: the source's times are the messages' own -------------------------------------

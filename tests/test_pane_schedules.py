@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Input, Select, Static, TextArea
 
 from core import Engine
 from core.clock import format_utc
+from core.storage.vocabulary import ScheduleChanges
 from tests.app_support import (
     FIXTURE_CONFIG,
     FIXTURE_NOW,
@@ -134,8 +135,9 @@ async def test_a_schedule_days_past_its_next_run_shows_overdue(fixture_db: Path)
     missed = FIXTURE_NOW - timedelta(days=3, hours=1)
     async with Engine.open(fixture_db, config=FIXTURE_CONFIG) as engine:
         found = await engine.schedules.search_schedules(None, name="hut-check")
-        await engine.backend.update_schedule(found.schedules[0].schedule_id,
-                                             {"next_run_at": format_utc(missed)}, missed)
+        await engine.backend.update_schedule(
+            found.schedules[0].schedule_id, ScheduleChanges(next_run_at=format_utc(missed)),
+            format_utc(missed))
     async with schedules_pane(fixture_db) as (app, pilot, pane):
         table = schedule_table(pane)
         assert cells(table, 0)[4] == "overdue by 3 days"

@@ -23,12 +23,12 @@ from core.evaluation.judged import (
 from core.retrieval.compare import diff_rankings
 from core.retrieval.fusion import LegHit
 from core.retrieval.search import KeptLegs, Ranking, matched_spans, matched_terms, rank
+from core.storage.rows import ChunkRow
 from tests.conftest import DETERMINISTIC
 
 
-def _chunk(chunk_id: str, sequence: int) -> dict[str, object]:
-    return {"session_id": "s", "text": f"text of {chunk_id}", "sequence_start": sequence,
-            "sequence_end": sequence, "metadata_json": "{}", "context_text": ""}
+def _chunk(chunk_id: str, sequence: int) -> ChunkRow:
+    return ChunkRow(chunk_id, "s", f"text of {chunk_id}", sequence, sequence, "{}", "", None)
 
 
 def _result(top_k: int = 3):

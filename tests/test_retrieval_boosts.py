@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -24,18 +23,25 @@ from core.retrieval.boosts import (
 from core.retrieval.dates import candidate_dates, message_date, parse_date, query_period
 from core.retrieval.fusion import Fused, LegHit
 from core.retrieval.search import KeptLegs, Ranking, rank
+from core.storage.rows import ChunkRow
 from tests.conftest import DETERMINISTIC
 from workbench.cli.root import main
 
 
-def _chunk(sequence: int, name: str | None = None, session: str = "s") -> dict[str, object]:
+def _chunk(sequence: int, name: str | None = None, session: str = "s",
+           end: int | None = None) -> ChunkRow:
     metadata = {"role": "user"} if name is None else {"role": "user", "name": name}
-    return {"session_id": session, "text": f"message {sequence}", "sequence_start": sequence,
-            "sequence_end": sequence, "metadata_json": json.dumps(metadata),
-            "context_text": ""}
+    return ChunkRow(f"c{sequence}", session, f"message {sequence}", sequence,
+                    sequence if end is None else end, json.dumps(metadata), "", None)
 
 
-def _legs(query: str, chunks: dict[str, dict[str, object]], fts: list[LegHit],
+def _metadata(metadata: dict[str, object] | str) -> ChunkRow:
+    """A chunk whose metadata JSON is ``metadata`` (a string as it is)."""
+    return _chunk(1)._replace(
+        metadata_json=metadata if isinstance(metadata, str) else json.dumps(metadata))
+
+
+def _legs(query: str, chunks: dict[str, ChunkRow], fts: list[LegHit],
           *, vector_too: bool = True) -> KeptLegs:
     """Kept legs whose vector leg (unless not ``vector_too``) ranks as full text does, so
     that at equal weights the fused score is the full-text leg's normalised score."""
@@ -82,8 +88,8 @@ def test_the_speaker_boost_is_scaled_to_the_fusion() -> None:
 @pytest.mark.parametrize("weights", [(0.0, 1.0), (1.0, 0.0)])
 def test_a_ranking_of_one_leg_alone_is_that_legs_order_whatever_the_boosts(
         weights: tuple[float, float]) -> None:
-    chunks = {cid: {**NAMED[cid], "metadata_json": json.dumps(
-        {"role": "user", "name": "Melanie", "session_date": "9 June, 2023"})} for cid in NAMED}
+    chunks = {cid: NAMED[cid]._replace(metadata_json=json.dumps(
+        {"role": "user", "name": "Melanie", "session_date": "9 June, 2023"})) for cid in NAMED}
     legs = _legs("What did Melanie cook in June?", chunks, FTS)
     found = rank(legs, Ranking(vector_weight=weights[0], fts_weight=weights[1],
                                speaker_boost=0.9, date_boost=0.9, neighbour_weight=0.9,
@@ -96,7 +102,7 @@ def test_a_ranking_of_one_leg_alone_is_that_legs_order_whatever_the_boosts(
 
 def test_a_speaker_is_named_only_by_all_the_words_of_their_name() -> None:
     chunks = {"a": _chunk(1, "Mary Ann"), "b": _chunk(2, "Jon"), "c": _chunk(3),
-              "d": {**_chunk(4), "metadata_json": '{"role": "tool", "name": "search"}'}}
+              "d": _chunk(4)._replace(metadata_json='{"role": "tool", "name": "search"}')}
     assert named_speakers("what did mary say to jonathan?", chunks) == ([], frozenset())
     assert named_speakers("What did Ann and Mary tell JON?", chunks) == (
         ["Jon", "Mary Ann"], frozenset({"a", "b"}))
@@ -201,14 +207,14 @@ def test_message_dates_are_read_from_metadata() -> None:
     assert parse_date("2024-02-29T10:00:00Z") == dt.date(2024, 2, 29)
     assert parse_date("March 3, 2021") == dt.date(2021, 3, 3)
     assert parse_date("2023-02-30") is None and parse_date("soon") is None
-    dated = {"a": {"metadata_json": json.dumps({"session_date": "8 May, 2023"})},
-             "b": {"metadata_json": json.dumps({"date": "2023-06-02"})},
-             "c": {"metadata_json": json.dumps({"date": "someday"})}, "d": {"metadata_json": ""}}
+    dated = {"a": _metadata({"session_date": "8 May, 2023"}),
+             "b": _metadata({"date": "2023-06-02"}),
+             "c": _metadata({"date": "someday"}), "d": _metadata("")}
     assert candidate_dates(dated) == {"a": dt.date(2023, 5, 8), "b": dt.date(2023, 6, 2)}
 
 
 def test_a_message_dated_in_the_named_period_gains() -> None:
-    chunks = {cid: {**_chunk(n), "metadata_json": json.dumps({"session_date": day})}
+    chunks = {cid: _chunk(n)._replace(metadata_json=json.dumps({"session_date": day}))
               for n, (cid, day) in enumerate([("a", "3 May, 2023"), ("b", "9 June, 2023"),
                                               ("c", "30 June, 2023")], 1)}
     legs = _legs("What did we cook in June?", chunks, FTS)
@@ -247,25 +253,23 @@ def test_search_explain_prints_the_boosts(runner: CliRunner, tmp_path: Path) -> 
 
 
 def test_a_speaker_is_read_alike_from_short_and_long_metadata() -> None:
-    short = {"metadata_json": json.dumps({"role": "user", "name": " Ann "})}
-    long = {"metadata_json": json.dumps({"role": "user", "name": "Ann",
-                                         "note": "x" * CACHED_METADATA_CHARS})}
-    tool = {"metadata_json": json.dumps({"role": "tool", "name": "search"})}
+    short = _metadata({"role": "user", "name": " Ann "})
+    long = _metadata({"role": "user", "name": "Ann", "note": "x" * CACHED_METADATA_CHARS})
+    tool = _metadata({"role": "tool", "name": "search"})
     assert [speaker_name(c) for c in (short, short, long, long, tool)] == [
         "Ann", "Ann", "Ann", "Ann", None]
 
 
 def test_a_message_date_is_read_alike_from_short_and_long_metadata() -> None:
-    short = {"metadata_json": json.dumps({"session_date": "1:56 pm on 8 May, 2023"})}
-    long = {"metadata_json": json.dumps({"date": "2023-05-08",
-                                         "note": "x" * CACHED_METADATA_CHARS})}
-    undated = {"metadata_json": json.dumps({"date": "soon"})}
+    short = _metadata({"session_date": "1:56 pm on 8 May, 2023"})
+    long = _metadata({"date": "2023-05-08", "note": "x" * CACHED_METADATA_CHARS})
+    undated = _metadata({"date": "soon"})
     assert [message_date(c) for c in (short, short, long, long, undated)] == [
         dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8), dt.date(2023, 5, 8),
         None]
 
 
-def _neighbour_gains_one_by_one(items: list[Fused], chunks: dict[str, dict[str, Any]],
+def _neighbour_gains_one_by_one(items: list[Fused], chunks: dict[str, ChunkRow],
                                 weight: float, window: int) -> list[float]:
     """The neighbour boost as the docstring states it, comparing every pair of candidates."""
     gains = []
@@ -274,10 +278,10 @@ def _neighbour_gains_one_by_one(items: list[Fused], chunks: dict[str, dict[str, 
         best = 0.0
         for other in items:
             theirs = chunks[other.chunk_id]
-            start = theirs["sequence_start"]
-            if theirs["session_id"] == mine["session_id"] and (
-                    mine["sequence_start"] - window <= start < mine["sequence_start"]
-                    or mine["sequence_end"] < start <= mine["sequence_end"] + window):
+            start = theirs.sequence_start
+            if theirs.session_id == mine.session_id and (
+                    mine.sequence_start - window <= start < mine.sequence_start
+                    or mine.sequence_end < start <= mine.sequence_end + window):
                 best = max(best, other.score)
         gains.append(weight * best)
     return gains
@@ -289,8 +293,7 @@ def _neighbour_gains_one_by_one(items: list[Fused], chunks: dict[str, dict[str, 
        window=st.integers(1, 6), weight=st.floats(0.01, 1))
 def test_the_neighbour_boost_is_the_best_candidate_within_the_window(
         spans: list[tuple[str, int, int, float]], window: int, weight: float) -> None:
-    chunks = {f"c{n}": {"session_id": session, "sequence_start": start,
-                        "sequence_end": start + length}
+    chunks = {f"c{n}": _chunk(start, session=session, end=start + length)
               for n, (session, start, length, _) in enumerate(spans)}
     items = [Fused(f"c{n}", score, score, 0.0) for n, (*_, score) in enumerate(spans)]
     boosted = _with_neighbours(items, chunks, weight, window)

@@ -22,6 +22,7 @@ from core.errors import ConfigError
 from core.schedules.actions import ActionResult, CommandAction, action_from_config
 from core.schedules.runner import Runner, next_fire, should_notify
 from core.schedules.store import parse_when
+from core.storage.vocabulary import ScheduleChanges
 from core.types import ScheduleDefinition
 from tests.conftest import DETERMINISTIC
 from tests.loopback import loopback
@@ -45,7 +46,7 @@ def python(script: str, *args: str) -> str:
 
 
 async def make_due(engine: Engine, schedule_id: str, when: str = LONG_AGO) -> None:
-    await engine.backend.update_schedule(schedule_id, {"next_run_at": when}, utc_now())
+    await engine.backend.update_schedule(schedule_id, ScheduleChanges(next_run_at=when), utc_now())
 
 
 async def due_schedule(engine: Engine, cadence: dict[str, str] = EVERY_HOUR,

@@ -10,6 +10,7 @@ import pytest
 from core import Engine
 from core.clock import format_utc, utc_now
 from core.errors import InvalidCadence, InvalidInput, NotFound
+from core.storage.vocabulary import ScheduleChanges
 from tests.conftest import DETERMINISTIC
 
 CONFIG = {**DETERMINISTIC, "consolidation": {"enabled": False},
@@ -25,7 +26,7 @@ async def engine(memory: str):
 
 
 async def make_due(engine: Engine, schedule_id: str, when: str = "2000-01-01T00:00:00.000Z"):
-    await engine.backend.update_schedule(schedule_id, {"next_run_at": when}, utc_now())
+    await engine.backend.update_schedule(schedule_id, ScheduleChanges(next_run_at=when), utc_now())
 
 
 def run(status: str = "ok", output: str = "done", **fields: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from core import Engine
 from core.clock import format_utc, frozen, utc_now
+from core.storage.vocabulary import ScheduleChanges
 from tests.cli_helpers import FIXTURE_CONFIG, invoke, memory_file, ok, ok_json
 
 
@@ -33,7 +34,8 @@ def make_due(db: Path, schedule_id: str) -> None:
     async def write() -> None:
         async with Engine.open(db, config=FIXTURE_CONFIG) as engine:
             await engine.backend.update_schedule(
-                schedule_id, {"next_run_at": "2000-01-01T00:00:00.000Z"}, utc_now())
+                schedule_id, ScheduleChanges(next_run_at="2000-01-01T00:00:00.000Z"),
+                utc_now())
 
     asyncio.run(write())
 
@@ -156,7 +158,7 @@ def set_next_run(db: Path, schedule_id: str, moment: datetime) -> None:
     async def write() -> None:
         async with Engine.open(db, config=FIXTURE_CONFIG) as engine:
             await engine.backend.update_schedule(
-                schedule_id, {"next_run_at": format_utc(moment)}, utc_now())
+                schedule_id, ScheduleChanges(next_run_at=format_utc(moment)), utc_now())
 
     asyncio.run(write())
 

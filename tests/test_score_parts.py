@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from core import Engine
 from core.retrieval.fusion import FUSIONS, LegHit
 from core.retrieval.search import KeptLegs, Ranking, fusion_scale, rank
+from core.storage.rows import ChunkRow
 from tests.app_support import built_fixture, running_app, settle
 from tests.conftest import DETERMINISTIC
 from tests.test_pane_playground import ask, open_playground
@@ -28,11 +29,10 @@ from workbench.mcp.tools import TOOLS, MemorySaveArgs, MemorySearchArgs, MemoryT
 SPEAKERS = ("Caroline", "Melanie")
 
 
-def _chunk(sequence: int, name: str, day: int) -> dict[str, object]:
+def _chunk(sequence: int, name: str, day: int) -> ChunkRow:
     metadata = {"role": "user", "name": name, "session_date": f"2023-05-{day:02d}"}
-    return {"session_id": "s", "text": f"message {sequence}", "sequence_start": sequence,
-            "sequence_end": sequence, "metadata_json": json.dumps(metadata),
-            "context_text": ""}
+    return ChunkRow(f"c{sequence}", "s", f"message {sequence}", sequence, sequence,
+                    json.dumps(metadata), "", None)
 
 
 @st.composite

@@ -23,7 +23,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence, Set
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -32,12 +32,15 @@ from core import inputs
 from core.errors import InvalidInput
 from core.retrieval.fusion import Fused
 
+if TYPE_CHECKING:
+    from core.storage.rows import ChunkRow
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def speaker_name(chunk: Mapping[str, Any]) -> str | None:
+def speaker_name(chunk: ChunkRow) -> str | None:
     """The name of who said a fetched chunk's message, when its message carries one."""
-    raw = chunk.get("metadata_json")
+    raw = chunk.metadata_json
     if not raw or '"name"' not in raw:  # most chunks: no parse at all
         return None
     return _cached_name(raw) if len(raw) <= CACHED_METADATA_CHARS else _named_in(raw)
@@ -62,7 +65,7 @@ def _named_in(raw: str) -> str | None:
 _cached_name = functools.lru_cache(maxsize=4096)(_named_in)
 
 
-def named_speakers(query: str, chunks: Mapping[str, Mapping[str, Any]],
+def named_speakers(query: str, chunks: Mapping[str, ChunkRow],
                    ) -> tuple[list[str], frozenset[str]]:
     """The candidates' speaker names the query names (every word of the name, any case),
     and the candidates those speakers said."""
@@ -100,7 +103,7 @@ def boost_settings(configured: Any, **asked: Any) -> dict[str, Any]:
     return chosen
 
 
-def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]], *,
+def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, ChunkRow], *,
                  by_speaker: Set[str], speaker_amount: float, in_period: Set[str],
                  date_amount: float, neighbour_weight: float,
                  neighbour_window: int = 1) -> list[Fused]:
@@ -129,7 +132,7 @@ def apply_boosts(fused: Sequence[Fused], chunks: Mapping[str, Mapping[str, Any]]
     return boosted
 
 
-def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]],
+def _with_neighbours(items: list[Fused], chunks: Mapping[str, ChunkRow],
                      weight: float, window: int) -> list[Fused]:
     """Each item plus ``weight`` times the best score of a candidate of its session that
     starts within ``window`` messages before it or after it (its own message's chunks aside)."""
@@ -140,8 +143,8 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
     starting: dict[str, dict[int, float]] = {}
     for item, chunk in zip(items, found, strict=True):
         if chunk is not None:
-            starts = starting.setdefault(chunk["session_id"], {})
-            start = chunk["sequence_start"]
+            starts = starting.setdefault(chunk.session_id, {})
+            start = chunk.sequence_start
             if item.score > starts.get(start, 0.0):
                 starts[start] = item.score
             else:
@@ -156,12 +159,12 @@ def _with_neighbours(items: list[Fused], chunks: Mapping[str, Mapping[str, Any]]
         if chunk is None:
             result.append(item)
             continue
-        session_id = chunk["session_id"]
+        session_id = chunk.session_id
         starts = starting[session_id]
         if len(starts) == 1:  # only its own message's start: most of a namespace's candidates
             result.append(item)
             continue
-        first, last = chunk["sequence_start"], chunk["sequence_end"]
+        first, last = chunk.sequence_start, chunk.sequence_end
         if (bests := windows.get(session_id)) is not None:
             low, best_from = bests
             after = last + 1 - low
@@ -194,6 +197,6 @@ def _window_bests(starts: Mapping[int, float], window: int) -> tuple[int, list[f
     return low, sliding_window_view(scores, window).max(axis=1).tolist()
 
 
-def _end(chunks: Mapping[str, Mapping[str, Any]], chunk_id: str) -> int:
+def _end(chunks: Mapping[str, ChunkRow], chunk_id: str) -> int:
     chunk = chunks.get(chunk_id)
-    return int(chunk["sequence_end"]) if chunk is not None else 0
+    return chunk.sequence_end if chunk is not None else 0

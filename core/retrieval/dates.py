@@ -19,10 +19,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.retrieval.boosts import CACHED_METADATA_CHARS
 from core.storage.vocabulary import MEMORY_PREFIX
+
+if TYPE_CHECKING:
+    from core.storage.rows import ChunkRow
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _FULL_MONTHS = frozenset(_MONTHS)
@@ -59,18 +62,17 @@ class Period:
                 "to": self.last.isoformat()}
 
 
-def message_date(chunk: Mapping[str, Any]) -> dt.date | None:
+def message_date(chunk: ChunkRow) -> dt.date | None:
     """A fetched chunk's message's date: the one its metadata names, if one can be read,
     else the day of its ``created_at``; None when it has neither."""
-    raw = chunk.get("metadata_json")
+    raw = chunk.metadata_json
     if raw and any(f'"{key}"' in raw for key in DATE_KEYS):
         day = _cached_date(raw) if len(raw) <= CACHED_METADATA_CHARS else _dated_in(raw)
         if day is not None:
             return day
-    session_id = chunk.get("session_id")
-    if isinstance(session_id, str) and session_id.startswith(MEMORY_PREFIX):
+    if chunk.session_id.startswith(MEMORY_PREFIX):
         return None
-    return _stored_day(chunk.get("created_at"))
+    return _stored_day(chunk.created_at)
 
 
 def _stored_day(created_at: Any) -> dt.date | None:
@@ -156,7 +158,7 @@ def query_period(query: str, now: dt.date) -> Period | None:
     return None
 
 
-def candidate_dates(chunks: Mapping[str, Mapping[str, Any]]) -> dict[str, dt.date]:
+def candidate_dates(chunks: Mapping[str, ChunkRow]) -> dict[str, dt.date]:
     """chunk_id -> its message's date, for the candidates that carry one."""
     dated = {}
     for chunk_id, chunk in chunks.items():

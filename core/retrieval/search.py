@@ -17,7 +17,7 @@ from core.retrieval.dates import Period, candidate_dates, names_a_time, query_pe
 from core.retrieval.fusion import FUSIONS, Fused, LegHit, fuse
 from core.storage.executed import LIKE, Executed
 from core.storage.fts_words import TERM
-from core.storage.rows import chunk_context, chunk_metadata
+from core.storage.rows import ChunkRow
 from core.types import HybridQueryResult, ScoreParts
 
 MODES = ("keyword", "vector", "hybrid")
@@ -69,7 +69,7 @@ class KeptLegs:
     index_origins: dict[str, str] = field(default_factory=dict)
     # Every full-text statement the backend ran, in order (MaxScore rounds, the fallback).
     fts_ran: list[Executed] = field(default_factory=list)
-    chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chunks: dict[str, ChunkRow] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     depth: int = 0
     raw_fts: bool = False  # the query went to FTS5 as written
@@ -229,7 +229,7 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
     if ranking.fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {ranking.fusion!r}")
     vector_weight, fts_weight = ranking.applied_weights(legs.mode)
-    recency = {cid: chunk["sequence_end"] for cid, chunk in legs.chunks.items()}
+    recency = {cid: chunk.sequence_end for cid, chunk in legs.chunks.items()}
     fused = fuse(legs.vector, legs.fts, vector_weight=vector_weight, fts_weight=fts_weight,
                  method=ranking.fusion, rrf_k=ranking.rrf_k, recency=recency)
     speakers: list[str] = []
@@ -279,12 +279,12 @@ def rank(legs: KeptLegs, ranking: Ranking) -> SearchResult:
                 boosts[item.chunk_id] = {"speaker": item.speaker, "date": item.date,
                                          "neighbour": item.neighbour}
             results.append(HybridQueryResult(
-                chunk_id=item.chunk_id, session_id=chunk["session_id"], text=chunk["text"],
+                chunk_id=item.chunk_id, session_id=chunk.session_id, text=chunk.text,
                 score=item.score, vector_score=item.vector, fts_score=item.fts,
-                sequence_start=chunk["sequence_start"], sequence_end=chunk["sequence_end"],
-                metadata=chunk_metadata(chunk), vector_raw=vh.raw if vh else None,
+                sequence_start=chunk.sequence_start, sequence_end=chunk.sequence_end,
+                metadata=chunk.metadata(), vector_raw=vh.raw if vh else None,
                 fts_raw=fh.raw if fh else None, vector_rank=vh.rank if vh else None,
-                fts_rank=fh.rank if fh else None, context=chunk_context(chunk),
+                fts_rank=fh.rank if fh else None, context=chunk.context(),
                 parts=parts))
     return SearchResult(legs, ranking, results, cut, speakers, period, boosts)
 

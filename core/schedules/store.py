@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from core import clock
 from core.clock import format_utc, utc_now
@@ -24,6 +25,7 @@ from core.schedules.cadence import (
     parse_cadence,
     validate_cadence,
 )
+from core.storage.vocabulary import ScheduleChanges, ScheduleDraft
 from core.types import ScheduleDefinition, ScheduleRun, ScheduleSearchResult
 
 if TYPE_CHECKING:
@@ -54,6 +56,10 @@ def as_cadence(value: Any) -> Cadence:
     return parse_cadence(value["kind"], value["value"], value.get("timezone") or "UTC")
 
 
+@overload
+def checked_text(value: Any, what: str, limit: int) -> str: ...
+@overload
+def checked_text(value: Any, what: str, limit: int, *, optional: bool) -> str | None: ...
 def checked_text(value: Any, what: str, limit: int, *, optional: bool = False) -> str | None:
     """``value`` stripped, or InvalidInput when it is not non-empty text within ``limit``
     characters (None passes when ``optional``)."""
@@ -66,6 +72,10 @@ def checked_text(value: Any, what: str, limit: int, *, optional: bool = False) -
     return utf8_text(value, what).strip()
 
 
+@overload
+def checked_identifier(value: Any, what: str) -> str: ...
+@overload
+def checked_identifier(value: Any, what: str, *, optional: bool) -> str | None: ...
 def checked_identifier(value: Any, what: str, *, optional: bool = False) -> str | None:
     """An identifier (a schedule's name, a user id) trimmed, as a note's name is, or
     InvalidInput (None passes when ``optional``)."""
@@ -127,18 +137,17 @@ class Schedules:
         now = clock.now()
         validate_cadence(parsed, self._config.min_interval_secs, now)
         stamp = format_utc(now)
-        row = {"schedule_id": new_schedule_id(),
-               "user_id": checked_identifier(user_id, "user_id"),
-               "name": checked_identifier(name, "name", optional=True),
-               "goal": checked_text(goal, "goal", MAX_GOAL_CHARS),
-               "cadence_json": parsed.to_json(),
-               "notification_policy": checked_choice(notification_policy,
-                                                     "notification_policy", POLICIES),
-               "status": "active", "created_at": stamp, "updated_at": stamp,
-               "next_run_at": self._next_run(parsed, now), "consecutive_failures": 0,
-               "channel_id": checked_channel(channel_id, "channel_id"),
-               "channel_context_id": checked_channel(channel_context_id, "channel_context_id")}
-        return await self._backend.insert_schedule(row)
+        draft = ScheduleDraft(
+            schedule_id=new_schedule_id(), user_id=checked_identifier(user_id, "user_id"),
+            name=checked_identifier(name, "name", optional=True),
+            goal=checked_text(goal, "goal", MAX_GOAL_CHARS), cadence_json=parsed.to_json(),
+            notification_policy=checked_choice(notification_policy, "notification_policy",
+                                               POLICIES),
+            status="active", created_at=stamp, updated_at=stamp,
+            next_run_at=self._next_run(parsed, now), consecutive_failures=0,
+            channel_id=checked_channel(channel_id, "channel_id"),
+            channel_context_id=checked_channel(channel_context_id, "channel_context_id"))
+        return await self._backend.insert_schedule(draft)
 
     async def get_schedule(self, ref: str, user_id: str | None = None) -> ScheduleDefinition:
         """A schedule by id or by name, of ``user_id`` when given (another user's, even by
@@ -201,34 +210,37 @@ class Schedules:
                                 "channel_id", "channel_context_id", "status_reason"}
         if unknown:
             raise InvalidInput(f"cannot change {', '.join(sorted(unknown))} of a schedule")
-        changes: dict[str, Any] = {}
+        changes = ScheduleChanges()  # every column kept, until a change below is checked
         now = clock.now()
         if "name" in patch:
-            changes["name"] = checked_identifier(patch["name"], "name", optional=True)
+            changes = replace(changes, name=checked_identifier(patch["name"], "name",
+                                                               optional=True))
         if "goal" in patch:
-            changes["goal"] = checked_text(patch["goal"], "goal", MAX_GOAL_CHARS)
+            changes = replace(changes, goal=checked_text(patch["goal"], "goal", MAX_GOAL_CHARS))
         if "notification_policy" in patch:
-            changes["notification_policy"] = checked_choice(patch["notification_policy"],
-                                                            "notification_policy", POLICIES)
-        for key in ("channel_id", "channel_context_id"):
-            if key in patch:
-                changes[key] = checked_channel(patch[key], key)
+            changes = replace(changes, notification_policy=checked_choice(
+                patch["notification_policy"], "notification_policy", POLICIES))
+        if "channel_id" in patch:
+            changes = replace(changes,
+                              channel_id=checked_channel(patch["channel_id"], "channel_id"))
+        if "channel_context_id" in patch:
+            changes = replace(changes, channel_context_id=checked_channel(
+                patch["channel_context_id"], "channel_context_id"))
         # Checked as its stored cadence_json is, so a damaged one is refused the same way.
         cadence = as_cadence(json.dumps(schedule.cadence, ensure_ascii=False))
         if "cadence" in patch:
             cadence = as_cadence(patch["cadence"])
             validate_cadence(cadence, self._config.min_interval_secs, now)
-            changes["cadence_json"] = cadence.to_json()
-            changes["next_run_at"] = self._next_run(cadence, now)
+            changes = replace(changes, cadence_json=cadence.to_json(),
+                              next_run_at=self._next_run(cadence, now))
         if "status" in patch:
             status = checked_choice(patch["status"], "status", STATUSES)
-            changes["status"] = status
-            changes["status_reason"] = patch.get("status_reason")
+            changes = replace(changes, status=status, status_reason=patch.get("status_reason"))
             if status == "active" and schedule.status != "active":
                 if cadence.kind == "once":
                     validate_cadence(cadence, self._config.min_interval_secs, now)
-                changes["next_run_at"] = self._next_run(cadence, now)
-                changes["consecutive_failures"] = 0
+                changes = replace(changes, next_run_at=self._next_run(cadence, now),
+                                  consecutive_failures=0)
         return await self._backend.update_schedule(schedule.schedule_id, changes,
                                                    format_utc(now))
 

@@ -23,10 +23,11 @@ Promises every operation keeps unless its docstring says otherwise:
 What an operation returns is typed: the engine's own dataclasses (:mod:`core.types`: events,
 sessions, notes, facts, scratchpads, schedules, runs, archives) where one exists, else the
 storage layer's (:mod:`core.storage.rows`, :mod:`core.storage.log_rows`), whose fields keep
-the column names of oxydra's schema and of the workbench's own tables. Two reads still
-return dicts: a session's state (the stored JSON object, free-form by design) and
-:meth:`Backend.fetch_chunks`'s chunk rows (which the retrieval legs and the derived indexes
-share).
+the column names of oxydra's schema and of the workbench's own tables; what a write takes
+is typed the same way (:mod:`core.storage.vocabulary`). Dicts remain where the data has no
+fixed shape: a session's state (the stored JSON object, free-form by design) and the rows a
+whole memory is copied by (:meth:`Backend.read_rows`, :meth:`Backend.write_rows`: one
+generic path for every table).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from core.storage.log_rows import LogEntry, LogRow
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.rows import (
+        ChunkRow,
         CommittedCompaction,
         EmbeddingCounts,
         NoteImportOutcome,
@@ -65,7 +67,10 @@ if TYPE_CHECKING:
         NoteQuery,
         NoteRef,
         RowPage,
+        ScheduleChanges,
+        ScheduleDraft,
         Scope,
+        SummaryDraft,
         WriteResult,
     )
     from core.types import (
@@ -170,6 +175,7 @@ class Backend(Protocol):
         """The agent identity the session was created under ('' for none; None: no such
         session)."""
 
+    # A dict by design: the state is a JSON object the agent owns, free-form.
     async def read_session_state(self, session_id: str) -> dict[str, Any] | None:
         """The session's state object (None: no state row)."""
 
@@ -229,9 +235,9 @@ class Backend(Protocol):
     async def backlog_count(self) -> int:
         """Chunks waiting for a vector."""
 
-    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Chunk rows by id (text, session, sequence range, metadata, context); ids with no
-        chunk are left out."""
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
+        """Chunk rows by id (text, session, sequence range, metadata, context, time), as the
+        search legs' candidates are kept; ids with no chunk are left out."""
 
     # -- full text and the search legs -------------------------------------------------------
 
@@ -383,7 +389,7 @@ class Backend(Protocol):
 
     # -- summaries and compaction ------------------------------------------------------------
 
-    async def write_summary_state(self, session_id: str, summary: dict[str, Any],
+    async def write_summary_state(self, session_id: str, summary: SummaryDraft,
                                   expected_epoch: int, now: str) -> int | None:
         """Compare-and-swap in one transaction: written with epoch ``expected_epoch + 1``
         when the stored epoch is still ``expected_epoch``, else None and nothing written
@@ -418,8 +424,8 @@ class Backend(Protocol):
 
     # -- schedules ---------------------------------------------------------------------------
 
-    async def insert_schedule(self, row: dict[str, Any]) -> ScheduleDefinition:
-        """Store a new, already checked schedule row; the row as stored."""
+    async def insert_schedule(self, draft: ScheduleDraft) -> ScheduleDefinition:
+        """Store a new, already checked schedule; the row as stored."""
 
     async def get_schedule(self, schedule_id: str) -> ScheduleDefinition:
         """One schedule by id; ``NotFound`` when there is none."""
@@ -439,7 +445,7 @@ class Backend(Protocol):
     async def delete_schedule(self, schedule_id: str) -> bool:
         """One transaction: the schedule and its runs; False when there was none."""
 
-    async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
+    async def update_schedule(self, schedule_id: str, changes: ScheduleChanges,
                               now: str) -> ScheduleDefinition:
         """One transaction: apply checked changes to editable columns; ``NotFound`` when
         there is no such schedule. The row as stored."""
@@ -638,6 +644,7 @@ class Backend(Protocol):
         float32 bytes), and the key to read the next page after (None when done). Read in
         one snapshot."""
 
+    # Dicts by design: one generic path copies every table (COPY_TABLES), column by column.
     async def write_rows(self, table: str, rows: Sequence[dict[str, Any]], *,
                          mark: tuple[str, str] | None = None) -> WriteResult:
         """Insert rows read by :meth:`read_rows` in one transaction, leaving rows whose key

@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from core.storage.executed import Executed
 from core.storage.vocabulary import FullTextRows, LegRequest, LegRows, Scope
+
+if TYPE_CHECKING:
+    from core.storage.rows import ChunkRow
 
 
 class Legs(Protocol):
@@ -23,7 +26,7 @@ class Legs(Protocol):
     async def vector_leg(self, scope: Scope, query: np.ndarray, k: int, model: str,
                          tags: Sequence[str] = ()) -> tuple[list[tuple[str, float]], str]: ...
 
-    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]: ...
 
 
 async def legs_then_fetch(backend: Legs, request: LegRequest, *, full_text: bool,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from core.storage.messages import PreparedMessage, WriteOutcome
     from core.storage.operations import OperationModules
     from core.storage.rows import (
+        ChunkRow,
         CommittedCompaction,
         EmbeddingCounts,
         NoteImportOutcome,
@@ -54,7 +55,10 @@ if TYPE_CHECKING:
         NoteQuery,
         NoteRef,
         RowPage,
+        ScheduleChanges,
+        ScheduleDraft,
         Scope,
+        SummaryDraft,
         WriteResult,
     )
 
@@ -136,7 +140,7 @@ class SharedOperations:
         """Rows one session owns in each table."""
         return await self._db.read(self._ops.events.session_row_counts, session_id)
 
-    async def write_summary_state(self, session_id: str, summary: dict[str, Any],
+    async def write_summary_state(self, session_id: str, summary: SummaryDraft,
                                   expected_epoch: int, now: str) -> int | None:
         """Compare-and-swap the rolling summary; its new epoch, or None when it lost."""
         self.require_writable()
@@ -191,10 +195,10 @@ class SharedOperations:
         self.require_writable()
         await self._db.write(self._ops.summaries.write_meta, key, value)
 
-    async def insert_schedule(self, row: dict[str, Any]) -> ScheduleDefinition:
+    async def insert_schedule(self, draft: ScheduleDraft) -> ScheduleDefinition:
         """Store a new schedule."""
         self.require_writable()
-        return await self._db.write(self._ops.schedules.insert_schedule, row)
+        return await self._db.write(self._ops.schedules.insert_schedule, draft)
 
     async def get_schedule(self, schedule_id: str) -> ScheduleDefinition:
         """One schedule; ``NotFound`` when there is none."""
@@ -220,7 +224,7 @@ class SharedOperations:
         self.require_writable()
         return await self._db.write(self._ops.schedules.delete_schedule, schedule_id)
 
-    async def update_schedule(self, schedule_id: str, changes: dict[str, Any],
+    async def update_schedule(self, schedule_id: str, changes: ScheduleChanges,
                               now: str) -> ScheduleDefinition:
         """Apply checked changes to a schedule."""
         self.require_writable()
@@ -326,7 +330,7 @@ class SharedOperations:
         return await legs_then_fetch(self, request, full_text=full_text,
                                      query_vector=query_vector)
 
-    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    async def fetch_chunks(self, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunk rows by id."""
         return await self._db.read(self._ops.search.fetch_chunks, chunk_ids)
 

@@ -3,18 +3,21 @@
 :class:`core.storage.backend.Backend` takes and returns these: a note as written
 (:class:`NoteDraft`, :class:`NoteChanges`, :class:`NoteRef`), a query's scope and legs
 (:class:`Scope`, :class:`LegRequest`, :class:`LegRows`, :class:`FullTextRows`), a listing
-(:class:`NoteQuery`), a compaction (:class:`CompactionPlan`), a copied page
-(:class:`RowPage`, :class:`WriteResult`), and the names both backends give the same things
-(a namespace's memory session, the tokens marking a scope's chunks, the model identity key).
+(:class:`NoteQuery`), a compaction (:class:`CompactionPlan`), a rolling summary
+(:class:`SummaryDraft`), a schedule as made and as edited (:class:`ScheduleDraft`,
+:class:`ScheduleChanges`), a copied page (:class:`RowPage`, :class:`WriteResult`), and the
+names both backends give the same things (a namespace's memory session, the tokens marking a
+scope's chunks, the model identity key).
 Services above storage import them from here, never from one backend's modules; the row
 shapes both backends share are in :mod:`core.storage.rows`.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import numpy as np
 
@@ -23,6 +26,7 @@ from core.inputs import shown
 if TYPE_CHECKING:
     from core.storage.executed import Executed
     from core.storage.messages import PreparedChunk
+    from core.storage.rows import ChunkRow
 
 
 VECTOR_IDENTITY_KEY = "embedding_fingerprint"
@@ -181,7 +185,7 @@ class LegRows:
     fts: list[tuple[str, float]]
     fts_fallback: str | None
     vector: list[tuple[str, float]]
-    chunks: dict[str, dict[str, Any]]
+    chunks: dict[str, ChunkRow]
     timings_ms: dict[str, float]
     vector_path: str | None = None  # what answered the vector leg (None: the backend's own)
     fts_ran: list[Executed] = field(default_factory=list)  # the full-text leg, as it ran
@@ -204,7 +208,80 @@ def derived_answers(request: LegRequest) -> bool:
             and request.raw_expression is None)
 
 
-# -- summaries and copies ----------------------------------------------------------------------
+# -- summaries, schedules and copies -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SummaryDraft:
+    """A rolling summary to write (:meth:`core.storage.backend.Backend.write_summary_state`),
+    checked above storage: its text covers every message up to ``upper_sequence``; storage
+    adds the epoch and the time."""
+
+    text: str
+    upper_sequence: int
+    summarizer: str  # who wrote it: the summarizer's name, or "caller"
+
+    def stored(self, epoch: int, now: str) -> dict[str, Any]:
+        """The ``summary_state`` object a session's state holds for it."""
+        return {"text": self.text, "upper_sequence": self.upper_sequence,
+                "summarizer": self.summarizer, "epoch": epoch, "updated_at": now}
+
+
+@dataclass(frozen=True)
+class ScheduleDraft:
+    """A new schedule, checked above storage (:mod:`core.schedules.store`); its fields are
+    the schedules columns it sets (the others take their defaults)."""
+
+    schedule_id: str
+    user_id: str
+    name: str | None
+    goal: str
+    cadence_json: str  # core.schedules.cadence.Cadence.to_json()
+    notification_policy: str
+    status: str
+    created_at: str
+    updated_at: str
+    next_run_at: str | None
+    consecutive_failures: int
+    channel_id: str | None
+    channel_context_id: str | None
+
+    def columns(self) -> dict[str, Any]:
+        """The row to insert: column -> value."""
+        return {column.name: getattr(self, column.name) for column in fields(self)}
+
+
+class Keep(enum.Enum):
+    """The type of :data:`KEEP`."""
+
+    KEEP = "keep"
+
+
+KEEP: Final = Keep.KEEP
+"""A change that leaves a column as it is (where None is a value the column may take)."""
+
+
+@dataclass(frozen=True)
+class ScheduleChanges:
+    """What an edit changes of a schedule, checked above storage; its fields are the
+    editable schedules columns, and one left at ``KEEP`` keeps its stored value (``updated_at``
+    is always set)."""
+
+    name: str | None | Keep = KEEP
+    goal: str | Keep = KEEP
+    cadence_json: str | Keep = KEEP
+    notification_policy: str | Keep = KEEP
+    status: str | Keep = KEEP
+    status_reason: str | None | Keep = KEEP
+    next_run_at: str | None | Keep = KEEP
+    consecutive_failures: int | Keep = KEEP
+    channel_id: str | None | Keep = KEEP
+    channel_context_id: str | None | Keep = KEEP
+
+    def columns(self) -> dict[str, Any]:
+        """The columns to set: column -> value, those left at ``KEEP`` aside."""
+        return {column.name: value for column in fields(self)
+                if (value := getattr(self, column.name)) is not KEEP}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, SummaryError
 from core.indexing import extract_indexable_text
 from core.inputs import shown
+from core.storage.vocabulary import SummaryDraft
 from core.summary.plan import (
     BLOCK_HEADER,
     Limits,
@@ -221,8 +222,7 @@ class Summaries:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
         epoch = await self._backend.write_summary_state(
-            session_id, {"text": text, "upper_sequence": upper_sequence,
-                         "summarizer": "caller"}, expected_epoch, utc_now())
+            session_id, SummaryDraft(text, upper_sequence, "caller"), expected_epoch, utc_now())
         return epoch is not None
 
     async def restore(self, session_id: str, token_budget: int) -> RestoreResult:
@@ -325,8 +325,8 @@ class Summaries:
             return outcome(reason=f"the summarizer failed; history left as it was: {exc}",
                            error=str(exc))
         epoch = await self._backend.write_summary_state(
-            session_id, {"text": text, "upper_sequence": condensed[-1].sequence,
-                         "summarizer": self.summarizer.name}, replay.epoch, utc_now())
+            session_id, SummaryDraft(text, condensed[-1].sequence, self.summarizer.name),
+            replay.epoch, utc_now())
         if epoch is None:
             return outcome(reason=f"another writer changed the summary first (epoch "
                                   f"{replay.epoch} is stale); this one was discarded")

@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import DimensionMismatch
 from core.storage.backend import Backend
+from core.storage.rows import ChunkRow
 from core.storage.vocabulary import Scope
 from tests.backend.builders import DIMENSION, MODEL, message, store, unit
 from tests.backend.conftest import Opener
@@ -30,7 +31,11 @@ async def test_the_same_content_in_a_session_is_stored_once(backend: Backend) ->
     fetched = await backend.fetch_chunks([chunk_id, "no-such-chunk"])
     assert list(fetched) == [chunk_id]
     chunk = fetched[chunk_id]
-    assert (chunk["sequence_start"], chunk["sequence_end"]) == (1, 2)  # dedup extends it
+    assert isinstance(chunk, ChunkRow)
+    assert (chunk.chunk_id, chunk.session_id, chunk.text) == (chunk_id, "s", "hello there")
+    assert (chunk.sequence_start, chunk.sequence_end) == (1, 2)  # dedup extends it
+    assert chunk.metadata()["role"] == "user" and chunk.context() == ""
+    assert chunk.created_at is not None and chunk.created_at.endswith("Z")
 
 
 async def test_the_backlog_is_embedded_and_a_deleted_chunk_gets_no_vector(

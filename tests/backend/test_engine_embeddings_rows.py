@@ -76,7 +76,7 @@ async def test_failing_endpoint_keeps_stores_and_hides_the_key(
         # FTS sees the text at once, whatever the embedder is doing.
         fts = await engine.backend.fts_search(Scope(session_id="s"), ["quarterly"], 10)
         texts = await engine.backend.fetch_chunks([chunk_id for chunk_id, _ in fts])
-        assert "quarterly" in texts[fts[0][0]]["text"]  # then the replies it is context of
+        assert "quarterly" in texts[fts[0][0]].text  # then the replies it is context of
 
         await engine.drain(timeout=60)
         status = await engine.embedding_status()

@@ -8,6 +8,7 @@ import pytest
 from core.errors import ReadOnlyDatabase, StorageFull
 from core.storage.backend import Backend, BackendFeatures
 from core.storage.log_rows import LogRow, log_row
+from core.storage.vocabulary import ScheduleDraft, SummaryDraft
 from tests.backend.builders import DIMENSION, MODEL, NOW, store
 from tests.backend.conftest import Opener
 
@@ -115,8 +116,9 @@ async def _embed_one(backend: Backend) -> int:
     lambda b: b.set_judgment("session", "s", "q", "chk", 1, NOW),
     lambda b: b.write_scratchpad("s", "ana", ["x"], NOW),
     lambda b: b.reset_vectors(8, "m"),
-    lambda b: b.insert_schedule({"schedule_id": "x"}),
-    lambda b: b.write_summary_state("s", {"upper_sequence": 0}, 0, NOW),
+    lambda b: b.insert_schedule(ScheduleDraft("x", "ana", None, "g", "{}", "never", "active",
+                                              NOW, NOW, None, 0, None, None)),
+    lambda b: b.write_summary_state("s", SummaryDraft("", 0, "test"), 0, NOW),
     lambda b: b.append_logs([entry("q")]),
     lambda b: b.record_embedding_failure(["chk"], "e", 3),
     lambda b: _embed_one(b),

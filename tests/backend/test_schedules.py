@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import dataclasses
 
 import pytest
 
 from core.errors import NotFound
 from core.storage.backend import Backend
+from core.storage.vocabulary import ScheduleChanges, ScheduleDraft
 from core.types import ScheduleRun
 from tests.backend.conftest import Opener
 
@@ -19,12 +20,13 @@ LEASE = "2026-01-01T12:05:00.000Z"
 
 
 def row(schedule_id: str, *, name: str = "plants", user: str = "alice",
-        next_run_at: str | None = PAST, status: str = "active") -> dict[str, Any]:
-    return {"schedule_id": schedule_id, "user_id": user, "name": name,
-            "goal": f"water the {name}", "cadence_json": '{"kind": "interval", "every": 3600}',
-            "notification_policy": "always", "status": status, "created_at": NOW,
-            "updated_at": NOW, "next_run_at": next_run_at, "consecutive_failures": 0,
-            "channel_id": None, "channel_context_id": None}
+        next_run_at: str | None = PAST, status: str = "active") -> ScheduleDraft:
+    return ScheduleDraft(schedule_id=schedule_id, user_id=user, name=name,
+                         goal=f"water the {name}",
+                         cadence_json='{"kind": "interval", "every": 3600}',
+                         notification_policy="always", status=status, created_at=NOW,
+                         updated_at=NOW, next_run_at=next_run_at, consecutive_failures=0,
+                         channel_id=None, channel_context_id=None)
 
 
 def run(schedule_id: str, run_id: str, status: str = "ok",
@@ -48,10 +50,14 @@ async def test_insert_get_search_update_and_delete(backend: Backend) -> None:
     total, _ = await backend.search_schedules(None, None, None, "%", 10, 0)
     assert total == 1  # wildcards are literal
     assert await backend.count_schedules("alice") == 1
-    updated = await backend.update_schedule("sch-1", {"status": "paused"}, FUTURE)
+    updated = await backend.update_schedule("sch-1", ScheduleChanges(status="paused"), FUTURE)
     assert (updated.status, updated.updated_at) == ("paused", FUTURE)
+    assert updated == dataclasses.replace(inserted, status="paused", updated_at=FUTURE)
+    # None is a value a change stores; a field left at KEEP keeps the stored one.
+    unnamed = await backend.update_schedule("sch-1", ScheduleChanges(name=None), FUTURE)
+    assert unnamed == dataclasses.replace(updated, name=None)
     with pytest.raises(NotFound):
-        await backend.update_schedule("sch-none", {"status": "paused"}, FUTURE)
+        await backend.update_schedule("sch-none", ScheduleChanges(status="paused"), FUTURE)
     assert await backend.delete_schedule("sch-1") is True
     assert await backend.delete_schedule("sch-1") is False
 

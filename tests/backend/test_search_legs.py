@@ -14,7 +14,7 @@ ANA = Scope(namespace="ana")
 
 async def _texts(backend: Backend, rows: list[tuple[str, float]]) -> list[str]:
     chunks = await backend.fetch_chunks([chunk_id for chunk_id, _ in rows])
-    return [chunks[chunk_id]["text"] for chunk_id, _ in rows]
+    return [chunks[chunk_id].text for chunk_id, _ in rows]
 
 
 async def test_full_text_ranks_matches_inside_the_scope_only(backend: Backend) -> None:
@@ -91,7 +91,7 @@ async def test_run_legs_brings_both_legs_and_their_chunks(backend: Backend) -> N
     legs = await backend.run_legs(request, full_text=True)
     assert await _texts(backend, legs.fts) == ["a zebra"]
     assert await _texts(backend, legs.vector) == ["a horse", "a zebra"]
-    assert {chunk["text"] for chunk in legs.chunks.values()} == {"a zebra", "a horse"}
+    assert {chunk.text for chunk in legs.chunks.values()} == {"a zebra", "a horse"}
     vector_only = await backend.run_legs(request, full_text=False)
     assert vector_only.fts == [] and len(vector_only.vector) == 2
 
@@ -115,8 +115,8 @@ async def test_namespace_legs_bring_both_legs_their_chunks_and_what_answered(
     assert embedded == ["asked"]
     assert await _texts(backend, legs.fts) == ["a zebra"]
     assert await _texts(backend, legs.vector) == ["a horse", "a zebra"]
-    assert {chunk["text"] for chunk in legs.chunks.values()} == {"a zebra", "a horse"}
+    assert {chunk.text for chunk in legs.chunks.values()} == {"a zebra", "a horse"}
     assert legs.vector_path
     full_text_only = await backend.namespace_legs(request, full_text=True, query_vector=None)
     assert full_text_only.vector == [] and full_text_only.vector_path is None
-    assert {chunk["text"] for chunk in full_text_only.chunks.values()} == {"a zebra"}
+    assert {chunk.text for chunk in full_text_only.chunks.values()} == {"a zebra"}

@@ -10,15 +10,15 @@ import pytest
 from core.errors import InvalidInput, NotFound, SummaryConflict
 from core.storage.backend import Backend
 from core.storage.rows import CommittedCompaction
-from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan
+from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, SummaryDraft
 from tests.backend.builders import NOW, note, store
 from tests.backend.conftest import Opener
 
 LATER = "2026-01-02T00:00:00.000Z"
 
 
-def summary(upper: int, text: str = "so far") -> dict[str, object]:
-    return {"text": text, "upper_sequence": upper, "summarizer": "test"}
+def summary(upper: int, text: str = "so far") -> SummaryDraft:
+    return SummaryDraft(text, upper, "test")
 
 
 def _summary_state(state: dict | None) -> dict:

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.storage.derived.fulltext import FullTextIndex
 from core.storage.derived.holder import DerivedIndexes
+from core.storage.rows import ChunkRow
 from core.storage.sqlite.chunk_rows import chunk_ids_of
 
 
@@ -26,7 +27,7 @@ class DerivedFullText:
         self.index = index
 
     def rows(self, conn: Any, namespace: str, terms: Sequence[str], k: int,
-             context_weight: float, chunks: dict[str, dict[str, Any]] | None = None,
+             context_weight: float, chunks: dict[str, ChunkRow] | None = None,
              ) -> tuple[list[tuple[str, float]], dict[str, Any]] | None:
         """The namespace's top ``k`` (chunk_id, -bm25) and the bm25 parameters they were
         ranked with (:meth:`FullTextIndex.bm25_parameters`), or None when the index cannot

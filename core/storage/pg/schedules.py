@@ -21,13 +21,13 @@ from core.errors import NotFound
 from core.storage.pg.connection import Conn
 from core.storage.rows import (
     SCHEDULE_COLUMNS,
-    SCHEDULE_EDITABLE,
     SCHEDULE_RUN_COLUMNS,
     paused_reason,
     run_values,
     schedule_definition,
     schedule_run,
 )
+from core.storage.vocabulary import ScheduleChanges, ScheduleDraft
 from core.types import ScheduleDefinition, ScheduleRun
 
 _SELECT = f"SELECT {', '.join(SCHEDULE_COLUMNS)} FROM schedules"
@@ -59,13 +59,14 @@ async def _count(conn: Conn, query: str, params: Sequence[Any]) -> int:
     return int(row[0])
 
 
-async def insert_schedule(conn: Conn, row: dict[str, Any]) -> ScheduleDefinition:
+async def insert_schedule(conn: Conn, draft: ScheduleDraft) -> ScheduleDefinition:
     """Store a new schedule."""
+    row = draft.columns()
     statement = sql.SQL("INSERT INTO schedules({}) VALUES ({})").format(
         sql.SQL(", ").join(sql.Identifier(column) for column in row),
         sql.SQL(", ").join(sql.Placeholder() * len(row)))
     await conn.execute(statement, tuple(row.values()))
-    return await get_schedule(conn, row["schedule_id"])
+    return await get_schedule(conn, draft.schedule_id)
 
 
 async def get_schedule(conn: Conn, schedule_id: str) -> ScheduleDefinition:
@@ -132,16 +133,15 @@ async def delete_schedule(conn: Conn, schedule_id: str) -> bool:
 
 
 async def update_schedule(
-    conn: Conn, schedule_id: str, changes: dict[str, Any], now: str
+    conn: Conn, schedule_id: str, changes: ScheduleChanges, now: str
 ) -> ScheduleDefinition:
     """Apply checked changes; ``NotFound`` when there is no such schedule."""
-    unknown = set(changes) - SCHEDULE_EDITABLE
-    assert not unknown, f"not editable: {unknown}"
-    assignments = [sql.SQL("{} = %s").format(sql.Identifier(column)) for column in changes]
+    columns = changes.columns()
+    assignments = [sql.SQL("{} = %s").format(sql.Identifier(column)) for column in columns]
     statement = sql.SQL("UPDATE schedules SET {} WHERE schedule_id = %s RETURNING {}").format(
         sql.SQL(", ").join([*assignments, sql.SQL("updated_at = %s")]),
         sql.SQL(", ").join(sql.Identifier(column) for column in SCHEDULE_COLUMNS))
-    cursor = await conn.execute(statement, (*changes.values(), now, schedule_id))
+    cursor = await conn.execute(statement, (*columns.values(), now, schedule_id))
     updated = _rows(await cursor.fetchall())
     if not updated:
         raise NotFound(f"no schedule {schedule_id!r}")

@@ -38,7 +38,7 @@ from core.storage.fts_words import words
 from core.storage.pg import fts_bm25
 from core.storage.pg.connection import Conn
 from core.storage.pg.events import vector_text
-from core.storage.rows import like_pattern
+from core.storage.rows import ChunkRow, like_pattern
 from core.storage.vocabulary import FullTextRows, LegRequest, LegRows, Scope
 
 # Raw syntax's rank, ts_rank_cd, normalised by 1 + log(document length) (flag 1), the
@@ -373,17 +373,15 @@ async def run_legs(conn: Conn, request: LegRequest, *, full_text: bool) -> LegRo
     return LegRows(fts_rows, fallback, vector_rows, chunks, timings, fts_ran=ran)
 
 
-async def fetch_chunks(conn: Conn, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+async def fetch_chunks(conn: Conn, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
     """Chunk rows by id: text, session, sequence range, metadata, context, time (its first
     message's, as SQLite's ``core.storage.sqlite.chunk_rows`` reads it)."""
     if not chunk_ids:
         return {}
     cursor = await conn.execute(
-        "SELECT fts_rowid, chunk_id, session_id, chunk_text, sequence_start, sequence_end,"
+        "SELECT chunk_id, session_id, chunk_text, sequence_start, sequence_end,"
         " metadata_json, context_text, created_at FROM chunks WHERE chunk_id = ANY(%s)",
         (list(chunk_ids),))
-    return {str(row[1]): {"chunk_id": row[1], "session_id": row[2], "text": row[3],
-                          "sequence_start": int(row[4]), "sequence_end": int(row[5]),
-                          "metadata_json": row[6], "context_text": row[7],
-                          "created_at": row[8]}
+    return {str(row[0]): ChunkRow(row[0], row[1], row[2], int(row[3]), int(row[4]), row[5],
+                                  row[6], row[7])
             for row in await cursor.fetchall()}

@@ -30,7 +30,7 @@ from core.storage.rows import (
     swapped_summary,
     unwritten,
 )
-from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft
+from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft, SummaryDraft
 from core.types import Archive
 
 
@@ -46,7 +46,7 @@ async def _locked_state(conn: Conn, session_id: str) -> dict[str, Any]:
 
 
 async def write_summary_state(
-    conn: Conn, session_id: str, summary: dict[str, Any], expected_epoch: int, now: str
+    conn: Conn, session_id: str, summary: SummaryDraft, expected_epoch: int, now: str
 ) -> int | None:
     """Compare-and-swap the rolling summary: written with ``epoch = expected_epoch + 1`` when
     the stored epoch is still ``expected_epoch``; None (nothing written) when it is not."""

@@ -15,7 +15,6 @@ from typing import Any
 from core.errors import NotFound
 from core.storage.rows import (
     SCHEDULE_COLUMNS,
-    SCHEDULE_EDITABLE,
     SCHEDULE_RUN_COLUMNS,
     paused_reason,
     run_values,
@@ -23,6 +22,7 @@ from core.storage.rows import (
     schedule_run,
 )
 from core.storage.sqlite.connection import transaction
+from core.storage.vocabulary import ScheduleChanges, ScheduleDraft
 from core.types import ScheduleDefinition, ScheduleRun
 
 _SELECT = f"SELECT {', '.join(SCHEDULE_COLUMNS)} FROM schedules"
@@ -32,12 +32,13 @@ def _rows(rows: Sequence[Sequence[Any]]) -> list[ScheduleDefinition]:
     return [schedule_definition(row) for row in rows]
 
 
-def insert_schedule(conn: Any, row: dict[str, Any]) -> ScheduleDefinition:
+def insert_schedule(conn: Any, draft: ScheduleDraft) -> ScheduleDefinition:
     """Store a new schedule."""
+    row = draft.columns()
     with transaction(conn):
         conn.execute(f"INSERT INTO schedules({', '.join(row)}) VALUES "
                      f"({', '.join('?' * len(row))})", tuple(row.values()))
-    return get_schedule(conn, row["schedule_id"])
+    return get_schedule(conn, draft.schedule_id)
 
 
 def get_schedule(conn: Any, schedule_id: str) -> ScheduleDefinition:
@@ -97,17 +98,16 @@ def delete_schedule(conn: Any, schedule_id: str) -> bool:
                                  (schedule_id,)).rowcount > 0)
 
 
-def update_schedule(conn: Any, schedule_id: str, changes: dict[str, Any],
+def update_schedule(conn: Any, schedule_id: str, changes: ScheduleChanges,
                     now: str) -> ScheduleDefinition:
     """Apply checked changes; ``NotFound`` when there is no such schedule."""
-    unknown = set(changes) - SCHEDULE_EDITABLE
-    assert not unknown, f"not editable: {unknown}"
+    columns = changes.columns()
     with transaction(conn):
         get_schedule(conn, schedule_id)
-        assignments = ", ".join(f"{column} = ?" for column in changes)
-        conn.execute(f"UPDATE schedules SET {assignments}{', ' if changes else ''}"
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+        conn.execute(f"UPDATE schedules SET {assignments}{', ' if columns else ''}"
                      "updated_at = ? WHERE schedule_id = ?",
-                     (*changes.values(), now, schedule_id))
+                     (*columns.values(), now, schedule_id))
         return get_schedule(conn, schedule_id)
 
 

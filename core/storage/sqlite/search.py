@@ -24,7 +24,7 @@ from core.inputs import one_line
 from core.storage.executed import DERIVED, FTS5, LIKE, Executed, inlined
 from core.storage.fts_rows import prefixed, session_prefix
 from core.storage.fts_words import words
-from core.storage.rows import like_pattern
+from core.storage.rows import ChunkRow, like_pattern
 from core.storage.sqlite import fts_maxscore
 from core.storage.sqlite.chunk_rows import CHUNK_SELECT, chunk_row
 from core.storage.sqlite.chunk_rows import fetch_chunks as fetch_chunks  # an operation here too
@@ -258,7 +258,7 @@ def vector_search(conn: Any, scope: Scope, query: np.ndarray, k: int, model: str
 
 
 def full_text_leg(conn: Any, request: LegRequest, derived: DerivedFullText | None = None,
-                  chunks: dict[str, dict[str, Any]] | None = None) -> FullTextRows:
+                  chunks: dict[str, ChunkRow] | None = None) -> FullTextRows:
     """The full-text leg: bm25 over the terms (or raw syntax), else the LIKE fallback; which
     answered: "like", "derived" (``derived``'s index, when it could) or None (FTS5); and
     what ran. The derived index adds the rows it found to ``chunks`` when given (one read
@@ -336,7 +336,7 @@ class SessionAnswer(NamedTuple):
 
     vector: list[tuple[str, float]]  # (chunk_id, distance), nearest first
     by_rowid: dict[int, Sequence[Any]]  # the full-text leg's rows, for the owner check
-    chunks: dict[str, dict[str, Any]]  # every candidate
+    chunks: dict[str, ChunkRow]  # every candidate
     vector_path: str
     top: list[tuple[int, float]]  # the full-text leg's (rowid, -bm25), best first
     fts_derived: bool = False  # the derived full-text index ranked ``top`` (else FTS5)
@@ -419,7 +419,7 @@ def whole_session(conn: Any, session_id: str, most: int) -> list[Sequence[Any]] 
 
 
 def session_chunks(conn: Any, session_id: str, rowids: Sequence[int], chunk_ids: Sequence[str],
-                   ) -> tuple[dict[int, Sequence[Any]], dict[str, dict[str, Any]]]:
+                   ) -> tuple[dict[int, Sequence[Any]], dict[str, ChunkRow]]:
     """A session's candidate rows: by full-text rowid (the rows themselves, for the owner
     check) and every candidate as a chunk, by chunk id.
 

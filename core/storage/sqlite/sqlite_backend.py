@@ -35,7 +35,7 @@ from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG, NamespaceVect
 from core.storage.executed import Executed
 from core.storage.langgraph_operations import LangGraphOperations
 from core.storage.operations import OperationModules
-from core.storage.rows import schema_too_new_message
+from core.storage.rows import ChunkRow, schema_too_new_message
 from core.storage.shared_operations import SharedOperations
 from core.storage.sqlite import (
     agent_items,
@@ -206,7 +206,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         return await self._db.read(self._namespace_vector_leg, scope, query, k, model)
 
     def _namespace_vector_leg(self, conn: Any, scope: vocabulary.Scope, query: np.ndarray, k: int,
-                              model: str, chunks: dict[str, dict[str, Any]] | None = None,
+                              model: str, chunks: dict[str, ChunkRow] | None = None,
                               *, all_cores: bool = False) -> tuple[list[tuple[str, float]], str]:
         """The namespace's nearest chunks; with ``chunks``, the matrix's rows are read whole
         into it, in the read that names them."""
@@ -251,17 +251,17 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         vector_rows: list[tuple[str, float]] = []
         fallback: str | None = None
         path: str | None = None
-        chunks: dict[str, dict[str, Any]] = {}
+        chunks: dict[str, ChunkRow] = {}
         ran: list[Executed] = []
 
-        def fts_hop(conn: Any) -> tuple[vocabulary.FullTextRows, dict[str, dict[str, Any]]]:
-            found: dict[str, dict[str, Any]] = {}
+        def fts_hop(conn: Any) -> tuple[vocabulary.FullTextRows, dict[str, ChunkRow]]:
+            found: dict[str, ChunkRow] = {}
             answer = search.full_text_leg(conn, request, self.derived_full_text, found)
             return answer, _rest_of_chunks(conn, answer.rows, found)
 
         def vector_hop(conn: Any, vector: np.ndarray, all_cores: bool = False) -> tuple[
-                list[tuple[str, float]], str, dict[str, dict[str, Any]]]:
-            found: dict[str, dict[str, Any]] = {}
+                list[tuple[str, float]], str, dict[str, ChunkRow]]:
+            found: dict[str, ChunkRow] = {}
             if request.tags:
                 rows = search.vector_search(conn, request.scope, vector, request.depth,
                                             request.model, request.tags)
@@ -422,7 +422,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
 
 def _rest_of_chunks(conn: Any, rows: list[tuple[str, float]],
-                    found: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                    found: dict[str, ChunkRow]) -> dict[str, ChunkRow]:
     """``found`` with the chunks of ``rows`` it lacks read by id (a leg answered by SQL
     names its rows by id only)."""
     missing = [chunk_id for chunk_id, _ in rows if chunk_id not in found]

@@ -25,7 +25,7 @@ from core.storage.rows import (
 )
 from core.storage.sqlite.connection import transaction
 from core.storage.sqlite.notes import add_note
-from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft
+from core.storage.vocabulary import MEMORY_PREFIX, CompactionPlan, NoteDraft, SummaryDraft
 from core.types import Archive
 
 
@@ -38,7 +38,7 @@ def _state(conn: Any, session_id: str) -> dict[str, Any]:
     return state
 
 
-def write_summary_state(conn: Any, session_id: str, summary: dict[str, Any],
+def write_summary_state(conn: Any, session_id: str, summary: SummaryDraft,
                         expected_epoch: int, now: str) -> int | None:
     """Compare-and-swap the rolling summary: written with ``epoch = expected_epoch + 1`` when
     the stored epoch is still ``expected_epoch``; None (nothing written) when it is not."""

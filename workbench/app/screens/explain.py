@@ -211,10 +211,11 @@ class ExplainScreen(ModalScreen[None]):
                                   "$text-muted")
         lines = []
         for item in cut[:CUT_SHOWN]:
-            chunk = self.found.legs.chunks.get(item["chunk_id"]) or {}
+            chunk = self.found.legs.chunks.get(item["chunk_id"])
             lines.append(Content.assemble(
                 (f"{item['score']:.3f}  ", "bold"), (f"{item['reason']:<28}", "$warning"), "  ",
-                highlighted(chunk.get("text", item["chunk_id"]), self.found.legs.terms, 60)))
+                highlighted(item["chunk_id"] if chunk is None else chunk.text,
+                            self.found.legs.terms, 60)))
         if len(cut) > CUT_SHOWN:
             lines.append(Content.styled(f"… and {len(cut) - CUT_SHOWN} more (c copies them "
                                         "all)", "$text-muted"))
