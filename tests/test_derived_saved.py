@@ -101,6 +101,37 @@ async def test_a_new_process_loads_the_saved_indexes(db_path: Path, tmp_path: Pa
     assert found == await built_answers(db_path, tmp_path)
 
 
+async def test_a_copy_of_an_unchanged_file_starts_with_the_common_words_quotients(
+        db_path: Path, tmp_path: Path) -> None:
+    await saved_memory(db_path)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = backend_of(engine)
+        for name in NAMES:  # their loads
+            await asyncio.to_thread(backend.derived.build_now, name)
+        index = backend.full_text_index
+        common = [term for term in range(len(index.tokenizer.terms)) if term in index.quotients]
+        assert common  # before any query: made when the copy was saved
+        words = [index.tokenizer.terms[term] for term in common[:3]] + ["harbour"]
+        taken = await engine.search(namespace="ann", query=" ".join(words), top_k=8)
+        assert taken.legs.fts_derived
+    copy = tmp_path / "built" / db_path.name
+    copy.parent.mkdir()
+    shutil.copy(db_path, copy)
+    async with Engine.open(copy, config=DETERMINISTIC) as engine:
+        for name in NAMES:
+            await asyncio.to_thread(backend_of(engine).derived.build_now, name)
+            assert backend_of(engine).derived.state(name).origin == "built"
+        made = await engine.search(namespace="ann", query=" ".join(words), top_k=8)
+    assert [(r.chunk_id, r.score) for r in taken.results] == [
+        (r.chunk_id, r.score) for r in made.results]
+    await more_writes(db_path, 5)  # the row count moves: the saved quotients no longer fit
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend = backend_of(engine)
+        await asyncio.to_thread(backend.derived.build_now, "full-text")
+        assert backend.derived.state("full-text").origin == "loaded"
+        assert len(backend.full_text_index.quotients) == 0
+
+
 async def test_a_stale_copy_is_caught_up_from_the_log(db_path: Path, tmp_path: Path) -> None:
     await saved_memory(db_path)
     await more_writes(db_path)

@@ -17,7 +17,7 @@ product), so scores stay bit-equal to FTS5's.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -48,6 +48,15 @@ class Impact:
         else:
             self.quotient = quotient
             self.present = np.zeros(0, dtype=bool)
+
+    @classmethod
+    def saved(cls, slots: np.ndarray, quotient: np.ndarray, present: np.ndarray) -> Impact:
+        """A dense impact as :meth:`ImpactCache.dense` gave it to be saved (mapped arrays)."""
+        impact = cls.__new__(cls)
+        impact.slots = slots
+        impact.ceiling = float(quotient.max()) if len(quotient) else 0.0
+        impact.dense, impact.quotient, impact.present = True, quotient, present
+        return impact
 
     @property
     def nbytes(self) -> int:
@@ -116,11 +125,48 @@ class ImpactCache:
             self._bytes -= evicted.nbytes
         return impact
 
+    def dense(self, stamp: tuple[int, int, float],
+              words: Sequence[tuple[Hashable, tuple[np.ndarray, np.ndarray, np.ndarray]]],
+              norm: np.ndarray, used: int) -> list[tuple[Hashable, Impact]]:
+        """Dense impacts of ``words`` (key, postings) under ``stamp``: those held, else made
+        (and not kept), for a saved copy to hold (a new process of an unchanged file then
+        starts with the common words' quotients a first query would make)."""
+        found = []
+        for key, postings in words:
+            held = self._held.get(key) if stamp == self._stamp else None
+            if held is None or held.slots is not postings[0]:
+                slots, tf_text, tf_context = postings
+                freq = tf_text + stamp[2] * tf_context
+                held = Impact(slots, (freq * (K1 + 1.0)) / (freq + norm[slots]), used)
+            found.append((key, held))
+        return found
+
+    def take(self, stamp: tuple[int, int, float], saved: Sequence[tuple[Hashable, Impact]],
+             ) -> None:
+        """Hold ``saved`` impacts (a restored index's), made for ``stamp``."""
+        self.clear()
+        self._stamp = stamp
+        for key, impact in saved:
+            self._held[key] = impact
+            self._asked.add(key)
+            self._bytes += impact.nbytes
+
     def clear(self) -> None:
         """Forget every impact (the index was rebuilt, or N or avgdl moved)."""
         self._held.clear()
         self._asked.clear()
         self._bytes = 0
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._held
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def weight(self) -> float | None:
+        """The context weight queries last asked with (None: none asked yet)."""
+        return None if self._stamp is None else self._stamp[2]
 
     @property
     def nbytes(self) -> int:
