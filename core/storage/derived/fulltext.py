@@ -361,7 +361,9 @@ class FullTextIndex:
                  "quotients": (np.stack([impact.quotient for _, impact in impacts]) if impacts
                                else np.zeros((0, used), dtype=np.float64)),
                  "quotient_present": (np.stack([impact.present for _, impact in impacts])
-                                      if impacts else np.zeros((0, used), dtype=bool))},
+                                      if impacts else np.zeros((0, used), dtype=bool)),
+                 "quotient_ceilings": np.asarray([impact.ceiling for _, impact in impacts],
+                                                 dtype=np.float64)},
                 [float(value) for value in stamp])
 
     def learned(self) -> int:
@@ -429,16 +431,18 @@ class FullTextIndex:
         """The saved words' quotients, when the file's row count and token total are still
         those they were made for (a write since makes them again, word by word)."""
         stamp = meta.get("quotient_stamp")
-        if (stamp is None or "quotient_terms" not in arrays
-                or (int(stamp[0]), int(stamp[1])) != (self._rows, self._tokens)):
+        if (stamp is None or "quotient_ceilings" not in arrays
+                or (int(stamp[0]), int(stamp[1])) != (self._rows, self._tokens)
+                or arrays["quotients"].shape[1] != self._used):
             return
         saved = []
+        ceilings = arrays["quotient_ceilings"].tolist()
         for row, term in enumerate(arrays["quotient_terms"].tolist()):
             postings = self.postings(term)
-            if postings is None or arrays["quotients"].shape[1] != self._used:
+            if postings is None:
                 return
             saved.append((term, Impact.saved(postings[0], arrays["quotients"][row],
-                                             arrays["quotient_present"][row])))
+                                             arrays["quotient_present"][row], ceilings[row])))
         self._impacts.take((self._rows, self._tokens, float(stamp[2])), saved)
 
     # -- querying ----------------------------------------------------------------------------

@@ -50,11 +50,13 @@ class Impact:
             self.present = np.zeros(0, dtype=bool)
 
     @classmethod
-    def saved(cls, slots: np.ndarray, quotient: np.ndarray, present: np.ndarray) -> Impact:
-        """A dense impact as :meth:`ImpactCache.dense` gave it to be saved (mapped arrays)."""
+    def saved(cls, slots: np.ndarray, quotient: np.ndarray, present: np.ndarray,
+              ceiling: float) -> Impact:
+        """A dense impact as :meth:`ImpactCache.dense` gave it to be saved (mapped arrays,
+        left unread until a query adds them)."""
         impact = cls.__new__(cls)
         impact.slots = slots
-        impact.ceiling = float(quotient.max()) if len(quotient) else 0.0
+        impact.ceiling = ceiling
         impact.dense, impact.quotient, impact.present = True, quotient, present
         return impact
 
