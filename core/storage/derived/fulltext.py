@@ -425,6 +425,7 @@ class FullTextIndex:
         self._restore_phrases(arrays)
         with snapshot(conn):
             self._read_averages(conn)
+        self.row_norms()  # here, on the load's thread, rather than in the first query
         self._restore_quotients(arrays, meta)
 
     def _restore_quotients(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:

@@ -44,6 +44,7 @@ import xxhash
 
 FORMAT = 2
 CHECKERS = max(1, min(4, os.cpu_count() or 1))
+_PAGE = 4096
 _PAUSE_ENV = "WORKBENCH_INDEX_SAVE_PAUSE"
 """Tests only: a file that, when set, is created after the first array is written, and then
 the writer waits for it to be removed (a test kills the process in between)."""
@@ -374,3 +375,10 @@ def _pause_for_tests() -> None:
     deadline = time.monotonic() + 60
     while Path(flag).exists() and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def touch(array: np.ndarray) -> None:
+    """Fault a mapped array's pages into this process now, one byte a page (a load does
+    it for what every query reads, so that the first query does not)."""
+    if array.size and array.flags.c_contiguous:
+        int(array.reshape(-1).view(np.uint8)[::_PAGE].sum())

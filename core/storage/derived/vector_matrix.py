@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import simsimd
 
-from core.storage.derived import vector_codes
+from core.storage.derived import persisted, vector_codes
 from core.storage.sqlite.connection import select_in
 
 _MIN_ROWS = 16
@@ -53,6 +53,7 @@ _PLANES = (("codes", np.int8, True), ("low16", np.uint16, True), ("low8", np.uin
            ("scales", np.float32, False), ("residuals", np.float32, False),
            ("patch_dims", np.uint16, "patches"), ("patch_bytes", np.uint8, "patches"),
            ("rowids", np.int64, False))
+_SCANNED = ("codes", "scales")  # the planes a query reads whole
 
 
 class _Space:
@@ -388,6 +389,8 @@ class NamespaceVectors:
         for number, (name, size, ceiling) in enumerate(
                 zip(meta["spaces"], meta["sizes"], meta["ceilings"], strict=True)):
             planes = {plane: arrays[plane][start:start + size] for plane, _, _ in _PLANES}
+            for plane in _SCANNED:  # read by every query: faulted in here, not by the first
+                persisted.touch(planes[plane])
             self._spaces[name] = _Space.mapped(self.dimension, planes, float(ceiling), {})
             self._space_names.append(name)
             self._space_number[name] = number

@@ -183,12 +183,12 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         backend = cls(db, warnings)
         backend.schema_version = found
         backend.read_only_reason = forced
-        db.open_readers()
-        if found == known:
+        if found == known:  # the saved indexes load while the readers open
             assert db.writer is not None
             backend.derived.saving = db.writer.run_sync(functools.partial(
                 sqlite_saving, path, writable=not read_only))
             backend.derived.load_saved()
+        db.open_readers()
         return backend
 
     async def close(self) -> None:
