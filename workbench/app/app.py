@@ -115,8 +115,12 @@ class WorkbenchApp(App[None]):
         self.memory_changed: Signal[Pulse] = Signal(self, "memory-changed")
         self._data_version: int | None = None
         self.theme_problems: list[str] = []
+        self._theme_notices: list[dict[str, Any]] = []  # notified once mounted
         if self.settings.still:
             self.animation_level = "none"
+        # Before the first stylesheet pass: a theme set on mount parsed and applied every
+        # style a second time, a fifth of the app's start.
+        self._load_themes()
 
     def export_screenshot(self, *, title: str | None = None, simplify: bool = False) -> str:
         """Textual's SVG of the screen, its spaces kept: each styled run is a ``<text>`` of
@@ -153,7 +157,8 @@ class WorkbenchApp(App[None]):
         return self.query_one(f"#{active.removeprefix('tab-')}", Pane)
 
     def on_mount(self) -> None:
-        self._load_themes()
+        for notice in self._theme_notices:
+            self.notify(**notice)
         self.open_engine()
         if not self.settings.still:
             self.set_interval(self.settings.poll_interval, self.poll_pulse)
@@ -164,14 +169,17 @@ class WorkbenchApp(App[None]):
             self.register_theme(theme)
         self.theme_problems = loaded.problems
         if loaded.problems:
-            self.notify("\n".join(loaded.problems), title="Some theme files were not loaded",
-                        severity="warning", timeout=12)
+            self._theme_notices.append({
+                "message": "\n".join(loaded.problems), "title": "Some theme files were not loaded",
+                "severity": "warning", "timeout": 12})
         wanted = self.settings.theme or DEFAULT_THEME
         if wanted in self.available_themes:
             self.theme = wanted
         else:
-            self.notify(f"no theme named {wanted!r}; themes: "
-                        f"{', '.join(sorted(self.available_themes))}", severity="warning")
+            self._theme_notices.append({
+                "message": f"no theme named {wanted!r}; themes: "
+                           f"{', '.join(sorted(self.available_themes))}",
+                "severity": "warning"})
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Colours the panes use that a theme may set (the built-in themes do not)."""
