@@ -252,8 +252,6 @@ class BulkIngest:
                 deduplicated += outcome.deduplicated
                 self._working_memory.drop(prepared.session_id)
             self._wake()
-            if importing:  # the derived indexes keep up on the core the writes leave
-                await backend.follow_writes({p.agent_identity or "" for _, p in batch})
 
         # A pipeline: batch N is prepared and embedded in a thread while batch N-1 is written
         # on the writer's thread; at most two batches are in flight.

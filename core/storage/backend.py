@@ -32,7 +32,7 @@ generic path for every table).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -607,11 +607,6 @@ class Backend(Protocol):
         """Tune the full-text index for an import's large transactions (``importing``) or
         back for single writes; either way every write stays durable and found as before
         (SQLite: FTS5's automerge off during the import, its segments merged later)."""
-
-    async def follow_writes(self, namespaces: Collection[str]) -> None:
-        """Bring the indexes derived for ``namespaces`` up to the last commit in the
-        background, starting their builds if none ran yet; returns at once. An import
-        calls it after each batch, so its memory answers from them when it ends."""
 
     async def checkpoint_log(self) -> int:
         """Copy the write-ahead log into the store as far as no reader needs it, waiting for

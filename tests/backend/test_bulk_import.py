@@ -3,10 +3,8 @@ writes, and an import killed midway loses nothing it reported done and resumes."
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from core import Engine
-from core.storage.derived import persisted
-from core.storage.derived.changes import newest_seq
-from core.storage.derived.vector_matrix import DERIVED_VECTOR_LEG
 from core.storage.sqlite import fts_segments
 from tests.conftest import DETERMINISTIC, rows
 from workbench.bench import synthetic
@@ -126,30 +121,3 @@ async def test_an_import_killed_midway_resumes_and_loses_nothing_it_reported(
         assert chunks == fts == vectors and pending == 0
         found = await engine.hybrid_query(namespace=AGENT, query="flight hotel", top_k=5)
         assert found
-
-
-async def test_the_derived_indexes_follow_an_import_and_end_current(db_path: Path) -> None:
-    # No query is made: the import itself starts the builds and catches them up after each
-    # batch, so its memory answers from them when it ends instead of starting a build.
-    items = synthetic.messages(400, 8)
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
-        backend: Any = engine.backend
-        result = await engine.store_many(items, agent=AGENT, batch_size=50)
-        assert result.stored == 400
-        await asyncio.to_thread(backend.derived.settle)  # the follower's last round
-        newest = await backend._db.read(newest_seq)
-        for name in (backend.namespace_vectors.name, backend.full_text_index.name):
-            state = backend.derived.state(name)
-            assert state.ready and state.watermark == newest, name
-        followed = await engine.search(namespace=AGENT, query="flight hotel", top_k=8)
-        assert followed.legs.fts_derived and followed.legs.vector_path == DERIVED_VECTOR_LEG
-    # What the follower applied batch by batch ranks as one build from the whole file does.
-    shutil.rmtree(persisted.sqlite_folder(db_path))
-    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
-        backend = engine.backend
-        for name in (backend.namespace_vectors.name, backend.full_text_index.name):
-            await asyncio.to_thread(backend.derived.build_now, name)
-            assert backend.derived.state(name).origin == "built"
-        built = await engine.search(namespace=AGENT, query="flight hotel", top_k=8)
-    assert [(r.chunk_id, round(r.score, 9)) for r in built.results] == [
-        (r.chunk_id, round(r.score, 9)) for r in followed.results]

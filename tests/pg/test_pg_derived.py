@@ -19,7 +19,6 @@ from core.storage.pg.postings_index import NamespacePostings
 from core.storage.vocabulary import Scope
 from tests.conftest import DETERMINISTIC
 from tests.pg.test_pg_fts_postings import QUERIES, fill, same_ranking
-from workbench.bench import synthetic
 
 
 async def built(engine: Engine, namespace: str) -> Any:
@@ -315,8 +314,7 @@ async def test_namespaces_beyond_the_memory_budget_are_dropped_and_rebuilt(
     await fill(pg_url)
     async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
         await engine.drain()
-        backend: Any = engine.backend
-        indexes = backend.derived.indexes
+        indexes = engine.backend.derived.indexes  # type: ignore[attr-defined]
         assert indexes.budget_bytes == 4096 * 2**20  # storage.derived_memory_mb's default
         indexes.saving = None  # no saved copy: a dropped index is built again from SQL
         before = {q: [r.chunk_id for r in (await engine.search(namespace="a", query=q)).results]
@@ -346,8 +344,7 @@ async def test_a_namespace_queried_in_the_last_minute_is_kept_over_the_budget(
     await fill(pg_url)
     async with Engine.open(pg_url, config={**DETERMINISTIC,
                                            "storage": {"derived_memory_mb": 0}}) as engine:
-        backend: Any = engine.backend
-        indexes = backend.derived.indexes
+        indexes = engine.backend.derived.indexes  # type: ignore[attr-defined]
         assert indexes.budget_bytes == 0
         await built(engine, "a")
         await built(engine, "b")  # no limit: both held
@@ -359,21 +356,3 @@ async def test_a_namespace_queried_in_the_last_minute_is_kept_over_the_budget(
         await built(engine, "c")
         assert indexes.index("a").ready and indexes.index("b").ready and indexes.dropped == 0
         assert "storage.derived_memory_mb" in caplog.text
-
-
-async def test_an_import_is_followed_by_its_namespace_index(pg_url: str) -> None:
-    # No query is made: the import starts the namespace's build and syncs it after batches.
-    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
-        backend: Any = engine.backend
-        indexes = backend.derived.indexes
-        result = await engine.store_many(synthetic.messages(300, 6), agent="importer",
-                                         batch_size=50)
-        assert result.stored == 300
-        held = indexes.index("importer")
-        assert held is not None  # built or building, with no query asked
-        await indexes.build_now("importer")  # the build the import started, awaited
-        await indexes.synced("importer")
-        assert held.ready and held.origin == "built"
-        assert len(held.chunk_ids) == (await engine.counts())["chunks"]
-        found = await engine.search(namespace="importer", query="flight hotel", top_k=5)
-        assert found.legs.fts_derived and found.legs.vector_path == DERIVED_VECTOR_LEG

@@ -150,8 +150,6 @@ class DerivedIndexes:
         self._stop = threading.Event()
         self._saver: threading.Thread | None = None
         self._save_lock = threading.Lock()  # one save at a time
-        self._follow_again = False  # a follow() came while the follower was at work
-        self._following = False
 
     def load_saved(self) -> None:
         """Start loading every index that has a saved copy (at open: the first query then
@@ -229,57 +227,6 @@ class DerivedIndexes:
                                       name=f"derived-{name}", daemon=True)
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
             thread.start()  # under the lock: close() never joins a thread not started yet
-
-    def follow(self) -> None:
-        """Bring every index up to the file's last commit in the background: a ready one is
-        caught up, one not built starts building (an import calls this after each batch,
-        so its memory is searchable from the indexes when it ends, not a build later).
-
-        One follower thread at most; calls while it works make it go round once more.
-        Catching up holds an index's lock as a query's catch-up would, never longer.
-        """
-        with self._lock:
-            if self._closed:
-                return
-            if self._following:
-                self._follow_again = True
-                return
-            self._following = True
-            thread = threading.Thread(target=self._follow, name="derived-follow", daemon=True)
-            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-            thread.start()  # under the lock, as in start_build
-
-    def _follow(self) -> None:
-        while True:
-            try:
-                self._catch_all_up()
-            except Exception as exc:  # the driver's errors: the next query catches up instead
-                log.warning("derived indexes could not follow the file: %s", exc)
-            with self._lock:
-                if not self._follow_again or self._closed:
-                    self._following = False
-                    return
-                self._follow_again = False
-
-    def _catch_all_up(self) -> None:
-        for name, state in self._states.items():
-            if self._closed:
-                return
-            if not state.ready:
-                self.start_build(name)
-                continue
-            conn = self._connect()
-            try:
-                with state.lock:
-                    conn.execute("BEGIN")
-                    try:
-                        if state.ready:
-                            self._catch_up(conn, state)
-                    finally:
-                        if conn.in_transaction:
-                            conn.execute("COMMIT")
-            finally:
-                conn.close()
 
     def build_now(self, name: str) -> None:
         """Build ``name`` on this thread and wait for it (benchmarks, tests, warm-up)."""

@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -301,12 +301,6 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
     async def bulk_writes(self, importing: bool) -> None:
         """Nothing to tune: each batch's GIN entries go to its pending list, merged by
         PostgreSQL itself."""
-
-    async def follow_writes(self, namespaces: Collection[str]) -> None:
-        """Each namespace's index follows on a task of its own
-        (:meth:`core.storage.pg.derived.PgDerivedIndexes.follow`)."""
-        for namespace in namespaces:
-            self.derived.indexes.follow(namespace)
 
     async def checkpoint_log(self) -> int:
         """Nothing to copy: PostgreSQL checkpoints its own write-ahead log."""

@@ -139,7 +139,6 @@ class PgDerivedIndexes:
         self._loading: dict[str, asyncio.Event] = {}
         """Namespaces whose saved copy is being loaded: their queries wait for it."""
         self._saver: asyncio.Task[None] | None = None
-        self._following: dict[str, asyncio.Task[None]] = {}
 
     def index(self, namespace: str) -> NamespaceIndex | None:
         """The namespace's index, built or building; None before its first use."""
@@ -187,24 +186,6 @@ class PgDerivedIndexes:
                 self.saving.folder / f"{derived_saved.index_name(namespace)}.json").exists()):
             self._loading[namespace] = asyncio.Event()
         self._builds[namespace] = asyncio.create_task(self._build(namespace))
-
-    def follow(self, namespace: str) -> None:
-        """Bring the namespace's index up to the last commit on a task of its own, or start
-        its build (:meth:`core.storage.backend.Backend.follow_writes`); one such task per
-        namespace at a time, each call after it covered by the sync it makes."""
-        held = self._held.get(namespace)
-        if held is None or not held.ready:
-            self.start_build(namespace)
-            return
-        following = self._following.get(namespace)
-        if following is None or following.done():
-            self._following[namespace] = asyncio.create_task(self._follow(namespace))
-
-    async def _follow(self, namespace: str) -> None:
-        try:
-            await self.synced(namespace)
-        except Exception as exc:  # the driver's errors: the next query catches up instead
-            log.warning("derived index of namespace %r could not follow: %s", namespace, exc)
 
     def _load_over(self, namespace: str) -> None:
         """Let the queries waiting for a load go on (it was used, or refused)."""
@@ -485,8 +466,7 @@ class PgDerivedIndexes:
     async def close(self) -> None:
         """Stop the builds in flight; save what changed enough since its copy."""
         self._closed = True
-        tasks = [task for task in [*self._builds.values(), *self._following.values()]
-                 if not task.done()]
+        tasks = [task for task in self._builds.values() if not task.done()]
         if self._saver is not None:
             tasks.append(self._saver)
         for task in tasks:

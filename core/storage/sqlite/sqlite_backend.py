@@ -15,7 +15,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Collection, Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -387,12 +387,6 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         if self.read_only:
             return
         await self._db.write(fts_segments.tune_for_import, importing)
-
-    async def follow_writes(self, namespaces: Collection[str]) -> None:
-        """The file's derived indexes follow it on a thread of their own
-        (:meth:`core.storage.derived.holder.DerivedIndexes.follow`): one set for every
-        namespace."""
-        self.derived.follow()
 
     async def checkpoint_log(self) -> int:
         """Copy the write-ahead log into the file (a passive checkpoint, on the writer's
