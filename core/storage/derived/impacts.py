@@ -30,6 +30,16 @@ DENSE_SHARE = 4  # a word in at least 1 / DENSE_SHARE of the slots is kept dense
 BUDGET_PER_SLOT = 64 * 9
 
 
+def quotients(postings: tuple[np.ndarray, np.ndarray, np.ndarray], norm: np.ndarray,
+              weight: float) -> np.ndarray:
+    """``q`` for each of a word's postings (slots, tf in text, tf in context), given ``norm``
+    (``k1 * (1 - b + b * D / avgdl)`` per slot) and the context's weight."""
+    slots, tf_text, tf_context = postings
+    freq = tf_text + weight * tf_context
+    found: np.ndarray = (freq * (K1 + 1.0)) / (freq + norm[slots])
+    return found
+
+
 class Impact:
     """One word's quotients ``q`` for the postings ``slots`` it was computed from."""
 
@@ -106,14 +116,13 @@ class ImpactCache:
             self.clear()
             self._stamp = stamp
         held = self._held.get(key)
-        slots, tf_text, tf_context = postings
+        slots = postings[0]
         if held is not None and held.slots is slots:
             self._held.move_to_end(key)
             return held
-        freq = tf_text + stamp[2] * tf_context
         # Made dense (and kept) the second time a word is asked for under one stamp: while
         # every query follows a write, laying the quotients out densely would be wasted.
-        impact = Impact(slots, (freq * (K1 + 1.0)) / (freq + norm[slots]), used,
+        impact = Impact(slots, quotients(postings, norm, stamp[2]), used,
                         dense=key in self._asked)
         self._asked.add(key)
         if not impact.dense:  # a rarer word's quotients cost less to make than to keep
@@ -137,9 +146,7 @@ class ImpactCache:
         for key, postings in words:
             held = self._held.get(key) if stamp == self._stamp else None
             if held is None or held.slots is not postings[0]:
-                slots, tf_text, tf_context = postings
-                freq = tf_text + stamp[2] * tf_context
-                held = Impact(slots, (freq * (K1 + 1.0)) / (freq + norm[slots]), used)
+                held = Impact(postings[0], quotients(postings, norm, stamp[2]), used)
             found.append((key, held))
         return found
 
