@@ -168,6 +168,29 @@ class DerivedIndexes:
         """One index's state (read it under no lock: for reports)."""
         return self._states[name]
 
+    def names(self) -> list[str]:
+        """The indexes held, by name."""
+        return list(self._states)
+
+    def catch_up(self, conn: Any) -> None:
+        """Bring every ready index up to the file's last commit, as a query would, on
+        ``conn`` (another process's import, followed: :mod:`core.storage.sqlite.index_follower`)."""
+        for name in self._states:
+            with self.reading(conn, name):
+                pass
+
+    def take_saved(self, name: str) -> None:
+        """Load ``name`` again from its saved copy, which another process saved further on
+        than this one holds (an import's follower): held here, the index would otherwise
+        apply the whole import change by change on the next query. An index not held here
+        is left to load when a query wants it; one building goes on."""
+        state = self._states[name]
+        with state.lock, self._lock:
+            if not state.ready or state.building or self._closed or self.saving is None:
+                return
+            state.ready, state.origin = False, None
+        self.start_build(name)
+
     @contextlib.contextmanager
     def reading(self, conn: Any, name: str) -> Iterator[bool]:
         """Inside, ``name`` is up to the file's last commit and locked, and ``conn`` reads in

@@ -425,6 +425,11 @@ class Database:
         return Lane(lambda: open_connection(path, read_only=read_only, busy_timeout_ms=timeout,
                                             synchronous=sync, mmap_mb=mmap_mb), name)
 
+    @property
+    def busy_timeout_ms(self) -> int:
+        """How long a connection of this file waits for a lock."""
+        return self._busy_timeout_ms
+
     def connect_reader(self) -> Any:
         """A read-only connection of the caller's own, for work on a thread of its own (a
         derived index's build); the caller closes it."""

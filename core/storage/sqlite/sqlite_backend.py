@@ -56,6 +56,7 @@ from core.storage.sqlite import (
     vectors,
 )
 from core.storage.sqlite.connection import Database, checkpoint_wal
+from core.storage.sqlite.index_follower import IndexFollower, follow_imports
 from core.storage.sqlite.migrations import current_version, latest_version, migrate
 from core.storage.sqlite.refusals import storage_refusal
 from core.storage.sqlite.session_vectors import SessionMatrix
@@ -98,6 +99,7 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         self.read_only = db.read_only
         self.warnings = warnings
         self.schema_version = 0
+        self._follower: IndexFollower | None = None
         self.read_only_reason: str | None = None
         """Why the file is read-only when nobody asked for it (the app's banner says it)."""
         self.namespace_vectors = NamespaceVectors()
@@ -193,6 +195,8 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
     async def close(self) -> None:
         """Close every connection (after a derived index's build in flight)."""
+        if self._follower is not None:
+            await self._follower.stop()
         await asyncio.to_thread(self.derived.close)
         self._db.close()
 
@@ -383,10 +387,24 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
 
     async def bulk_writes(self, importing: bool) -> None:
         """The full-text index tuned for large transactions while an import writes, set back
-        after it (:func:`core.storage.sqlite.fts_segments.tune_for_import`)."""
+        after it (:func:`core.storage.sqlite.fts_segments.tune_for_import`); the derived
+        indexes followed by a helper process meanwhile, and taken from its saved copies
+        after it (:mod:`core.storage.sqlite.index_follower`)."""
         if self.read_only:
             return
         await self._db.write(fts_segments.tune_for_import, importing)
+        saving = self.derived.saving
+        if importing and saving is not None and saving.writable and follow_imports():
+            self._follower = IndexFollower(self.path, self._db.busy_timeout_ms)
+            try:
+                await self._follower.start()
+            except OSError as exc:  # no helper: the next query builds them, as before
+                log.warning("the import's index follower did not start: %s", exc)
+                self._follower = None
+        elif not importing and self._follower is not None:
+            follower, self._follower = self._follower, None
+            for name in await follower.finish():
+                self.derived.take_saved(name)
 
     async def checkpoint_log(self) -> int:
         """Copy the write-ahead log into the file (a passive checkpoint, on the writer's
