@@ -83,6 +83,23 @@ def test_tokens_equal_fts5s_on_the_locomo_dev_conversations() -> None:
     assert [tokenizer.tokens(text) for text in texts] == _fts5_tokens(texts)
 
 
+SPACES = "\x85\xa0\u1680\u2003\u2028\u2029\u202f\u205f\u3000\x1c\x1f"
+
+
+def test_counts_of_a_batch_equal_fts5s_tokens_text_by_text() -> None:
+    rng = random.Random(6)
+    texts = [_text(rng) for _ in range(300)] + ["", "   ", "ÀÉÎ àéî", "x_y", "e\u0301te\u0301"]
+    texts += [f"wide{space}gap{space}running" for space in SPACES] + ["non\u00adbreak"]
+    want = sorted((term, n, tokens.count(term)) for n, tokens in enumerate(_fts5_tokens(texts))
+                  for term in set(tokens))
+    for batch in (texts, texts + ["a NUL\x00inside"]):  # the second split a text at a time
+        tokenizer = Tokenizer()
+        doc, term, count = (array.tolist() for array in tokenizer.count(batch))
+        found = sorted(zip((tokenizer.terms[t] for t in term), doc, count, strict=True))
+        assert [row for row in found if row[1] < len(texts)] == want
+    assert [array.tolist() for array in Tokenizer().count([])] == [[], [], []]
+
+
 def test_phrase_occurrences_count_overlapping_places() -> None:
     assert occurrences([1, 2, 1, 2, 1], (1, 2)) == 2
     assert occurrences([3, 3, 3], (3, 3)) == 2
