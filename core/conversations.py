@@ -18,7 +18,13 @@ from core import indexing, inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, OutOfNamespace
 from core.inputs import clean_namespace
-from core.storage.messages import PreparedChunk, PreparedMessage, out_of_namespace
+from core.storage.messages import (
+    PreparedChunk,
+    PreparedMessage,
+    chunk_id_for,
+    chunk_metadata_json,
+    out_of_namespace,
+)
 from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import MemoryRecord, SessionInfo, StoreResult
 
@@ -101,7 +107,10 @@ class Conversations:
             payload_json=payload_json,
             role=role, importance=float(importance), chunks=chunks,
             chunk_metadata=chunk_metadata, agent_identity=agent or self._config.agent,
-            created_at=created_at, bound=bound)
+            created_at=created_at, bound=bound,
+            chunk_ids=tuple(chunk_id_for(session_id, chunk.content_hash) for chunk in chunks),
+            metadata_json=None if sequence is None else chunk_metadata_json(chunk_metadata,
+                                                                            sequence))
 
     async def store(self, session_id: str, sequence: int, payload: Any, agent: str | None,
                     namespace: str | None, created_at: object = None) -> StoreResult:

@@ -13,7 +13,14 @@ from core.embeddings.base import l2_normalise
 from core.embeddings.context import blend_rows
 from core.indexing import CONTEXT_SEPARATOR
 from core.storage.fts_rows import fts_rows, prefixed, prefixed_context, session_prefix
-from core.storage.messages import PreparedChunk, PreparedMessage
+from core.storage.messages import (
+    PreparedChunk,
+    PreparedMessage,
+    chunk_id_for,
+    chunk_metadata_json,
+    plan_chunks,
+    planned_chunks,
+)
 
 # Words, punctuation, underscores, accents and blanks: what the tokenizer splits on.
 _PART = st.text(alphabet=st.sampled_from("ab é_Z9 .,!\n'-"), max_size=40)
@@ -66,3 +73,22 @@ def test_a_message_with_its_context_is_a_new_message_and_the_old_one_is_untouche
     assert message.context is None and given is not message
     with pytest.raises(dataclasses.FrozenInstanceError):
         given.context = "other"  # type: ignore[misc]
+
+
+def test_chunk_ids_and_metadata_worked_out_before_the_write_plan_as_the_write_would() -> None:
+    chunks = (PreparedChunk("one", "h1"), PreparedChunk("two", "h2"), PreparedChunk("one", "h1"))
+    bare = PreparedMessage("s", 3, "{}", "user", 0.5, chunks, {"role": "user", "tags": ["a"]},
+                           "agent", "2026-01-01 00:00:00")
+    ahead = dataclasses.replace(
+        bare, chunk_ids=tuple(chunk_id_for("s", chunk.content_hash) for chunk in chunks),
+        metadata_json=chunk_metadata_json(bare.chunk_metadata, 3))
+    later = dataclasses.replace(bare, sequence=None)  # allocated in the write: worked out there
+    stored = {chunk_id_for("s", "h2"): 1}
+    plans = [plan_chunks(planned_chunks([m], [(m, 3)]), dict(stored))
+             for m in (bare, ahead, later)]
+    assert [[(c.chunk_id, c.chunk, c.vector_row, c.metadata_json) for c in plan.new]
+            for plan in plans] == [[(chunk_id_for("s", "h1"), chunks[0], 0,
+                                     '{"role": "user", "tags": ["a"], "sequence": 3}')]] * 3
+    # "two" was stored before; "one" came twice and is stored once
+    assert [plan.extended for plan in plans] == [
+        {chunk_id_for("s", "h2"): 3, chunk_id_for("s", "h1"): 3}] * 3

@@ -48,6 +48,11 @@ class PreparedMessage:
     # True: the session must belong to ``agent_identity`` (a namespace-bound caller); a
     # session another agent created is refused inside the write transaction.
     bound: bool = False
+    # Worked out off the writer's lock with the rest (None: by the write): its chunks' ids,
+    # and their metadata_json at its given ``sequence``. In the write they were 1.7 s of a
+    # 100k-chunk import's 12 s on the writer's lane, where every other step waits for it.
+    chunk_ids: tuple[str, ...] | None = None
+    metadata_json: str | None = None
 
     def with_context(self, context: str) -> PreparedMessage:
         """This message with its chunks' context worked out.
@@ -60,9 +65,9 @@ class PreparedMessage:
         return copy
 
 
-@dataclass(frozen=True)
-class WriteOutcome:
-    """Per message: its sequence and how many chunks were new or deduplicated."""
+class WriteOutcome(NamedTuple):
+    """Per message: its sequence and how many chunks were new or deduplicated (a tuple:
+    an import makes two per message on the writer's lane)."""
 
     sequence: int | None
     inserted: int
@@ -74,6 +79,13 @@ def chunk_id_for(session_id: str, content_hash: str) -> str:
     """A chunk's id: stable for a session and content, so dedup is a primary-key upsert."""
     digest = hashlib.sha256(f"{session_id}\x00{content_hash}".encode()).hexdigest()
     return f"chk-{digest[:32]}"
+
+
+def chunk_metadata_json(metadata: Mapping[str, Any], sequence: int) -> str:
+    """A new chunk's ``metadata_json``: its message's chunk metadata, and its sequence."""
+    fields = dict(metadata)
+    fields["sequence"] = sequence
+    return json.dumps(fields, ensure_ascii=False)
 
 
 def out_of_namespace(session_id: str, namespace: str) -> str:
@@ -166,9 +178,15 @@ def planned_chunks(messages: Sequence[PreparedMessage],
     for message in messages:
         first_row[id(message)] = row
         row += len(message.chunks)
-    return [PlannedChunk(m, seq, chunk_id_for(m.session_id, c.content_hash), c,
-                         first_row[id(m)] + position)
-            for m, seq in accepted for position, c in enumerate(m.chunks)]
+    planned = []
+    for m, seq in accepted:
+        ids = m.chunk_ids
+        if ids is None:
+            ids = tuple(chunk_id_for(m.session_id, c.content_hash) for c in m.chunks)
+        row = first_row[id(m)]
+        planned += [PlannedChunk(m, seq, chunk_id, c, row + position)
+                    for position, (c, chunk_id) in enumerate(zip(m.chunks, ids, strict=True))]
+    return planned
 
 
 def plan_chunks(planned: Sequence[PlannedChunk], stored: dict[str, int]) -> ChunkPlan:
@@ -189,10 +207,12 @@ def plan_chunks(planned: Sequence[PlannedChunk], stored: dict[str, int]) -> Chun
             continue
         metadata = metadata_by_message.get(id(message))
         if metadata is None:
-            fields = dict(message.chunk_metadata)
-            fields["sequence"] = sequence
-            metadata = metadata_by_message[id(message)] = json.dumps(fields, ensure_ascii=False)
-        new.append(chunk._replace(metadata_json=metadata))
+            metadata = (message.metadata_json if message.metadata_json is not None
+                        and message.sequence == sequence
+                        else chunk_metadata_json(message.chunk_metadata, sequence))
+            metadata_by_message[id(message)] = metadata
+        new.append(PlannedChunk(message, sequence, chunk_id, chunk.chunk, chunk.vector_row,
+                                metadata))
         stored[chunk_id] = sequence
         tally[0] += 1
     return ChunkPlan(new, extended, counts)
