@@ -47,6 +47,9 @@ BulkItem = (tuple[str, int | None, dict[str, Any]]
 # Messages per transaction by default: a call of a few thousand still makes several
 # batches, so its writes overlap embedding and the helper process starts.
 BATCH_MESSAGES = 1000
+# Messages from which an import has its derived indexes kept in step as it writes (by a helper
+# process, see Backend.bulk_writes): for fewer, building them after it takes under a second.
+FOLLOW_FROM_MESSAGES = 10_000
 # Messages per transaction an import asks for, handing over several times as many a call:
 # 4,000 wrote 30k chunks in 10.7 s of writes where 1,000 took 16.7 (automerge off both).
 IMPORT_BATCH = 4000
@@ -274,7 +277,7 @@ class BulkIngest:
             last_turn = turn
             pending_items = []
 
-        importing = False
+        importing = large = False
         try:
             for index, item in enumerate(items):
                 pending_items.append((index, item))
@@ -286,6 +289,9 @@ class BulkIngest:
                         # small writes, which a single batch does not pay).
                         importing = True
                         await backend.bulk_writes(True)
+                    if not large and index + 1 >= FOLLOW_FROM_MESSAGES:
+                        large = True
+                        await backend.bulk_writes(True, large=True)
                     if len(in_flight) > 2:
                         await in_flight.pop(0)
             if pending_items:

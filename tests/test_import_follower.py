@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from core import Engine
+from core import Engine, bulk
 from core.storage.derived import persisted
 from core.storage.derived.changes import newest_seq
 from core.storage.sqlite import index_follower
@@ -33,6 +33,12 @@ def manifests(path: Path) -> dict[str, dict[str, Any]]:
     folder = persisted.sqlite_folder(path)
     return {name: json.loads((folder / f"{name}.json").read_text()) for name in NAMES
             if (folder / f"{name}.json").exists()}
+
+
+@pytest.fixture(autouse=True)
+def follows_small_imports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import of two batches or more is followed (not only one of 10,000 messages)."""
+    monkeypatch.setattr(bulk, "FOLLOW_FROM_MESSAGES", 1)
 
 
 @pytest.fixture
@@ -177,3 +183,21 @@ class _Lines:
         with self._more:
             self._more.wait_for(lambda: bool(self._lines))
             return self._lines.pop(0)
+
+
+async def test_an_import_under_the_threshold_starts_no_follower(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bulk, "FOLLOW_FROM_MESSAGES", 300)
+    started: list[int] = []
+    start = index_follower.IndexFollower.start
+
+    async def counted(self: index_follower.IndexFollower) -> None:
+        started.append(1)
+        await start(self)
+
+    monkeypatch.setattr(index_follower.IndexFollower, "start", counted)
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store_many(items("ann", 250, 10), agent="ann", batch_size=50)
+        assert started == []
+        await engine.store_many(items("bob", 350, 11), agent="bob", batch_size=50)
+        assert started == [1]

@@ -603,10 +603,12 @@ class Backend(Protocol):
         """The store's own consistency checks, full-text index included; ``["ok"]`` when
         sound, else one line per problem."""
 
-    async def bulk_writes(self, importing: bool) -> None:
+    async def bulk_writes(self, importing: bool, *, large: bool = False) -> None:
         """Tune the full-text index for an import's large transactions (``importing``) or
         back for single writes; either way every write stays durable and found as before
-        (SQLite: FTS5's automerge off during the import, its segments merged later)."""
+        (SQLite: FTS5's automerge off during the import, its segments merged later).
+        Called again with ``large`` once the import is long enough to keep the derived
+        indexes in step as it writes (SQLite: :mod:`core.storage.sqlite.index_follower`)."""
 
     async def checkpoint_log(self) -> int:
         """Copy the write-ahead log into the store as far as no reader needs it, waiting for

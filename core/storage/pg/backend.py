@@ -298,7 +298,7 @@ class PostgresBackend(SharedOperations, LangGraphOperations, AgentItemsOperation
         """Not offered: a server's storage is the administrator's (``features.can_cap_size``)."""
         raise InvalidInput("a PostgreSQL memory cannot be capped in size from here")
 
-    async def bulk_writes(self, importing: bool) -> None:
+    async def bulk_writes(self, importing: bool, *, large: bool = False) -> None:
         """Nothing to tune: each batch's GIN entries go to its pending list, merged by
         PostgreSQL itself."""
 

@@ -385,23 +385,25 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
         self.require_writable()
         return await self._db.write(cap)
 
-    async def bulk_writes(self, importing: bool) -> None:
+    async def bulk_writes(self, importing: bool, *, large: bool = False) -> None:
         """The full-text index tuned for large transactions while an import writes, set back
-        after it (:func:`core.storage.sqlite.fts_segments.tune_for_import`); the derived
-        indexes followed by a helper process meanwhile, and taken from its saved copies
-        after it (:mod:`core.storage.sqlite.index_follower`)."""
+        after it (:func:`core.storage.sqlite.fts_segments.tune_for_import`); from when it is
+        ``large``, the derived indexes followed by a helper process, and taken from its
+        saved copies after it (:mod:`core.storage.sqlite.index_follower`)."""
         if self.read_only:
             return
-        await self._db.write(fts_segments.tune_for_import, importing)
         saving = self.derived.saving
-        if importing and saving is not None and saving.writable and follow_imports():
+        if not large:
+            await self._db.write(fts_segments.tune_for_import, importing)
+        elif (self._follower is None and saving is not None and saving.writable
+              and follow_imports()):
             self._follower = IndexFollower(self.path, self._db.busy_timeout_ms)
             try:
                 await self._follower.start()
             except OSError as exc:  # no helper: the next query builds them, as before
                 log.warning("the import's index follower did not start: %s", exc)
                 self._follower = None
-        elif not importing and self._follower is not None:
+        if not importing and self._follower is not None:
             follower, self._follower = self._follower, None
             for name in await follower.finish():
                 self.derived.take_saved(name)
