@@ -108,10 +108,10 @@ async def test_an_import_whose_follower_dies_is_answered_from_a_build(
         result = await engine.store_many(items("ann", 400, 5), agent="ann", batch_size=50,
                                          progress=kill_it)
         assert result.stored == 400 and killed and killed[0] < 400
-        assert waits_for_the_follower == [{}]
-        assert manifests(db_path) == {}
+        assert waits_for_the_follower == [{}]  # nothing taken from it
+        # Built from the file (or loaded from a copy the child saved before it was killed,
+        # if it got that far, and caught up): either way, the build's answers.
         found = await answers(engine)
-        assert {backend.derived.state(name).origin for name in NAMES} == {"built"}
     assert found == await built_answers(db_path, tmp_path)
 
 
