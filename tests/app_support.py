@@ -8,6 +8,7 @@ the same on every run.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import shutil
 import tempfile
@@ -82,6 +83,7 @@ async def build_fixture(path: Path) -> None:
         return
     if not _built:
         template = Path(tempfile.mkdtemp(prefix="workbench-fixture-")) / "fixture.db"
+        atexit.register(shutil.rmtree, template.parent, ignore_errors=True)
         await _build(template)
         _built.append(template)
     shutil.copyfile(_built[0], path)

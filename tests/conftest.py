@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
 import socket
 import tempfile
 from collections.abc import Callable
@@ -37,8 +39,11 @@ textual._wait.SLEEP_IDLE = textual._wait.SLEEP_GRANULARITY / 20
 gc.set_threshold(50_000, 20, 10)
 
 # PostgreSQL memories save their derived indexes under the user's cache folder: the tests'
-# go to a folder of the run's own (subprocesses inherit it).
-os.environ.setdefault("WORKBENCH_INDEX_CACHE", tempfile.mkdtemp(prefix="workbench-index-"))
+# go to a folder of the run's own (subprocesses inherit it), removed when the process that
+# made it ends (left behind, each test process's added up to 900 MB in /tmp in a day).
+if "WORKBENCH_INDEX_CACHE" not in os.environ:
+    os.environ["WORKBENCH_INDEX_CACHE"] = tempfile.mkdtemp(prefix="workbench-index-")
+    atexit.register(shutil.rmtree, os.environ["WORKBENCH_INDEX_CACHE"], ignore_errors=True)
 
 DETERMINISTIC = {"embedding": {"backend": "deterministic", "fallback_dimensions": 64}}
 
