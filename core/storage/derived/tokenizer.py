@@ -40,25 +40,18 @@ _END = -1
 _SEPARATORS = str.maketrans({chr(c): " " for c in range(1, 128) if not chr(c).isalnum()})
 
 
-def _runs(texts: Sequence[str]) -> list[str] | None:
-    """Every run of ``texts`` in order, each text's followed by the mark (None when a text
-    holds it)."""
+def _runs(texts: Sequence[str]) -> list[str]:
+    """Every run of ``texts`` in order, the mark between two texts' runs: one pass over
+    them all, or a :data:`RUN` split a text at a time when a text holds the mark."""
     joined = f" {_END_RUN} ".join(texts)
-    if joined.count(_END_RUN) != max(len(texts) - 1, 0):
-        return None
-    return joined.translate(_SEPARATORS).split()
-
-
-def _counted(keys: np.ndarray, texts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(text, term, occurrences) of each distinct key ``term * texts + text``, in key order."""
-    if not len(keys):
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    keys.sort()
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    counts = np.diff(np.append(starts, len(keys)))
-    unique = keys[starts]
-    return unique % texts, unique // texts, counts
+    if joined.count(_END_RUN) == max(len(texts) - 1, 0):
+        return joined.translate(_SEPARATORS).split()
+    runs: list[str] = []
+    for number, text in enumerate(texts):
+        if number:
+            runs.append(_END_RUN)
+        runs += RUN.findall(text)  # the mark is no character of a run
+    return runs
 
 
 class Tokenizer:
@@ -129,28 +122,20 @@ class Tokenizer:
         per text twice as much as the one pass.
         """
         runs = _runs(texts)
-        if runs is None:  # a text holds the mark that ends a text: split a text at a time
-            return self._count_apart(texts)
         self._learn(set(runs).difference(self._runs))
         tokens = list(map(self._runs.__getitem__, runs))
         sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
         flat = np.fromiter(chain.from_iterable(tokens), dtype=np.int64, count=int(sizes.sum()))
         ends = flat == _END
-        text_of = np.cumsum(ends)
-        flat, text_of = flat[~ends], text_of[~ends]
-        return _counted(flat * len(texts) + text_of, len(texts))
-
-    def _count_apart(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`count`, each text split by :data:`RUN` on its own."""
-        runs_per_text = [RUN.findall(text) for text in texts]
-        self._learn(set(chain.from_iterable(runs_per_text)).difference(self._runs))
-        runs = list(chain.from_iterable(runs_per_text))
-        tokens = list(map(self._runs.__getitem__, runs))
-        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        flat = np.fromiter(chain.from_iterable(tokens), dtype=np.int64, count=int(sizes.sum()))
-        runs_per = np.fromiter(map(len, runs_per_text), dtype=np.int64, count=len(texts))
-        text_of_run = np.repeat(np.arange(len(texts), dtype=np.int64), runs_per)
-        return _counted(flat * len(texts) + np.repeat(text_of_run, sizes), len(texts))
+        keys = flat[~ends] * len(texts) + np.cumsum(ends)[~ends]
+        if not len(keys):
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        keys.sort()
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        counts = np.diff(np.append(starts, len(keys)))
+        unique = keys[starts]
+        return unique % len(texts), unique // len(texts), counts
 
     def _learn(self, unknown: set[str]) -> None:
         """Tokenize, through FTS5, runs not seen before."""
