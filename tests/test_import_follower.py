@@ -161,7 +161,33 @@ async def test_the_child_follows_commits_until_told_to_finish(db_path: Path) -> 
     child.join(60)
     said = [json.loads(line) for line in out.getvalue().splitlines()]
     assert set(said[0]["ready"]) == set(NAMES)
-    assert said[-1] == {"saved": {name: newest for name in NAMES}}
+    assert said[-1]["saved"] == {name: newest for name in NAMES}
+    assert "error" not in said[-1] and set(said[-1]["seconds"]) == {"catch_up", "save"}
+
+
+async def test_a_save_that_fails_costs_only_its_own_index(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child saves each index on a thread of its own: one that fails is reported, and
+    the other is still saved and named."""
+    from core.storage.derived import holder
+
+    save = holder.DerivedIndexes.save
+
+    def failing(self: holder.DerivedIndexes, name: str, **kwargs: Any) -> bool:
+        if threading.current_thread().name == "save-full-text":  # the end's save, not a build's
+            raise RuntimeError("disk on fire")
+        return save(self, name, **kwargs)
+
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await engine.store_many(items("ann", 60, 7), agent="ann")
+        newest = await backend_of(engine)._db.read(newest_seq)
+    monkeypatch.setattr(holder.DerivedIndexes, "save", failing)
+    lines, out = _Lines(), io.BytesIO()
+    lines.send(b"finish\n")
+    index_follower.follow(db_path, 5000, lines, out)
+    said = json.loads(out.getvalue().splitlines()[-1])
+    assert said["saved"] == {"namespace-vectors": newest}
+    assert said["error"] == "full-text: RuntimeError: disk on fire"
 
 
 class _Lines:

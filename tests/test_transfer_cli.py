@@ -41,6 +41,22 @@ def test_import_jsonl_prints_counts_and_a_second_run_adds_nothing(
         "jsonl", "default", str(db))
 
 
+def test_the_progress_line_says_when_the_memory_is_searchable(
+        runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal the line counts the messages, then says what the wait after the last one
+    is for (a large import's indexes being saved), and ends once the memory is searchable."""
+    from workbench.cli import transfer
+
+    monkeypatch.setattr(transfer, "_import_line", transfer._ImportLine)  # as on a terminal
+    source = write_jsonl(tmp_path / "chats.jsonl", CHATS)
+    result = invoke(runner, "import", "jsonl", source, "--db", tmp_path / "memory.db")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.endswith(
+        "\rimporting   2/2 · making it searchable … searchable\n"), result.stderr
+    progress = result.stderr.splitlines()[-1]  # one line, rewritten in place
+    assert progress.startswith("\rimporting   0/2\rimporting   2/2"), progress
+
+
 def test_a_malformed_file_is_one_line_exit_1_and_no_memory_file(
         runner: CliRunner, tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "bad.jsonl", [CHATS[0], "{oops"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,15 +71,28 @@ URL_SOURCES = {"langgraph-checkpoints", "langgraph-store"}
 EXPORT_FORMATS = ("jsonl", "markdown")
 
 
-def _show_progress() -> Callable[[int, int], None] | None:
+class _ImportLine:
+    """The import's progress line on stderr: messages settled, then, once all are, that the
+    memory is being made searchable (a large import's indexes are saved by its helper
+    process, which at a million chunks takes seconds; the embedding backlog drains)."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        after = " · making it searchable …" if done >= total else ""
+        click.echo(f"\rimporting   {done:,}/{total:,}{after}", err=True, nl=False)
+        self.shown = True
+
+    def end(self, searchable: bool) -> None:
+        """End the line: once the memory is searchable, or before the import's error."""
+        if self.shown:
+            click.echo(" searchable" if searchable else "", err=True)
+
+
+def _import_line() -> _ImportLine | None:
     """A progress line on stderr, when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        click.echo(f"\rimporting   {done:,}/{total:,}", err=True, nl=done >= total)
-
-    return show
+    return _ImportLine() if sys.stderr.isatty() else None
 
 
 class _FileOrUrl(click.ParamType):
@@ -105,9 +117,16 @@ async def _import(source_format: str, file: Path | str, db: Location, namespace:
         if created:
             echo_created(db)
         echo_warnings(engine)
-        report = await import_file(source_format, engine, file, namespace=namespace,
-                                   progress=_show_progress())
-        await engine.drain()
+        line = _import_line()
+        searchable = False
+        try:
+            report = await import_file(source_format, engine, file, namespace=namespace,
+                                       progress=line)
+            await engine.drain()
+            searchable = True
+        finally:
+            if line is not None:
+                line.end(searchable)
     return report
 
 

@@ -149,7 +149,9 @@ class DerivedIndexes:
         self.saving = saving
         self._stop = threading.Event()
         self._saver: threading.Thread | None = None
-        self._save_lock = threading.Lock()  # one save at a time
+        # One save of an index at a time (the saver thread's, a build's, close's); the
+        # indexes apart save at once, as an import's follower does at its end.
+        self._save_locks = {name: threading.Lock() for name in self._states}
 
     def load_saved(self) -> None:
         """Start loading every index that has a saved copy (at open: the first query then
@@ -376,7 +378,7 @@ class DerivedIndexes:
         if (saving is None or not saving.writable or not state.ready
                 or not _saveable(state.index)):
             return False
-        with self._save_lock:
+        with self._save_locks[name]:
             conn = self._connect()
             try:
                 with state.lock:

@@ -101,6 +101,8 @@ class IndexFollower:
                 await process.wait()
         if "error" in answer:
             log.warning("the import's index follower failed: %s", answer["error"])
+        elif "seconds" in answer:
+            log.info("the import's index follower caught up and saved: %s", answer["seconds"])
         return {str(name): int(at) for name, at in answer.get("saved", {}).items()}
 
     async def stop(self) -> None:
@@ -165,14 +167,36 @@ def follow(path: Path, busy_timeout_ms: int, lines: Any, out: Any) -> None:
         threading.Thread(target=wait_for_finish, daemon=True).start()
         while not finished.wait(POLL_S):
             derived.catch_up(conn)
+        asked = time.perf_counter()
         derived.catch_up(conn)
+        caught_up = time.perf_counter()
+        # Each index is saved on a thread of its own: at 1M chunks the two took 7.8 s one
+        # after the other, while the import waited for them.
+        failed: list[str] = []
+
+        def save(name: str) -> None:
+            try:
+                derived.save(name)
+            except Exception as exc:  # that index is built by the next query instead
+                failed.append(f"{name}: {type(exc).__name__}: {exc}")
+
+        savers = [threading.Thread(target=save, args=(name,), name=f"save-{name}")
+                  for name in names]
+        for thread in savers:
+            thread.start()
+        for thread in savers:
+            thread.join()
         saved = {}
-        for name in names:
-            derived.save(name)  # False too when a copy at this commit is on disk already
+        for name in names:  # a copy at this commit already on disk counts as saved
             state = derived.state(name)
             if state.ready and state.saved_at == state.watermark:
                 saved[name] = state.saved_at
-        say({"saved": saved})
+        answer: dict[str, Any] = {"saved": saved, "seconds": {
+            "catch_up": round(caught_up - asked, 3),
+            "save": round(time.perf_counter() - caught_up, 3)}}
+        if failed:
+            answer["error"] = "; ".join(failed)
+        say(answer)
     finally:
         conn.close()
 
