@@ -185,11 +185,19 @@ class _Reader:
             return self._pg.execute(query.replace("?", "%s"), list(params)).fetchall()
         return self._lite.execute(query, params).fetchall()
 
-    def data_version(self) -> int | None:
-        """SQLite's count of commits by other connections; None on PostgreSQL (no such
-        counter: every reading reads)."""
+    def data_version(self) -> int | str:
+        """What changes whenever another connection commits: SQLite's count of commits by
+        other connections; on PostgreSQL, the server's current snapshot (``xmin:xmax:xip``).
+
+        A PostgreSQL transaction that wrote has an id, and its end changes the snapshot: an id
+        below ``xmax`` leaves the in-progress list (or moves ``xmin``), one at or above it
+        moves ``xmax`` up, and ``xmax`` never moves back. The same snapshot text twice means
+        no writing transaction ended in between. Reads assign no id, so they change nothing;
+        other databases' writes on the same server do, which only costs a reading more."""
         if self.postgres:
-            return None
+            row = self._pg.execute("SELECT pg_current_snapshot()::text").fetchone()
+            assert row is not None
+            return str(row[0])
         return int(self._lite.execute("PRAGMA data_version").fetchone()[0])
 
     def close(self) -> None:
@@ -220,7 +228,7 @@ class Snapshot:
         version = self._conn.data_version()
         files = sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size)
                        for p in self._folder.iterdir()) if self._folder.is_dir() else []
-        if version is not None and self._last is not None and self._last[0] == (version, files):
+        if self._last is not None and self._last[0] == (version, files):
             return self._last[1]
         found = self._read()
         self._last = ((version, files), found)
