@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -451,6 +452,28 @@ def test_arrays_checked_ahead_serve_only_the_manifest_that_was_checked(
     # A hint naming no folder, or a folder with nothing saved, checks nothing.
     persisted.check_ahead(tmp_path / "nowhere", ["ix"], "r")
     assert persisted.load(tmp_path / "nowhere", "ix", **keys) == "none saved"
+
+
+def test_checks_ahead_not_loaded_in_time_are_dropped_by_one_timer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many opens check ahead, one timer thread waits to drop what was not loaded,
+    and it drops only what is due."""
+    keys: dict[str, Any] = {"fingerprint": {"model": "m"}, "database": "db"}
+    for name in ("early", "late"):
+        persisted.save(tmp_path, name, position=1, entry=None, meta={},
+                       arrays={"a": np.arange(3, dtype=np.int64)}, **keys)
+    monkeypatch.setattr(persisted, "AHEAD_KEEP_S", 3600.0)  # the test drops them itself
+    before = threading.active_count()
+    for _ in range(20):
+        persisted.check_ahead(tmp_path, ["early"], "r")
+    persisted.check_ahead(tmp_path, ["late"], "r")
+    assert threading.active_count() - before <= 2  # the timer, and the pool's one worker
+    early, late = (str(tmp_path), "early", "r"), (str(tmp_path), "late", "r")
+    persisted._ahead_until[early] = 0.0  # its time has come
+    persisted._forget_due()
+    assert early not in persisted._ahead and late in persisted._ahead
+    loaded = persisted.load(tmp_path, "late", **keys)
+    assert not isinstance(loaded, str) and late not in persisted._ahead_until
 
 
 def watch_checks_ahead(monkeypatch: pytest.MonkeyPatch,

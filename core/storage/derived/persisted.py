@@ -258,23 +258,57 @@ def _checked_arrays(folder: Path, manifest: Mapping[str, Any],
 
 _Ahead = tuple[str, str, str]  # folder, index name, mmap mode
 _ahead: dict[_Ahead, Future[tuple[str, dict[str, np.ndarray] | str]]] = {}
+_ahead_until: dict[_Ahead, float] = {}  # when each is dropped unless loaded (monotonic)
 _ahead_lock = threading.Lock()
 _AHEAD_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="derived-check-ahead")
+AHEAD_KEEP_S = 60.0
+# One timer drops what was not loaded in time, armed for the first to go (a timer per call
+# left a test process holding some 440 sleeping threads).
+_forgetting: threading.Timer | None = None
+_forgetting_at = 0.0
 
 
 def check_ahead(folder: Path, names: Sequence[str], mmap_mode: Literal["r", "c"] = "r") -> None:
     """Start checking the saved ``names`` in ``folder`` on a thread of their own (what is
-    not loaded within a minute is dropped)."""
+    not loaded within :data:`AHEAD_KEEP_S` is dropped)."""
     if not names:
         return
-    for name in names:
-        key = (str(folder), name, mmap_mode)
-        with _ahead_lock:
+    until = time.monotonic() + AHEAD_KEEP_S
+    with _ahead_lock:
+        for name in names:
+            key = (str(folder), name, mmap_mode)
             if key not in _ahead:
                 _ahead[key] = _AHEAD_POOL.submit(_check_one, folder, name, mmap_mode)
-    timer = threading.Timer(60.0, _forget_ahead, [[(str(folder), n, mmap_mode) for n in names]])
-    timer.daemon = True
-    timer.start()
+            _ahead_until[key] = until
+        _arm_forgetting()
+
+
+def _arm_forgetting() -> None:
+    """Have the timer run when the first entry is due (call it under ``_ahead_lock``)."""
+    global _forgetting, _forgetting_at
+    if not _ahead_until:
+        return
+    due = min(_ahead_until.values())
+    if _forgetting is not None:
+        if _forgetting_at <= due:
+            return
+        _forgetting.cancel()
+    _forgetting, _forgetting_at = threading.Timer(max(0.0, due - time.monotonic()),
+                                                  _forget_due), due
+    _forgetting.daemon = True
+    _forgetting.start()
+
+
+def _forget_due() -> None:
+    """Drop the entries past their time, and arm the timer for the next one."""
+    global _forgetting
+    with _ahead_lock:
+        _forgetting = None
+        now = time.monotonic()
+        for key in [key for key, until in _ahead_until.items() if until <= now]:
+            _ahead.pop(key, None)
+            del _ahead_until[key]
+        _arm_forgetting()
 
 
 def _check_one(folder: Path, name: str,
@@ -294,16 +328,11 @@ def _taken_ahead(folder: Path, name: str, manifest: Mapping[str, Any],
     way), or None when nothing was checked ahead for it."""
     with _ahead_lock:
         found = _ahead.pop((str(folder), name, mmap_mode), None)
+        _ahead_until.pop((str(folder), name, mmap_mode), None)
     if found is None:
         return None
     seal, arrays = found.result()
     return arrays if seal == manifest.get("seal") and not isinstance(arrays, str) else None
-
-
-def _forget_ahead(keys: Sequence[_Ahead]) -> None:
-    with _ahead_lock:
-        for key in keys:
-            _ahead.pop(key, None)
 
 
 def describe(folder: Path, name: str) -> Saved | None:
