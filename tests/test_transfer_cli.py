@@ -53,7 +53,7 @@ def test_the_progress_line_says_when_the_memory_is_searchable(
     assert result.exit_code == 0, result.output
     assert result.stderr.endswith(
         "\rimporting   2/2 · making it searchable … searchable\n"), result.stderr
-    progress = result.stderr.splitlines()[-1]  # one line, rewritten in place
+    progress = result.stderr.rstrip("\n").split("\n")[-1]  # one line, rewritten in place
     assert progress.startswith("\rimporting   0/2\rimporting   2/2"), progress
 
 
