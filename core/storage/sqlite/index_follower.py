@@ -29,7 +29,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.storage.derived.holder import DerivedIndexes
 
 log = logging.getLogger(__name__)
 
@@ -170,22 +173,7 @@ def follow(path: Path, busy_timeout_ms: int, lines: Any, out: Any) -> None:
         asked = time.perf_counter()
         derived.catch_up(conn)
         caught_up = time.perf_counter()
-        # Each index is saved on a thread of its own: at 1M chunks the two took 7.8 s one
-        # after the other, while the import waited for them.
-        failed: list[str] = []
-
-        def save(name: str) -> None:
-            try:
-                derived.save(name)
-            except Exception as exc:  # that index is built by the next query instead
-                failed.append(f"{name}: {type(exc).__name__}: {exc}")
-
-        savers = [threading.Thread(target=save, args=(name,), name=f"save-{name}")
-                  for name in names]
-        for thread in savers:
-            thread.start()
-        for thread in savers:
-            thread.join()
+        failed = _save_at_once(derived, names)
         saved = {}
         for name in names:  # a copy at this commit already on disk counts as saved
             state = derived.state(name)
@@ -199,6 +187,26 @@ def follow(path: Path, busy_timeout_ms: int, lines: Any, out: Any) -> None:
         say(answer)
     finally:
         conn.close()
+
+
+def _save_at_once(derived: DerivedIndexes, names: list[str]) -> list[str]:
+    """Save each index on a thread of its own (at 1M chunks the two took 7.8 s one after
+    the other, while the import waited for them); why each that failed did."""
+    failed: list[str] = []
+
+    def save(name: str) -> None:
+        try:
+            derived.save(name)
+        except Exception as exc:  # that index is built by the next query instead
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+
+    savers = [threading.Thread(target=save, args=(name,), name=f"save-{name}")
+              for name in names]
+    for thread in savers:
+        thread.start()
+    for thread in savers:
+        thread.join()
+    return failed
 
 
 def _main() -> None:
