@@ -38,6 +38,8 @@ class Model2VecEmbedder:
     def __init__(self, model: StaticModel, name: str) -> None:
         import copy
 
+        from core.embeddings.word_cache import WordCache
+
         self._model = model
         self.name = name
         self.dimension = int(model.dim)
@@ -46,6 +48,8 @@ class Model2VecEmbedder:
         self.tokenizer = copy.deepcopy(model.tokenizer)
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
+        # The tokenizer's work remembered per word, where that gives encode's own vectors.
+        self._words = WordCache.for_model(model)
 
     def __repr__(self) -> str:
         return f"Model2VecEmbedder(name={self.name!r}, dimension={self.dimension})"
@@ -57,10 +61,13 @@ class Model2VecEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         try:
-            # No multiprocessing: the engine already runs this in a worker thread, and
-            # model2vec's pool would set os.environ from that thread.
-            vectors = self._model.encode(list(texts), show_progress_bar=False,
-                                         use_multiprocessing=False)
+            if self._words is not None:
+                vectors = self._words.encode(texts)
+            else:
+                # No multiprocessing: the engine already runs this in a worker thread, and
+                # model2vec's pool would set os.environ from that thread.
+                vectors = self._model.encode(list(texts), show_progress_bar=False,
+                                             use_multiprocessing=False)
         except Exception as exc:  # model2vec and tokenizers raise assorted types
             raise EmbeddingError(f"model {self.name!r} failed to embed {len(texts)} texts: "
                                  f"{short_reason(exc)}") from exc
@@ -69,6 +76,7 @@ class Model2VecEmbedder:
     def close(self) -> None:
         """Drop the model so its matrix can be freed."""
         self._model = None  # type: ignore[assignment]
+        self._words = None
 
 
 def load_model2vec(cfg: EmbeddingConfig) -> Model2VecEmbedder:
