@@ -36,8 +36,8 @@ _PLAIN = re.compile(r"[\x20-\x7e\t\n\r]*\Z")
 # BertPreTokenizer on such text: runs of letters and digits, and each punctuation mark alone.
 _LOWER_PIECES = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
 _CASED_PIECES = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9\s]")
-# Distinct pieces remembered before the cache starts again (a few tens of MB at most).
-MAX_PIECES = 200_000
+# Distinct pieces remembered before the cache starts again (some 25 MB).
+MAX_PIECES = 100_000
 # model2vec's own batch: its mean runs per batch, bucketed by token count.
 _BATCH = 1024
 # Texts :meth:`WordCache.for_model` compares with ``StaticModel.encode`` before trusting it.
