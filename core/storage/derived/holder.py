@@ -315,12 +315,18 @@ class DerivedIndexes:
             self._in_background(self.save, state.index.name)
 
     def _in_background(self, work: Callable[[str], object], name: str) -> None:
-        """Run ``work(name)`` on a thread that close() waits for."""
+        """Run ``work(name)`` on a thread that close() waits for; its failure is logged (a
+        save that fails leaves the next process to build, as at close)."""
+        def run() -> None:
+            try:
+                work(name)
+            except Exception as exc:  # the disk's and the driver's errors
+                log.warning("derived index %s could not be saved: %s", name, exc)
+
         with self._lock:
             if self._closed:
                 return
-            thread = threading.Thread(target=work, args=(name,), name=f"derived-save-{name}",
-                                      daemon=True)
+            thread = threading.Thread(target=run, name=f"derived-save-{name}", daemon=True)
             self._threads = [t for t in self._threads if t.is_alive()] + [thread]
             thread.start()  # under the lock, as in start_build
 
