@@ -2,9 +2,10 @@
 segments merged.
 
 Every commit appends to SQLite's write-ahead log, and copying the log into the file (a
-checkpoint) is work no write has to wait for either: :class:`Upkeep` runs it once this
-engine has written nothing for :data:`LOG_QUIET_SECONDS` (an agent's pause for its model
-between turns is enough), instead of the commit that crosses SQLite's threshold
+checkpoint) is work no write has to wait for either: :class:`Upkeep` runs it, on a connection
+beside the writer's, once this engine has written nothing for :data:`LOG_QUIET_SECONDS` (an
+agent's pause for its model between turns is enough), or after :data:`LOG_BUSY_SECONDS` of
+writes that do not pause (an import), instead of the commit that crosses SQLite's threshold
 (:data:`core.storage.sqlite.connection.WAL_AUTOCHECKPOINT_PAGES`).
 
 Writes leave SQLite's full-text index in many segments, and every full-text query reads
@@ -35,6 +36,11 @@ QUIET_SECONDS = 2.0
 
 LOG_QUIET_SECONDS = 0.25
 """How long after this engine's last write the write-ahead log is copied in."""
+
+LOG_BUSY_SECONDS = 0.5
+"""How long writes that never pause go on before the log is copied in anyway: an import
+writes some 6,000 pages a second, and a commit that finds 8,192 in the log copies them itself,
+on the writer's thread."""
 
 
 class Upkeep:
@@ -82,8 +88,10 @@ class Upkeep:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _quiet_for(self, seconds: float) -> None:
-        while (left := self._last_write + seconds - time.monotonic()) > 0:
+    async def _quiet_for(self, seconds: float, at_most: float | None = None) -> None:
+        """Wait until nothing was written for ``seconds`` (or ``at_most`` has passed)."""
+        give_up = time.monotonic() + at_most if at_most is not None else float("inf")
+        while (left := min(self._last_write + seconds, give_up) - time.monotonic()) > 0:
             await asyncio.sleep(left)
 
     async def _run(self) -> None:
@@ -91,7 +99,7 @@ class Upkeep:
         while True:
             await self._due.wait()
             self._due.clear()
-            await self._quiet_for(LOG_QUIET_SECONDS)
+            await self._quiet_for(LOG_QUIET_SECONDS, at_most=LOG_BUSY_SECONDS)
             try:
                 await self._backend.checkpoint_log()
                 self.log_copies += 1

@@ -6,6 +6,7 @@ log is copied in by the upkeep once writes pause, never by the commit of a turn.
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,35 @@ async def test_the_upkeep_copies_the_log_in_once_writes_pause(
         await until(lambda: engine.upkeep.log_copies > 0, "the log copied in")
         # Copied: nothing is left in the log that the file does not hold.
         assert await engine.backend.checkpoint_log() == 0
+
+
+async def test_writes_that_never_pause_still_have_the_log_copied_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upkeep, "LOG_QUIET_SECONDS", 600.0)  # never quiet enough
+    monkeypatch.setattr(upkeep, "LOG_BUSY_SECONDS", 0.05)
+    async with Engine.open(tmp_path / "memory.db", config=DETERMINISTIC) as engine:
+        sequence = 0
+        while engine.upkeep.log_copies == 0:
+            sequence += 1
+            await engine.store("s", sequence, {"role": "user", "content": f"fact {sequence}"})
+            assert sequence < 20_000, "the log was never copied in while writes went on"
+
+
+async def test_the_log_is_copied_in_beside_a_write_that_holds_the_writer(
+        tmp_path: Path) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def hold(conn: Any) -> bool:
+        started.set()
+        return release.wait(DEADLINE_S)
+
+    async with Engine.open(tmp_path / "memory.db", config=DETERMINISTIC) as engine:
+        await engine.store_many([("s", i, message(i)) for i in range(1, 50)])
+        held = asyncio.ensure_future(engine.backend._db.write(hold))
+        assert await asyncio.to_thread(started.wait, DEADLINE_S)
+        try:
+            assert await engine.backend.checkpoint_log() == 0
+            assert not held.done(), "the copy waited for the writer's job"
+        finally:
+            release.set()
+        assert await held

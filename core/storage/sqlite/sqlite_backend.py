@@ -55,7 +55,7 @@ from core.storage.sqlite import (
     summaries,
     vectors,
 )
-from core.storage.sqlite.connection import Database, checkpoint_wal
+from core.storage.sqlite.connection import Database
 from core.storage.sqlite.index_follower import IndexFollower, follow_imports
 from core.storage.sqlite.migrations import current_version, latest_version, migrate
 from core.storage.sqlite.refusals import storage_refusal
@@ -409,11 +409,11 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
                 self.derived.take_saved(name)
 
     async def checkpoint_log(self) -> int:
-        """Copy the write-ahead log into the file (a passive checkpoint, on the writer's
-        lane); the log's frames left uncopied, 0 on a read-only file."""
+        """Copy the write-ahead log into the file (a passive checkpoint, beside the writer:
+        :meth:`Database.checkpoint`); the log's frames left uncopied, 0 on a read-only file."""
         if self.read_only:
             return 0
-        return await self._db.write(checkpoint_wal)
+        return await self._db.checkpoint()
 
     async def merge_full_text(self) -> bool:
         """One step of merging chunks_fts's segments (:mod:`core.storage.sqlite.fts_segments`);
