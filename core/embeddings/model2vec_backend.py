@@ -61,17 +61,23 @@ class Model2VecEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         try:
-            if self._words is not None:
-                vectors = self._words.encode(texts)
-            else:
-                # No multiprocessing: the engine already runs this in a worker thread, and
-                # model2vec's pool would set os.environ from that thread.
-                vectors = self._model.encode(list(texts), show_progress_bar=False,
-                                             use_multiprocessing=False)
+            words = self._words
+            vectors = words.encode(texts) if words is not None else self._encode(texts)
         except Exception as exc:  # model2vec and tokenizers raise assorted types
             raise EmbeddingError(f"model {self.name!r} failed to embed {len(texts)} texts: "
                                  f"{short_reason(exc)}") from exc
         return l2_normalise(vectors)
+
+    def embed_as_shipped(self, texts: list[str]) -> np.ndarray:
+        """:meth:`embed` through model2vec's own ``encode``, without the word cache: the
+        same vectors at the cost another store's users pay (``bench peers`` times it)."""
+        return l2_normalise(self._encode(texts))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        # No multiprocessing: the engine already runs this in a worker thread, and
+        # model2vec's pool would set os.environ from that thread.
+        return self._model.encode(list(texts), show_progress_bar=False,
+                                  use_multiprocessing=False)
 
     def close(self) -> None:
         """Drop the model so its matrix can be freed."""

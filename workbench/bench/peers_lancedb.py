@@ -47,16 +47,19 @@ class LanceBuild:
     encode_seconds: float
     write_seconds: float
     index_seconds: float
+    # The same texts through ``also`` (our own embedding path), when one was given.
+    also_seconds: float | None = None
 
 
 def build_lancedb(lancedb: Any, folder: Path, path: Path, embed: Callable[[list[str]], Any],
-                  ) -> LanceBuild:
+                  also: Callable[[list[str]], Any] | None = None) -> LanceBuild:
     """LanceDB's table of every embedded chunk of the file at ``path``, with the engine's
-    own vectors; ``embed`` is timed on the chunk texts as LanceDB's ingest cost."""
+    own vectors; ``embed`` is timed on the chunk texts as LanceDB's ingest cost, and
+    ``also`` on the same texts, apart, for comparison."""
     import pyarrow as pa
     from lancedb.index import FTS, Bitmap
 
-    spent = {"read": 0.0, "encode": 0.0}
+    spent = {"read": 0.0, "encode": 0.0, "also": 0.0}
     rows = 0
 
     def batches(schema: Any) -> Iterator[Any]:
@@ -65,6 +68,10 @@ def build_lancedb(lancedb: Any, folder: Path, path: Path, embed: Callable[[list[
             began = time.perf_counter()
             embed(texts)
             spent["encode"] += time.perf_counter() - began
+            began = time.perf_counter()
+            if also is not None:
+                also(texts)
+            spent["also"] += time.perf_counter() - began
             began = time.perf_counter()
             flat = pa.array(matrix.reshape(-1), type=pa.float32())
             yield pa.RecordBatch.from_arrays([
@@ -88,8 +95,9 @@ def build_lancedb(lancedb: Any, folder: Path, path: Path, embed: Callable[[list[
     table.create_index("session_id", config=Bitmap())
     indexed = time.perf_counter()
     # Reading the file and encoding ran inside the write: only LanceDB's own part counts.
-    write_seconds = written - started - spent["read"] - spent["encode"]
-    return LanceBuild(table, rows, spent["encode"], max(write_seconds, 0.0), indexed - written)
+    write_seconds = written - started - spent["read"] - spent["encode"] - spent["also"]
+    return LanceBuild(table, rows, spent["encode"], max(write_seconds, 0.0), indexed - written,
+                      spent["also"] if also is not None else None)
 
 
 def _dimension(path: Path) -> int:
