@@ -1,9 +1,9 @@
 """The bulk ingest path: many messages per transaction, embedded before they are written.
 
-A pipeline over batches: batch N is validated and chunked in a thread and embedded (in a
-helper process from the second batch on, see :mod:`core.embeddings.process`) while batch N-1 is
-written on the writer's lane, chunks and vectors in one transaction. Writes stay in input
-order, because sequences are checked in order.
+A pipeline over batches: batch N is validated, chunked and embedded (the first in a thread of
+this process, the next ones in a helper process, see :mod:`core.embeddings.process`) while
+batch N-1 is written on the writer's lane, chunks and vectors in one transaction. Writes stay
+in input order, because sequences are checked in order.
 """
 
 from __future__ import annotations
@@ -16,19 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core import inputs
 from core.clock import utc_now
 from core.embeddings import embed_checked
 from core.embeddings.context import blend_rows
 from core.embeddings.process import EmbeddingProcess, worth_a_process
-from core.errors import InvalidInput
+from core.prepare import prepare_batch, texts_to_embed
 from core.storage.fts_rows import context_text
 from core.storage.messages import PreparedMessage
 from core.types import BulkStoreResult, Rejected
 
 if TYPE_CHECKING:
     from core.config import Config
-    from core.conversations import Conversations
     from core.embeddings.current_model import CurrentModel
     from core.storage.backend import Backend
     from core.working_memory import WorkingMemory
@@ -59,14 +57,12 @@ class BulkIngest:
     """The engine's bulk path, and the embedding helper process it starts when it pays."""
 
     def __init__(self, backend: Backend, config: Config, model: CurrentModel,
-                 working_memory: WorkingMemory, wake: Callable[[], None],
-                 conversations: Conversations) -> None:
+                 working_memory: WorkingMemory, wake: Callable[[], None]) -> None:
         self._backend = backend
         self._config = config
         self._model = model
         self._working_memory = working_memory
         self._wake = wake
-        self._conversations = conversations
         self.process: EmbeddingProcess | None = None
 
     async def close(self) -> None:
@@ -103,28 +99,6 @@ class BulkIngest:
         stored = inserted = deduplicated = settled = 0
         rejected: list[Rejected] = []
         embed_inline = model.worker is not None and model.vectors_usable
-
-        def prepare(chunk_of_items: list[tuple[int, BulkItem]],
-                    ) -> tuple[list[tuple[int, PreparedMessage]], list[Rejected]]:
-            """Validate and chunk one batch; runs in a worker thread."""
-            batch_time = utc_now()
-            batch: list[tuple[int, PreparedMessage]] = []
-            refused: list[Rejected] = []
-            for index, item in chunk_of_items:
-                try:
-                    if len(item) == 3:
-                        session_id, sequence, payload = item
-                        created_at = batch_time
-                    else:
-                        session_id, sequence, payload, given = item
-                        created_at = inputs.message_time(given) or batch_time
-                    batch.append((index, self._conversations.prepare_message(
-                        session_id, sequence, payload, agent, created_at)))
-                except InvalidInput as exc:
-                    refused.append(Rejected(index, str(session_id),
-                                            sequence if isinstance(sequence, int) else None,
-                                            str(exc)))
-            return batch, refused
 
         def embed_here(texts: list[str]) -> np.ndarray | None:
             try:
@@ -216,13 +190,21 @@ class BulkIngest:
                         previous: asyncio.Task[None] | None,
                         turn: tuple[asyncio.Event | None, asyncio.Event]) -> None:
             nonlocal settled
-            batch, refused = await asyncio.to_thread(prepare, chunk_of_items)
-            texts = [chunk.text for _, p in batch for chunk in p.chunks]
-            if count > 0:  # first chunks longer than a context part, cut as a part is
-                texts += [p.chunks[0].text[:max_chars] for _, p in batch
-                          if p.chunks and len(p.chunks[0].text) > max_chars]
-            # The first batch is embedded here, so that writing starts while the helper starts.
-            matrix = await embed(texts, wait_for_helper=previous is not None)
+            done, batch_time = None, utc_now()
+            if self.process is not None and previous is not None:
+                # The helper prepares and embeds the batch on its own core (None: it is not
+                # running, so this process does both, as for the first batch).
+                await self.process.started()
+                done = await self.process.prepare(chunk_of_items, agent, batch_time)
+            if done is None:
+                batch, refused = await asyncio.to_thread(prepare_batch, config, chunk_of_items,
+                                                         agent, batch_time)
+                # The first batch is embedded here, so that writing starts while the helper
+                # starts.
+                matrix = await embed(texts_to_embed(batch, count, max_chars),
+                                     wait_for_helper=previous is not None)
+            else:
+                batch, refused, matrix = done
             before, mine = turn
             try:
                 if before is not None:
@@ -269,7 +251,8 @@ class BulkIngest:
                     worth_a_process(config.embedding):
                 # A second batch means a real import: give the model a core of its own.
                 self.process = EmbeddingProcess(
-                    config.embedding, model.embedder.name, model.embedder.dimension)
+                    config.embedding, model.embedder.name, model.embedder.dimension,
+                    prepare_with=config)
                 self.process.start()
             turn = asyncio.Event()
             in_flight.append(asyncio.create_task(stage(pending_items, previous,

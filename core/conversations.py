@@ -14,18 +14,15 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from core import indexing, inputs
+from core import inputs
 from core.clock import utc_now
 from core.errors import InvalidInput, NotFound, OutOfNamespace
 from core.inputs import clean_namespace
+from core.prepare import prepare_message
 from core.storage.messages import (
-    PreparedChunk,
     PreparedMessage,
-    chunk_id_for,
-    chunk_metadata_json,
     out_of_namespace,
 )
-from core.storage.vocabulary import MEMORY_PREFIX
 from core.types import MemoryRecord, SessionInfo, StoreResult
 
 if TYPE_CHECKING:
@@ -71,46 +68,8 @@ class Conversations:
         ``bound``: the write is refused (``OutOfNamespace``) unless the session is ``agent``'s
         or new. Raises ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
         """
-        inputs.session_id(session_id)
-        if agent is not None:
-            inputs.utf8_text(agent, "agent")
-        if session_id.startswith(MEMORY_PREFIX):
-            raise InvalidInput(f"session {inputs.shown(session_id)} holds a namespace's notes (its "
-                               f"name begins with {MEMORY_PREFIX!r}); write notes with add_note "
-                               "or save_memory, and messages to another session")
-        if sequence is not None:
-            inputs.int64(sequence, "sequence")
-        message = indexing.validate_message(payload)
-        payload_json = inputs.within_size(
-            json.dumps(message, ensure_ascii=False, allow_nan=False), "message",
-            self._config.storage.max_content_kb)
-        role = message["role"]
-        importance = message.get("importance")
-        if importance is None:
-            importance = indexing.default_importance(role, self._config.importance)
-        text = indexing.normalize_text(indexing.extract_indexable_text(message))
-        chunking = self._config.chunking
-        pieces = indexing.chunk_text(text, chunking.max_chars, chunking.overlap_chars)
-        chunks = tuple(PreparedChunk(piece, indexing.content_hash(piece)) for piece in pieces)
-        event_metadata = message.get("metadata") or {}
-        chunk_metadata: dict[str, Any] = dict(event_metadata)
-        if "tags" in event_metadata:
-            notes = self._config.notes
-            chunk_metadata["tags"] = indexing.normalize_tags(
-                event_metadata["tags"], notes.max_tags, notes.max_tag_chars)
-        chunk_metadata["role"] = role
-        for key in ("tool_name", "tool_call_id", "name"):
-            if message.get(key):
-                chunk_metadata[key] = message[key]
-        return PreparedMessage(
-            session_id=session_id, sequence=sequence,
-            payload_json=payload_json,
-            role=role, importance=float(importance), chunks=chunks,
-            chunk_metadata=chunk_metadata, agent_identity=agent or self._config.agent,
-            created_at=created_at, bound=bound,
-            chunk_ids=tuple(chunk_id_for(session_id, chunk.content_hash) for chunk in chunks),
-            metadata_json=None if sequence is None else chunk_metadata_json(chunk_metadata,
-                                                                            sequence))
+        return prepare_message(self._config, session_id, sequence, payload, agent, created_at,
+                               bound)
 
     async def store(self, session_id: str, sequence: int, payload: Any, agent: str | None,
                     namespace: str | None, created_at: object = None) -> StoreResult:

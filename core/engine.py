@@ -97,8 +97,7 @@ class Engine(NoteOperations):
         self.summaries = Summaries(backend, config.summary, self.model)
         self.conversations = Conversations(backend, config, self.working_memory, wake,
                                            self.summaries)
-        self.bulk = BulkIngest(backend, config, self.model, self.working_memory, wake,
-                               self.conversations)
+        self.bulk = BulkIngest(backend, config, self.model, self.working_memory, wake)
         self.retrieval = Retrieval(backend, config, self.model, self.conversations)
         self.notes = Notes(backend, config, self.retrieval, self.working_memory, wake)
         self.facts = Facts(backend, self.notes)

@@ -85,3 +85,100 @@ async def test_a_helper_slow_to_start_is_waited_for_no_longer_than_its_limit(
         assert result.stored == 40 and not helper._starting.done()
         assert (await engine.counts())["chunks_vec"] == 40
         released.set()
+
+
+def _import_items() -> list[tuple[Any, ...]]:
+    """Messages over five sessions with their own times, some refused (a bad payload, a
+    time without a zone), and a whole batch with no text to embed (tool calls)."""
+    items: list[tuple[Any, ...]] = []
+    for i in range(1, 71):
+        session = f"s{i % 3}" if i <= 45 else f"t{i % 2}"  # sessions new in later batches
+        when = f"2026-03-{1 + i % 28:02d}T10:{i % 60:02d}:00+00:00"
+        payload: Any = {"role": "user" if i % 2 else "assistant",
+                        "content": f"import message {i} about the {['tax', 'dog', 'deploy'][i % 3]}"
+                        f" {'and more words ' * (i % 40)}", "metadata": {"n": i}}
+        if 31 <= i <= 40:
+            payload = {"role": "assistant", "content": None,
+                       "tool_calls": [{"id": f"c{i}", "type": "function",
+                                       "function": {"name": "look", "arguments": "{}"}}]}
+        if i == 17:
+            payload = {"role": "wizard", "content": "not a role"}
+        if i == 23:
+            when = "2026-03-01T10:00:00"  # no zone: refused
+        items.append((session, None, payload, when))
+    return items
+
+
+async def test_the_helper_prepares_exactly_as_this_process_does() -> None:
+    from core.config import load_config
+    from core.prepare import prepare_batch, texts_to_embed
+
+    config = load_config(DETERMINISTIC)
+    local = load_embedder(config.embedding).embedder
+    helper = EmbeddingProcess(config.embedding, local.name, local.dimension,
+                              prepare_with=config)
+    helper.start()
+    await helper._starting
+    indexed = list(enumerate(_import_items()))
+    try:
+        done = await helper.prepare(indexed, "ann", "2026-04-01T00:00:00.000Z")
+    finally:
+        await helper.close()
+    assert done is not None
+    batch, refused, matrix = done
+    expected_batch, expected_refused = prepare_batch(config, indexed, "ann",
+                                                     "2026-04-01T00:00:00.000Z")
+    assert batch == expected_batch and refused == expected_refused
+    assert [r.index for r in refused] == [16, 22]
+    texts = texts_to_embed(batch, config.chunking.context_messages, config.chunking.context_chars)
+    assert matrix is not None and matrix.shape == (len(texts), local.dimension)
+    np.testing.assert_allclose(matrix, local.embed(texts), rtol=0, atol=1e-6)
+
+
+async def test_an_import_prepared_by_the_helper_stores_what_this_process_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row and vector of an import whose batches the helper prepared and embedded is
+    the one an import prepared here stores; refusals are the same, with their places."""
+    items = _import_items()
+    prepared_there: list[int] = []
+    real_prepare = EmbeddingProcess.prepare
+
+    async def counting(self: EmbeddingProcess, batch: Any, agent: str | None,
+                       batch_time: str) -> Any:
+        done = await real_prepare(self, batch, agent, batch_time)
+        if done is not None:
+            prepared_there.append(len(batch))
+        return done
+
+    monkeypatch.setattr(EmbeddingProcess, "prepare", counting)
+
+    async def imported(path: Path) -> tuple[Any, ...]:
+        async with Engine.open(path, config=DETERMINISTIC) as engine:
+            result = await engine.store_many(items, agent="ann", batch_size=10)
+            helper = engine.bulk.process
+            used = helper is not None and helper.usable
+            rows = await engine.backend._db.read(lambda conn: (
+                conn.execute("SELECT session_id, agent_identity, created_at, updated_at"
+                             " FROM sessions ORDER BY session_id").fetchall(),
+                conn.execute("SELECT session_id, sequence, payload_json, created_at, role,"
+                             " importance FROM conversation_events ORDER BY rowid").fetchall(),
+                conn.execute("SELECT chunk_id, session_id, chunk_text, content_hash,"
+                             " sequence_start, metadata_json, created_at, embedding_status,"
+                             " context_text FROM chunks ORDER BY fts_rowid").fetchall(),
+                conn.execute("SELECT chunk_id, embedding_blob FROM chunks_vec"
+                             " ORDER BY chunk_id").fetchall()))
+        return used, result, *rows
+
+    with_helper = await imported(tmp_path / "helper.db")
+    monkeypatch.setattr("core.bulk.worth_a_process", lambda config: False)
+    here = await imported(tmp_path / "here.db")
+    assert with_helper[0] is True and here[0] is False
+    assert prepared_there == [10] * 6  # every batch but the first, in the helper
+    assert with_helper[1] == here[1] and [r.index for r in here[1].rejected] == [16, 22]
+    assert with_helper[2:5] == here[2:5]
+    assert {agent for _, agent, _, _ in here[2]} == {"ann"}
+    assert len(here[4]) > 50 and {row[7] for row in here[4]} == {"done"}
+    assert [chunk_id for chunk_id, _ in with_helper[5]] == [chunk_id for chunk_id, _ in here[5]]
+    for (_, ours), (_, theirs) in zip(with_helper[5], here[5], strict=True):
+        np.testing.assert_allclose(np.frombuffer(ours, np.float32),
+                                   np.frombuffer(theirs, np.float32), rtol=0, atol=1e-6)

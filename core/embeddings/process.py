@@ -11,9 +11,21 @@ agent's unguarded script a second time. It loads the model from the same config 
 reports the model's name; the engine only uses it when that name and size match its own
 embedder's, so vectors never come from another model than the one the file records.
 
-Protocol, one request at a time: the parent writes a JSON line ``{"texts": [...]}``; the
-child answers a JSON line ``{"n": N, "dim": D}`` followed by N*D little-endian float32
-values, or ``{"error": "..."}``. The child's first line is ``{"name": ..., "dim": ...}``.
+Given the engine's configuration, the helper also prepares an import's batches (validation,
+chunking, hashing: :func:`core.prepare.prepare_batch`) before embedding them, so this process
+only writes. Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), that moved
+3 to 6 s of a 100k import's 22 off the writer's process, whose threads share one GIL.
+
+Protocol, one request at a time. The parent's first line is ``{"embedding": {...},
+"config": {...} or null}``; the child answers ``{"name": ..., "dim": ...}``. Then:
+
+- ``{"texts": [...]}``: the child answers ``{"n": N, "dim": D}`` followed by N*D
+  little-endian float32 values, or ``{"error": "..."}``;
+- ``{"prepare": B}`` followed by B bytes, the pickled ``(items, agent, batch_time)`` of a batch: the
+  child answers ``{"prepared": P, "n": N, "dim": D}`` followed by P bytes, the pickled
+  ``(batch, refused)``, and the N*D float32 values of its texts (N is -1 when it has none,
+  or embedding them failed: they are stored unembedded, for the worker), or
+  ``{"error": "..."}``.
 """
 
 from __future__ import annotations
@@ -23,13 +35,23 @@ import contextlib
 import json
 import logging
 import os
+import pickle
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.config import EmbeddingConfig
+
+if TYPE_CHECKING:
+    from core.config import Config
+    from core.prepare import IndexedItem
+    from core.storage.messages import PreparedMessage
+    from core.types import Rejected
+
+    # What :meth:`EmbeddingProcess.prepare` hands back: the batch, its refusals, its vectors.
+    Prepared = tuple[list[tuple[int, PreparedMessage]], list[Rejected], np.ndarray | None]
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +71,11 @@ def worth_a_process(config: EmbeddingConfig) -> bool:
 class EmbeddingProcess:
     """One helper process holding the model; ``embed`` sends it texts, gets vectors back."""
 
-    def __init__(self, config: EmbeddingConfig, expected_name: str, dimension: int) -> None:
-        self._config = config.model_dump()
+    def __init__(self, config: EmbeddingConfig, expected_name: str, dimension: int,
+                 prepare_with: Config | None = None) -> None:
+        self._config = {"embedding": config.model_dump(),
+                        "config": None if prepare_with is None
+                        else prepare_with.model_dump(mode="json")}
         self._expected_name = expected_name
         self._dimension = dimension
         self._process: asyncio.subprocess.Process | None = None
@@ -132,6 +157,36 @@ class EmbeddingProcess:
                 return None
         return np.frombuffer(blob, dtype=np.float32).reshape(header["n"], header["dim"])
 
+    async def prepare(self, items: list[IndexedItem], agent: str | None,
+                      batch_time: str) -> Prepared | None:
+        """A batch prepared and embedded by the helper: its messages, refusals and vectors
+        (None: embedding them failed, as :meth:`embed` reports). None while the helper starts,
+        once it broke, or when it was not given the configuration: prepare it yourself."""
+        if not self.usable or self._process is None or self._config["config"] is None:
+            return None
+        request = pickle.dumps((items, agent, batch_time), protocol=pickle.HIGHEST_PROTOCOL)
+        async with self._lock:
+            try:
+                assert self._process is not None
+                stdin, stdout = self._process.stdin, self._process.stdout
+                assert stdin is not None and stdout is not None
+                stdin.write(json.dumps({"prepare": len(request)}).encode() + b"\n")
+                stdin.write(request)
+                await stdin.drain()
+                header = json.loads(await stdout.readline() or b'{"error": "helper exited"}')
+                if "error" in header:
+                    raise RuntimeError(header["error"])
+                batch, refused = pickle.loads(await stdout.readexactly(header["prepared"]))
+                rows, dim = header["n"], header["dim"]
+                blob = await stdout.readexactly(rows * dim * 4) if rows >= 0 else None
+            except Exception as exc:  # a dead helper: this process prepares and embeds
+                log.warning("embedding process failed, preparing in-process: %s", exc)
+                self.usable = False
+                await self._stop()
+                return None
+        matrix = None if blob is None else np.frombuffer(blob, dtype=np.float32).reshape(rows, dim)
+        return batch, refused, matrix
+
     async def _stop(self) -> None:
         process, self._process = self._process, None
         if process is None:
@@ -153,25 +208,56 @@ class EmbeddingProcess:
 
 
 def _serve() -> None:
-    """The helper's loop: load the model named by the first line, then embed on request."""
+    """The helper's loop: load the model named by the first line, then embed (and prepare)
+    on request."""
+    from core.config import Config
     from core.embeddings import embed_checked, load_embedder
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    embedder = load_embedder(EmbeddingConfig(**json.loads(stdin.readline()))).embedder
+    first = json.loads(stdin.readline())
+    embedder = load_embedder(EmbeddingConfig(**first["embedding"])).embedder
+    config = None if first.get("config") is None else Config.model_validate(first["config"])
     stdout.write(json.dumps({"name": embedder.name, "dim": embedder.dimension}).encode() + b"\n")
     stdout.flush()
     for line in stdin:
         try:
-            texts: list[str] = json.loads(line)["texts"]
-            matrix = embed_checked(embedder, texts)
-            reply: dict[str, Any] = {"n": matrix.shape[0], "dim": matrix.shape[1]}
+            request = json.loads(line)
+            if "prepare" in request:
+                assert config is not None, "asked to prepare without a configuration"
+                reply, tail = _prepared(config, embedder, stdin.read(request["prepare"]))
+            else:
+                matrix = embed_checked(embedder, request["texts"])
+                reply, tail = {"n": matrix.shape[0], "dim": matrix.shape[1]}, [matrix.tobytes()]
         except Exception as exc:  # reported to the parent, which falls back in-process
             stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode() + b"\n")
             stdout.flush()
             continue
         stdout.write(json.dumps(reply).encode() + b"\n")
-        stdout.write(matrix.tobytes())
+        for part in tail:
+            stdout.write(part)
         stdout.flush()
+
+
+def _prepared(config: Config, embedder: Any, request: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """A prepare request's answer: its header, then the pickled batch and the vectors."""
+    from core.embeddings import embed_checked
+    from core.prepare import prepare_batch, texts_to_embed
+
+    items, agent, batch_time = pickle.loads(request)
+    batch, refused = prepare_batch(config, items, agent, batch_time)
+    chunking = config.chunking
+    texts = texts_to_embed(batch, chunking.context_messages, chunking.context_chars)
+    try:
+        matrix = embed_checked(embedder, texts) if texts else None
+    except Exception as exc:  # stored unembedded: the worker retries them and says why
+        log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
+                    len(texts), exc)
+        matrix = None
+    prepared = pickle.dumps((batch, refused), protocol=pickle.HIGHEST_PROTOCOL)
+    if matrix is None:
+        return {"prepared": len(prepared), "n": -1, "dim": embedder.dimension}, [prepared]
+    return ({"prepared": len(prepared), "n": matrix.shape[0], "dim": matrix.shape[1]},
+            [prepared, matrix.astype(np.float32, copy=False).tobytes()])
 
 
 if __name__ == "__main__":
