@@ -21,7 +21,7 @@ from core.embeddings import embed_checked
 from core.embeddings.context import blend_rows
 from core.embeddings.process import EmbeddingProcess, worth_a_process
 from core.prepare import prepare_batch, texts_to_embed
-from core.storage.fts_rows import context_text
+from core.storage.fts_rows import context_text, prefixed, session_prefix
 from core.storage.messages import PreparedMessage
 from core.types import BulkStoreResult, Rejected
 
@@ -110,8 +110,9 @@ class BulkIngest:
 
         chunking = config.chunking
         count, max_chars = chunking.context_messages, chunking.context_chars
-        # Per session, its latest messages so far as context parts: (text, vector or None).
-        tails: dict[str, list[tuple[str, np.ndarray | None]]] = {}
+        # Per session, its latest messages so far as context parts: (text, vector or None,
+        # its words glued to the session's prefix).
+        tails: dict[str, list[tuple[str, np.ndarray | None, str]]] = {}
 
         async def embed(texts: list[str], *, wait_for_helper: bool = True) -> np.ndarray | None:
             if not (embed_inline and texts):
@@ -144,7 +145,9 @@ class BulkIngest:
             if unseen:
                 found = await backend.session_tails(unseen, count)
                 for sid in unseen:
-                    tails[sid] = [(text[:max_chars], None) for text in found.get(sid, [])]
+                    prefix = session_prefix(sid)
+                    tails[sid] = [(text[:max_chars], None, prefixed(prefix, text[:max_chars]))
+                                  for text in found.get(sid, [])]
             if raw is not None and not await vectors_for_tails(sessions):
                 raw = None
             out: list[tuple[int, PreparedMessage]] = []
@@ -154,16 +157,21 @@ class BulkIngest:
             row = 0
             for index, prepared in batch:
                 tail = tails[prepared.session_id]
+                # The context's prefixed words are its parts' in order (prefixed_context).
                 out.append((index, prepared.with_context(
-                    context_text([text for text, _ in tail], max_chars))))
-                parts += [[vector for _, vector in tail if vector is not None]] * len(
+                    context_text([text for text, _, _ in tail], max_chars),
+                    " ".join(words for text, _, words in tail if text and words))))
+                parts += [[vector for _, vector, _ in tail if vector is not None]] * len(
                     prepared.chunks)
                 if prepared.chunks:
                     first = prepared.chunks[0].text
                     vector = None
                     if raw is not None:
                         vector = next(extra) if len(first) > max_chars else raw[row]
-                    tail.append((first[:max_chars], vector))
+                    words = prepared.part_words
+                    if words is None:
+                        words = prefixed(session_prefix(prepared.session_id), first[:max_chars])
+                    tail.append((first[:max_chars], vector, words))
                     del tail[:-count]
                 row += len(prepared.chunks)
             return out, None if raw is None else blend_rows(raw[:row], parts)
@@ -171,8 +179,8 @@ class BulkIngest:
         async def vectors_for_tails(sessions: list[str]) -> bool:
             """Embed the context parts that have no vector yet (read from the file, or left
             by a batch whose embedding failed); False when embedding failed again."""
-            missing = list(dict.fromkeys(text for sid in sessions for text, vector in tails[sid]
-                                         if vector is None))
+            missing = list(dict.fromkeys(text for sid in sessions
+                                         for text, vector, _ in tails[sid] if vector is None))
             if not missing:
                 return True
             # Never waits: a batch's own embedding has waited for the helper already, and the
@@ -182,8 +190,8 @@ class BulkIngest:
                 return False
             made = dict(zip(missing, vectors, strict=True))
             for sid in sessions:
-                tails[sid] = [(text, made[text] if vector is None else vector)
-                              for text, vector in tails[sid]]
+                tails[sid] = [(text, made[text] if vector is None else vector, words)
+                              for text, vector, words in tails[sid]]
             return True
 
         async def stage(chunk_of_items: list[tuple[int, BulkItem]],

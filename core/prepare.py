@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import indexing, inputs
 from core.errors import InvalidInput
+from core.storage.fts_rows import prefixed, session_prefix
 from core.storage.messages import (
     PreparedChunk,
     PreparedMessage,
@@ -28,11 +29,14 @@ if TYPE_CHECKING:
 
 
 def prepare_message(config: Config, session_id: str, sequence: int | None, payload: object,
-                    agent: str | None, created_at: str, bound: bool = False) -> PreparedMessage:
+                    agent: str | None, created_at: str, bound: bool = False,
+                    words: bool = False) -> PreparedMessage:
     """Validate a message and compute its rows (text, chunks, hashes, metadata).
 
     ``bound``: the write is refused (``OutOfNamespace``) unless the session is ``agent``'s
-    or new. Raises ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
+    or new. ``words``: its full-text words glued to the session's prefix are worked out too
+    (the bulk path; the writer's thread did it, 1.2 s of a 100k import). Raises
+    ``InvalidInput`` (``InvalidMessage`` for a bad payload); writes nothing.
     """
     inputs.session_id(session_id)
     if agent is not None:
@@ -54,7 +58,15 @@ def prepare_message(config: Config, session_id: str, sequence: int | None, paylo
     text = indexing.normalize_text(indexing.extract_indexable_text(message))
     chunking = config.chunking
     pieces = indexing.chunk_text(text, chunking.max_chars, chunking.overlap_chars)
-    chunks = tuple(PreparedChunk(piece, indexing.content_hash(piece)) for piece in pieces)
+    part_words = None
+    if words:
+        prefix = session_prefix(session_id)
+        chunks = tuple(PreparedChunk(piece, indexing.content_hash(piece),
+                                     prefixed(prefix, piece)) for piece in pieces)
+        if chunks:
+            part_words = prefixed(prefix, pieces[0][:chunking.context_chars])
+    else:
+        chunks = tuple(PreparedChunk(piece, indexing.content_hash(piece)) for piece in pieces)
     event_metadata = message.get("metadata") or {}
     chunk_metadata: dict[str, Any] = dict(event_metadata)
     if "tags" in event_metadata:
@@ -73,7 +85,8 @@ def prepare_message(config: Config, session_id: str, sequence: int | None, paylo
         created_at=created_at, bound=bound,
         chunk_ids=tuple(chunk_id_for(session_id, chunk.content_hash) for chunk in chunks),
         metadata_json=None if sequence is None else chunk_metadata_json(chunk_metadata,
-                                                                        sequence))
+                                                                        sequence),
+        part_words=part_words)
 
 
 # ``(index, (session_id, sequence or None, payload[, created_at]))``: a bulk item and its place.
@@ -97,7 +110,7 @@ def prepare_batch(config: Config, items: Sequence[IndexedItem], agent: str | Non
                 session_id, sequence, payload, given = item
                 created_at = inputs.message_time(given) or batch_time
             batch.append((index, prepare_message(config, session_id, sequence, payload, agent,
-                                                 created_at)))
+                                                 created_at, words=True)))
         except InvalidInput as exc:
             refused.append(Rejected(index, str(session_id),
                                     sequence if isinstance(sequence, int) else None, str(exc)))

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core import Engine
+from core import Engine, prepare
 from core.config import EmbeddingConfig
 from core.embeddings import load_embedder
 from core.embeddings import process as embed_process
 from core.embeddings.process import EmbeddingProcess
+from core.storage.messages import PreparedMessage
 from tests.conftest import DETERMINISTIC
 
 
@@ -135,10 +136,19 @@ async def test_the_helper_prepares_exactly_as_this_process_does() -> None:
     np.testing.assert_allclose(matrix, local.embed(texts), rtol=0, atol=1e-6)
 
 
+def full_text_terms(conn: Any) -> list[tuple[Any, ...]]:
+    """Every term chunks_fts holds, where: (term, row, column, offset)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.terms"
+                 " USING fts5vocab(main, chunks_fts, instance)")
+    return conn.execute("SELECT term, doc, col, offset FROM temp.terms"
+                        " ORDER BY doc, col, offset").fetchall()
+
+
 async def test_an_import_prepared_by_the_helper_stores_what_this_process_would(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every row and vector of an import whose batches the helper prepared and embedded is
-    the one an import prepared here stores; refusals are the same, with their places."""
+    """Every row, vector and full-text term of an import whose batches the helper prepared
+    and embedded is the one an import prepared here stores, and the terms are those the
+    writer makes itself; refusals are the same, with their places."""
     items = _import_items()
     prepared_there: list[int] = []
     real_prepare = EmbeddingProcess.prepare
@@ -166,12 +176,21 @@ async def test_an_import_prepared_by_the_helper_stores_what_this_process_would(
                              " sequence_start, metadata_json, created_at, embedding_status,"
                              " context_text FROM chunks ORDER BY fts_rowid").fetchall(),
                 conn.execute("SELECT chunk_id, embedding_blob FROM chunks_vec"
-                             " ORDER BY chunk_id").fetchall()))
+                             " ORDER BY chunk_id").fetchall(),
+                full_text_terms(conn)))
         return used, result, *rows
 
     with_helper = await imported(tmp_path / "helper.db")
     monkeypatch.setattr("core.bulk.worth_a_process", lambda config: False)
     here = await imported(tmp_path / "here.db")
+    # And with no full-text words worked out ahead: the writer glues them itself.
+    real_prepare_message, real_with_context = prepare.prepare_message, PreparedMessage.with_context
+    monkeypatch.setattr(prepare, "prepare_message", lambda *args, **kwargs: real_prepare_message(
+        *args, **{**kwargs, "words": False}))
+    monkeypatch.setattr(PreparedMessage, "with_context",
+                        lambda self, context, words=None: real_with_context(self, context))
+    by_the_writer = await imported(tmp_path / "writer.db")
+    assert len(here[6]) > 1000 and here[6] == by_the_writer[6] == with_helper[6]
     assert with_helper[0] is True and here[0] is False
     assert prepared_there == [10] * 6  # every batch but the first, in the helper
     assert with_helper[1] == here[1] and [r.index for r in here[1].rejected] == [16, 22]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from collections.abc import Iterable
 
 from core.indexing import CONTEXT_SEPARATOR
@@ -85,18 +86,26 @@ def prefixed_context(prefix: str, context: str) -> str:
 
 
 def fts_rows(chunks: Iterable[tuple[int, str, str, str, str]],
+             known: Iterable[tuple[str | None, str | None]] | None = None,
              ) -> list[tuple[int, str, str, str, str, str]]:
     """``chunks_fts`` rows, in :data:`FTS_COLUMNS` order, for (fts_rowid, session_id, text,
     scope_token, context) chunks. The chunks of one message share its context, which is
-    prefixed once for all of them."""
+    prefixed once for all of them. ``known`` gives, chunk by chunk, the prefixed text and
+    context already worked out (the bulk path's, see :mod:`core.prepare`), or None each."""
     prefixed_contexts: dict[tuple[str, str], str] = {}
     rows = []
-    for fts_rowid, session_id, text, scope_token, context in chunks:
-        prefix = session_prefix(session_id)
-        if (prefix, context) not in prefixed_contexts:
-            prefixed_contexts[prefix, context] = prefixed_context(prefix, context)
-        rows.append((fts_rowid, text, scope_token, context, _prefixed_part(prefix, text),
-                     prefixed_contexts[prefix, context]))
+    given = known if known is not None else itertools.repeat((None, None))  # endless
+    for chunk, (text_words, context_words) in zip(chunks, given, strict=False):
+        fts_rowid, session_id, text, scope_token, context = chunk
+        if text_words is None or context_words is None:
+            prefix = session_prefix(session_id)
+            if text_words is None:
+                text_words = _prefixed_part(prefix, text)
+            if context_words is None:
+                if (prefix, context) not in prefixed_contexts:
+                    prefixed_contexts[prefix, context] = prefixed_context(prefix, context)
+                context_words = prefixed_contexts[prefix, context]
+        rows.append((fts_rowid, text, scope_token, context, text_words, context_words))
     return rows
 
 

@@ -27,6 +27,9 @@ class PreparedChunk:
 
     text: str
     content_hash: str
+    # Its words glued to its session's prefix (chunks_fts's session_text, see
+    # core.storage.fts_rows), when worked out with the rest; None: the write does it.
+    session_words: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,15 +56,21 @@ class PreparedMessage:
     # 100k-chunk import's 12 s on the writer's lane, where every other step waits for it.
     chunk_ids: tuple[str, ...] | None = None
     metadata_json: str | None = None
+    # The bulk path's full-text words, worked out off the writer's thread too (None: the
+    # write does it): its first chunk as a later message's context part, and its context,
+    # each glued to the session's prefix (session_context, see core.storage.fts_rows).
+    part_words: str | None = None
+    context_words: str | None = None
 
-    def with_context(self, context: str) -> PreparedMessage:
-        """This message with its chunks' context worked out.
+    def with_context(self, context: str, context_words: str | None = None) -> PreparedMessage:
+        """This message with its chunks' context (and that context's prefixed words, when
+        known) worked out.
 
         ``dataclasses.replace`` would run every field through the frozen ``__setattr__``
         again; the bulk path calls this once per message on the event loop's thread.
         """
         copy = object.__new__(PreparedMessage)
-        copy.__dict__.update(self.__dict__, context=context)
+        copy.__dict__.update(self.__dict__, context=context, context_words=context_words)
         return copy
 
 

@@ -165,8 +165,9 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                     new.message.created_at, status, context_of[id(new.message)])
                    for i, new in enumerate(plan.new)]
         insert_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
-        insert_rows(conn, "chunks_fts", FTS_COLUMNS,
-                    fts_rows((row[7], row[1], row[2], row[8], row[11]) for row in inserts))
+        insert_rows(conn, "chunks_fts", FTS_COLUMNS, fts_rows(
+            ((row[7], row[1], row[2], row[8], row[11]) for row in inserts),
+            ((new.chunk.session_words, new.message.context_words) for new in plan.new)))
         if status == "done" and plan.new:
             assert vectors is not None
             insert_vectors(conn, [(new.chunk_id, new.message.session_id,
