@@ -85,6 +85,24 @@ def insert_rows(conn: Any, table: str, columns: Sequence[str],
         conn.executemany(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({marks})", rows)
 
 
+def insert_json_rows(conn: Any, table: str, columns: Sequence[str],
+                     rows: Sequence[Sequence[Any]]) -> None:
+    """:func:`insert_rows` for many rows of text and numbers (no blobs): one statement reads
+    them from one JSON array, in order.
+
+    executemany binds each row's values in Python and takes the GIL back after each row's
+    step, so an import's writes crawl while its event loop works; here SQLite reads the
+    whole batch in one call without the GIL, and cheaper too (a 100k import's chunk rows:
+    2.3 s of CPU against 3.4). Not for chunks_fts: picking six long columns out of each row's
+    JSON cost FTS5's inserts more than binding did.
+    """
+    if rows:
+        picks = ", ".join(f"value->>{index}" for index in range(len(columns)))
+        conn.execute(f"INSERT INTO {table}({', '.join(columns)}) SELECT {picks}"
+                     " FROM json_each(?)",
+                     (json.dumps(rows, ensure_ascii=False, allow_nan=False),))
+
+
 def insert_vectors(conn: Any, rows: Sequence[tuple[str, str, str, bytes]], model: str) -> None:
     """Insert (chunk_id, session_id, agent_identity, float32 blob) vectors under ``model``."""
     insert_rows(conn, "chunks_vec",
@@ -135,10 +153,11 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
             [(m.session_id, m.agent_identity, *spans[m.session_id])
              for m in touched.values()])
         # Step 3, events.
-        insert_rows(conn, "conversation_events",
-                    ["session_id", "sequence", "payload_json", "created_at", "role", "importance"],
-                    [(m.session_id, seq, m.payload_json, m.created_at, m.role, m.importance)
-                     for m, seq in accepted])
+        insert_json_rows(conn, "conversation_events",
+                         ["session_id", "sequence", "payload_json", "created_at", "role",
+                          "importance"],
+                         [(m.session_id, seq, m.payload_json, m.created_at, m.role,
+                           m.importance) for m, seq in accepted])
         # Step 4, last_sequence in session_state.
         conn.executemany(
             "INSERT INTO session_state(session_id, state_json, updated_at)"
@@ -164,7 +183,7 @@ def write_messages(conn: Any, messages: Sequence[PreparedMessage], all_or_nothin
                     fts_rowid + i, scope_tokens[new.message.session_id],
                     new.message.created_at, status, context_of[id(new.message)])
                    for i, new in enumerate(plan.new)]
-        insert_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
+        insert_json_rows(conn, "chunks", CHUNK_COLUMNS, inserts)
         insert_rows(conn, "chunks_fts", FTS_COLUMNS, fts_rows(
             ((row[7], row[1], row[2], row[8], row[11]) for row in inserts),
             ((new.chunk.session_words, new.message.context_words) for new in plan.new)))
