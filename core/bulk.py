@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,16 +19,16 @@ import numpy as np
 
 from core.clock import utc_now
 from core.embeddings import embed_checked
-from core.embeddings.context import blend_rows
 from core.embeddings.process import EmbeddingProcess, worth_a_process
+from core.import_contexts import ImportContexts, Part
 from core.prepare import prepare_batch, texts_to_embed
-from core.storage.fts_rows import context_text, prefixed, session_prefix
 from core.storage.messages import PreparedMessage
 from core.types import BulkStoreResult, Rejected
 
 if TYPE_CHECKING:
     from core.config import Config
     from core.embeddings.current_model import CurrentModel
+    from core.embeddings.process import Prepared
     from core.storage.backend import Backend
     from core.working_memory import WorkingMemory
 
@@ -110,9 +111,11 @@ class BulkIngest:
 
         chunking = config.chunking
         count, max_chars = chunking.context_messages, chunking.context_chars
-        # Per session, its latest messages so far as context parts: (text, vector or None,
-        # its words glued to the session's prefix).
-        tails: dict[str, list[tuple[str, np.ndarray | None, str]]] = {}
+        # The sessions' latest messages as context parts: here for the batches this process
+        # prepares; a session's move to the helper once it prepares one of its messages.
+        contexts = ImportContexts(count, max_chars)
+        helper_holds: set[str] = set()
+        import_key = uuid.uuid4().hex
 
         async def embed(texts: list[str], *, wait_for_helper: bool = True) -> np.ndarray | None:
             if not (embed_inline and texts):
@@ -131,56 +134,25 @@ class BulkIngest:
 
         async def in_context(batch: list[tuple[int, PreparedMessage]], raw: np.ndarray | None,
                              ) -> tuple[list[tuple[int, PreparedMessage]], np.ndarray | None]:
-            """Each message's context, and its chunks' vectors blended with it, in input order.
-
-            ``raw`` holds the chunks' own vectors, then those of the first chunks cut at
-            ``context_chars`` that were longer. Sessions met for the first time start from
-            what the file holds. Contexts are known before writing, so chunks are stored
-            with their final vectors and nothing is left to the worker.
+            """Each message's context, and its chunks' vectors blended with it, in input order
+            (:meth:`ImportContexts.apply`). Sessions met for the first time start from what
+            the file holds. Contexts are known before writing, so chunks are stored with
+            their final vectors and nothing is left to the worker.
             """
             if count <= 0:
                 return batch, raw
             sessions = list(dict.fromkeys(p.session_id for _, p in batch))
-            unseen = [sid for sid in sessions if sid not in tails]
+            unseen = contexts.unseen(sessions)
             if unseen:
-                found = await backend.session_tails(unseen, count)
-                for sid in unseen:
-                    prefix = session_prefix(sid)
-                    tails[sid] = [(text[:max_chars], None, prefixed(prefix, text[:max_chars]))
-                                  for text in found.get(sid, [])]
+                contexts.from_file(unseen, await backend.session_tails(unseen, count))
             if raw is not None and not await vectors_for_tails(sessions):
                 raw = None
-            out: list[tuple[int, PreparedMessage]] = []
-            # With ``raw``, every part has its vector (vectors_for_tails saw to it).
-            parts: list[list[np.ndarray]] = []
-            extra = iter(raw[sum(len(p.chunks) for _, p in batch):] if raw is not None else ())
-            row = 0
-            for index, prepared in batch:
-                tail = tails[prepared.session_id]
-                # The context's prefixed words are its parts' in order (prefixed_context).
-                out.append((index, prepared.with_context(
-                    context_text([text for text, _, _ in tail], max_chars),
-                    " ".join(words for text, _, words in tail if text and words))))
-                parts += [[vector for _, vector, _ in tail if vector is not None]] * len(
-                    prepared.chunks)
-                if prepared.chunks:
-                    first = prepared.chunks[0].text
-                    vector = None
-                    if raw is not None:
-                        vector = next(extra) if len(first) > max_chars else raw[row]
-                    words = prepared.part_words
-                    if words is None:
-                        words = prefixed(session_prefix(prepared.session_id), first[:max_chars])
-                    tail.append((first[:max_chars], vector, words))
-                    del tail[:-count]
-                row += len(prepared.chunks)
-            return out, None if raw is None else blend_rows(raw[:row], parts)
+            return contexts.apply(batch, raw)
 
         async def vectors_for_tails(sessions: list[str]) -> bool:
             """Embed the context parts that have no vector yet (read from the file, or left
             by a batch whose embedding failed); False when embedding failed again."""
-            missing = list(dict.fromkeys(text for sid in sessions
-                                         for text, vector, _ in tails[sid] if vector is None))
+            missing = contexts.without_vectors(sessions)
             if not missing:
                 return True
             # Never waits: a batch's own embedding has waited for the helper already, and the
@@ -188,36 +160,69 @@ class BulkIngest:
             vectors = await embed(missing, wait_for_helper=False)
             if vectors is None:
                 return False
-            made = dict(zip(missing, vectors, strict=True))
-            for sid in sessions:
-                tails[sid] = [(text, made[text] if vector is None else vector, words)
-                              for text, vector, words in tails[sid]]
+            contexts.give_vectors(sessions, missing, vectors)
             return True
+
+        async def hand_over(chunk_of_items: list[tuple[int, BulkItem]],
+                            ) -> dict[str, list[Part]]:
+            """The context parts of the batch's sessions the helper does not hold yet: this
+            process's, or what the file holds; the helper holds them from now on."""
+            if count <= 0:
+                return {}
+            new = [sid for sid in dict.fromkeys(item[0] for _, item in chunk_of_items
+                                                if isinstance(item[0], str))
+                   if sid not in helper_holds]
+            handed = contexts.hand_over(new)
+            unseen = [sid for sid in new if sid not in handed]
+            if unseen:
+                from_file = ImportContexts(count, max_chars)
+                from_file.from_file(unseen, await backend.session_tails(unseen, count))
+                handed.update(from_file.tails)
+            helper_holds.update(new)
+            return handed
+
+        async def prepare_here(chunk_of_items: list[tuple[int, BulkItem]], batch_time: str,
+                               previous: asyncio.Task[None] | None) -> Prepared:
+            """A batch prepared and embedded by this process (not yet in context)."""
+            batch, refused = await asyncio.to_thread(prepare_batch, config, chunk_of_items,
+                                                     agent, batch_time)
+            # The first batch is embedded here, so that writing starts while the helper starts.
+            matrix = await embed(texts_to_embed(batch, count, max_chars),
+                                 wait_for_helper=previous is not None)
+            return batch, refused, matrix
 
         async def stage(chunk_of_items: list[tuple[int, BulkItem]],
                         previous: asyncio.Task[None] | None,
                         turn: tuple[asyncio.Event | None, asyncio.Event]) -> None:
             nonlocal settled
-            done, batch_time = None, utc_now()
-            if self.process is not None and previous is not None:
-                # The helper prepares and embeds the batch on its own core (None: it is not
-                # running, so this process does both, as for the first batch).
-                await self.process.started()
-                done = await self.process.prepare(chunk_of_items, agent, batch_time)
-            if done is None:
-                batch, refused = await asyncio.to_thread(prepare_batch, config, chunk_of_items,
-                                                         agent, batch_time)
-                # The first batch is embedded here, so that writing starts while the helper
-                # starts.
-                matrix = await embed(texts_to_embed(batch, count, max_chars),
-                                     wait_for_helper=previous is not None)
-            else:
-                batch, refused, matrix = done
+            batch_time = utc_now()
+            helper = self.process if previous is not None else None
+            done = prepared_here = None
+            if helper is None or not helper.usable:
+                prepared_here = await prepare_here(chunk_of_items, batch_time, previous)
             before, mine = turn
             try:
                 if before is not None:
                     await before.wait()  # contexts follow input order across batches
-                batch, matrix = await in_context(batch, matrix)
+                if prepared_here is None and helper is not None:
+                    # The helper prepares, embeds and puts the batch in context on its own
+                    # core (None: it is not running, or broke: this process does it).
+                    await helper.started()
+                    if helper.running:
+                        done = await helper.prepare(chunk_of_items, agent, batch_time,
+                                                    import_key, await hand_over(chunk_of_items))
+                    if done is None and helper_holds:
+                        # It broke holding sessions' parts: they are read from the file
+                        # again, once it holds every batch before this one.
+                        helper_holds.clear()
+                        if previous is not None:
+                            await previous
+                if done is not None:
+                    batch, refused, matrix = done
+                else:
+                    batch, refused, matrix = prepared_here or await prepare_here(
+                        chunk_of_items, batch_time, previous)
+                    batch, matrix = await in_context(batch, matrix)
             finally:
                 mine.set()
             rejected.extend(refused)

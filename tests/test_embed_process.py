@@ -15,6 +15,7 @@ from core.embeddings import load_embedder
 from core.embeddings import process as embed_process
 from core.embeddings.process import EmbeddingProcess
 from core.storage.messages import PreparedMessage
+from core.storage.sqlite.sqlite_backend import SqliteBackend
 from tests.conftest import DETERMINISTIC
 
 
@@ -111,7 +112,10 @@ def _import_items() -> list[tuple[Any, ...]]:
 
 
 async def test_the_helper_prepares_exactly_as_this_process_does() -> None:
+    """A batch the helper prepared, embedded and put in context is the one this process
+    makes from the same items and the same context parts handed over."""
     from core.config import load_config
+    from core.import_contexts import ImportContexts
     from core.prepare import prepare_batch, texts_to_embed
 
     config = load_config(DETERMINISTIC)
@@ -121,19 +125,34 @@ async def test_the_helper_prepares_exactly_as_this_process_does() -> None:
     helper.start()
     await helper._starting
     indexed = list(enumerate(_import_items()))
+    sessions = {item[0] for _, item in indexed}
+    # One session starts from what the file held before the import: a part without a vector.
+    earlier = ImportContexts(config.chunking.context_messages, config.chunking.context_chars)
+    earlier.from_file(sorted(sessions), {"s1": ["what the file held of s1"]})
     try:
-        done = await helper.prepare(indexed, "ann", "2026-04-01T00:00:00.000Z")
+        done = await helper.prepare(indexed, "ann", "2026-04-01T00:00:00.000Z", "an-import",
+                                    dict(earlier.tails))
     finally:
         await helper.close()
     assert done is not None
     batch, refused, matrix = done
+
+    here = ImportContexts(config.chunking.context_messages, config.chunking.context_chars)
+    here.take(dict(earlier.tails))
     expected_batch, expected_refused = prepare_batch(config, indexed, "ann",
                                                      "2026-04-01T00:00:00.000Z")
+    raw = local.embed(texts_to_embed(expected_batch, config.chunking.context_messages,
+                                     config.chunking.context_chars))
+    missing = here.without_vectors(sorted(sessions))
+    assert missing == ["what the file held of s1"]
+    here.give_vectors(sorted(sessions), missing, local.embed(missing))
+    expected_batch, expected = here.apply(expected_batch, raw)
     assert batch == expected_batch and refused == expected_refused
     assert [r.index for r in refused] == [16, 22]
-    texts = texts_to_embed(batch, config.chunking.context_messages, config.chunking.context_chars)
-    assert matrix is not None and matrix.shape == (len(texts), local.dimension)
-    np.testing.assert_allclose(matrix, local.embed(texts), rtol=0, atol=1e-6)
+    first_of_s1 = next(prepared for _, prepared in batch if prepared.session_id == "s1")
+    assert first_of_s1.context == "what the file held of s1"
+    assert matrix is not None and expected is not None and matrix.shape == expected.shape
+    np.testing.assert_allclose(matrix, expected, rtol=0, atol=1e-6)
 
 
 def full_text_terms(conn: Any) -> list[tuple[Any, ...]]:
@@ -153,9 +172,8 @@ async def test_an_import_prepared_by_the_helper_stores_what_this_process_would(
     prepared_there: list[int] = []
     real_prepare = EmbeddingProcess.prepare
 
-    async def counting(self: EmbeddingProcess, batch: Any, agent: str | None,
-                       batch_time: str) -> Any:
-        done = await real_prepare(self, batch, agent, batch_time)
+    async def counting(self: EmbeddingProcess, batch: Any, *args: Any) -> Any:
+        done = await real_prepare(self, batch, *args)
         if done is not None:
             prepared_there.append(len(batch))
         return done
@@ -181,6 +199,30 @@ async def test_an_import_prepared_by_the_helper_stores_what_this_process_would(
         return used, result, *rows
 
     with_helper = await imported(tmp_path / "helper.db")
+    # A helper that dies holding sessions' context parts, at its third batch: the batches
+    # after it read them from the file, once it holds every batch before.
+    calls = 0
+
+    async def dying(self: EmbeddingProcess, batch: Any, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 3 and self._process is not None:
+            self._process.kill()
+            await self._process.wait()
+        return await counting(self, batch, *args)
+
+    monkeypatch.setattr(EmbeddingProcess, "prepare", dying)
+    real_write = SqliteBackend.write_messages
+
+    async def slow_write(self: SqliteBackend, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.05)  # the batch before the broken one is still being written
+        return await real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteBackend, "write_messages", slow_write)
+    broken = await imported(tmp_path / "broken.db")
+    monkeypatch.setattr(SqliteBackend, "write_messages", real_write)
+    assert broken[0] is False and prepared_there[6:] == [10, 10]
+    del prepared_there[6:]
     monkeypatch.setattr("core.bulk.worth_a_process", lambda config: False)
     here = await imported(tmp_path / "here.db")
     # And with no full-text words worked out ahead: the writer glues them itself.
@@ -197,7 +239,9 @@ async def test_an_import_prepared_by_the_helper_stores_what_this_process_would(
     assert with_helper[2:5] == here[2:5]
     assert {agent for _, agent, _, _ in here[2]} == {"ann"}
     assert len(here[4]) > 50 and {row[7] for row in here[4]} == {"done"}
-    assert [chunk_id for chunk_id, _ in with_helper[5]] == [chunk_id for chunk_id, _ in here[5]]
-    for (_, ours), (_, theirs) in zip(with_helper[5], here[5], strict=True):
-        np.testing.assert_allclose(np.frombuffer(ours, np.float32),
-                                   np.frombuffer(theirs, np.float32), rtol=0, atol=1e-6)
+    assert broken[1:5] == here[1:5] and broken[6] == here[6]
+    for ran in (with_helper, broken):
+        assert [chunk_id for chunk_id, _ in ran[5]] == [chunk_id for chunk_id, _ in here[5]]
+        for (_, ours), (_, theirs) in zip(ran[5], here[5], strict=True):
+            np.testing.assert_allclose(np.frombuffer(ours, np.float32),
+                                       np.frombuffer(theirs, np.float32), rtol=0, atol=1e-6)

@@ -12,20 +12,22 @@ reports the model's name; the engine only uses it when that name and size match 
 embedder's, so vectors never come from another model than the one the file records.
 
 Given the engine's configuration, the helper also prepares an import's batches (validation,
-chunking, hashing: :func:`core.prepare.prepare_batch`) before embedding them, so this process
-only writes. Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), that moved
-3 to 6 s of a 100k import's 22 off the writer's process, whose threads share one GIL.
+chunking, hashing: :func:`core.prepare.prepare_batch`) before embedding them, and puts them in
+their conversational context (:mod:`core.import_contexts`), so this process only writes.
+Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), moving that work here
+took 3 to 6 s off a 100k import's 22 in the writer's process, whose threads share one GIL.
 
 Protocol, one request at a time. The parent's first line is ``{"embedding": {...},
 "config": {...} or null}``; the child answers ``{"name": ..., "dim": ...}``. Then:
 
 - ``{"texts": [...]}``: the child answers ``{"n": N, "dim": D}`` followed by N*D
   little-endian float32 values, or ``{"error": "..."}``;
-- ``{"prepare": B}`` followed by B bytes, the pickled ``(items, agent, batch_time)`` of a batch: the
-  child answers ``{"prepared": P, "n": N, "dim": D}`` followed by P bytes, the pickled
-  ``(batch, refused)``, and the N*D float32 values of its texts (N is -1 when it has none,
-  or embedding them failed: they are stored unembedded, for the worker), or
-  ``{"error": "..."}``.
+- ``{"prepare": B}`` followed by B bytes, the pickled ``(items, agent, batch_time,
+  import_key, handed)`` of a batch (:meth:`EmbeddingProcess.prepare`): the child answers
+  ``{"prepared": P, "n": N, "dim": D}`` followed by P bytes, the pickled ``(batch,
+  refused)`` in context, and the N*D float32 values of its chunks' blended vectors (N is -1
+  when it has none, or embedding them failed: they are stored unembedded, for the worker),
+  or ``{"error": "..."}``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from core.config import EmbeddingConfig
 
 if TYPE_CHECKING:
     from core.config import Config
+    from core.import_contexts import ImportContexts, Part
     from core.prepare import IndexedItem
     from core.storage.messages import PreparedMessage
     from core.types import Rejected
@@ -56,6 +59,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding core/
+
+# Imports whose context parts the helper keeps at once (two engines' imports may interleave).
+_IMPORTS_KEPT = 4
 
 # Seconds a batch waits for a starting helper rather than embedding in this process. The
 # helper is ready in well under a second here (0.6 s with a 256-dimension model): past this,
@@ -157,14 +163,26 @@ class EmbeddingProcess:
                 return None
         return np.frombuffer(blob, dtype=np.float32).reshape(header["n"], header["dim"])
 
-    async def prepare(self, items: list[IndexedItem], agent: str | None,
-                      batch_time: str) -> Prepared | None:
-        """A batch prepared and embedded by the helper: its messages, refusals and vectors
-        (None: embedding them failed, as :meth:`embed` reports). None while the helper starts,
-        once it broke, or when it was not given the configuration: prepare it yourself."""
-        if not self.usable or self._process is None or self._config["config"] is None:
+    @property
+    def running(self) -> bool:
+        """Whether the helper has started and answers."""
+        return self.usable and self._process is not None
+
+    async def prepare(self, items: list[IndexedItem], agent: str | None, batch_time: str,
+                      import_key: str, handed: dict[str, list[Part]]) -> Prepared | None:
+        """A batch prepared, embedded and put in context by the helper: its messages with
+        their contexts, its refusals, and its chunks' blended vectors (None: embedding them
+        failed, as :meth:`embed` reports).
+
+        The helper keeps each import's context parts (``import_key``) from batch to batch;
+        ``handed`` are those of the batch's sessions it does not hold yet (see
+        :mod:`core.import_contexts`). None while the helper starts, once it broke, or when
+        it was not given the configuration: prepare it yourself.
+        """
+        if not self.running or self._config["config"] is None:
             return None
-        request = pickle.dumps((items, agent, batch_time), protocol=pickle.HIGHEST_PROTOCOL)
+        request = pickle.dumps((items, agent, batch_time, import_key, handed),
+                               protocol=pickle.HIGHEST_PROTOCOL)
         async with self._lock:
             try:
                 assert self._process is not None
@@ -219,12 +237,14 @@ def _serve() -> None:
     config = None if first.get("config") is None else Config.model_validate(first["config"])
     stdout.write(json.dumps({"name": embedder.name, "dim": embedder.dimension}).encode() + b"\n")
     stdout.flush()
+    imports: dict[str, ImportContexts] = {}  # each import's context parts, newest last
     for line in stdin:
         try:
             request = json.loads(line)
             if "prepare" in request:
                 assert config is not None, "asked to prepare without a configuration"
-                reply, tail = _prepared(config, embedder, stdin.read(request["prepare"]))
+                reply, tail = _prepared(config, embedder, imports,
+                                        stdin.read(request["prepare"]))
             else:
                 matrix = embed_checked(embedder, request["texts"])
                 reply, tail = {"n": matrix.shape[0], "dim": matrix.shape[1]}, [matrix.tobytes()]
@@ -238,21 +258,41 @@ def _serve() -> None:
         stdout.flush()
 
 
-def _prepared(config: Config, embedder: Any, request: bytes) -> tuple[dict[str, Any], list[bytes]]:
+def _prepared(config: Config, embedder: Any, imports: dict[str, ImportContexts],
+              request: bytes) -> tuple[dict[str, Any], list[bytes]]:
     """A prepare request's answer: its header, then the pickled batch and the vectors."""
     from core.embeddings import embed_checked
+    from core.import_contexts import ImportContexts
     from core.prepare import prepare_batch, texts_to_embed
 
-    items, agent, batch_time = pickle.loads(request)
-    batch, refused = prepare_batch(config, items, agent, batch_time)
+    def embedded(texts: list[str]) -> np.ndarray | None:
+        try:
+            return embed_checked(embedder, texts) if texts else None
+        except Exception as exc:  # stored unembedded: the worker retries them and says why
+            log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
+                        len(texts), exc)
+            return None
+
+    items, agent, batch_time, import_key, handed = pickle.loads(request)
     chunking = config.chunking
-    texts = texts_to_embed(batch, chunking.context_messages, chunking.context_chars)
-    try:
-        matrix = embed_checked(embedder, texts) if texts else None
-    except Exception as exc:  # stored unembedded: the worker retries them and says why
-        log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
-                    len(texts), exc)
-        matrix = None
+    if import_key not in imports:
+        imports[import_key] = ImportContexts(chunking.context_messages, chunking.context_chars)
+        while len(imports) > _IMPORTS_KEPT:
+            del imports[next(iter(imports))]
+    contexts = imports[import_key]
+    contexts.take(handed)
+    batch, refused = prepare_batch(config, items, agent, batch_time)
+    matrix = embedded(texts_to_embed(batch, chunking.context_messages, chunking.context_chars))
+    if chunking.context_messages > 0:
+        sessions = list(dict.fromkeys(prepared.session_id for _, prepared in batch))
+        missing = contexts.without_vectors(sessions)
+        if matrix is not None and missing:
+            vectors = embedded(missing)
+            if vectors is None:
+                matrix = None
+            else:
+                contexts.give_vectors(sessions, missing, vectors)
+        batch, matrix = contexts.apply(batch, matrix)
     prepared = pickle.dumps((batch, refused), protocol=pickle.HIGHEST_PROTOCOL)
     if matrix is None:
         return {"prepared": len(prepared), "n": -1, "dim": embedder.dimension}, [prepared]
