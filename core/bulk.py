@@ -19,8 +19,8 @@ import numpy as np
 
 from core.clock import utc_now
 from core.embeddings import embed_checked
+from core.embeddings.import_contexts import ImportContexts, Part
 from core.embeddings.process import EmbeddingProcess, worth_a_process
-from core.import_contexts import ImportContexts, Part
 from core.prepare import prepare_batch, texts_to_embed
 from core.storage.messages import PreparedMessage
 from core.types import BulkStoreResult, Rejected

@@ -12,9 +12,9 @@ reports the model's name; the engine only uses it when that name and size match 
 embedder's, so vectors never come from another model than the one the file records.
 
 Given the engine's configuration, the helper also prepares an import's batches (validation,
-chunking, hashing: :func:`core.prepare.prepare_batch`) before embedding them, and puts them in
-their conversational context (:mod:`core.import_contexts`), so this process only writes.
-Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), moving that work here
+chunking, hashing: :func:`core.prepare.prepare_batch`) before embedding them, and puts them
+in their conversational context (:mod:`core.embeddings.import_contexts`), so this process
+only writes. Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), moving that work here
 took 3 to 6 s off a 100k import's 22 in the writer's process, whose threads share one GIL.
 
 Protocol, one request at a time. The parent's first line is ``{"embedding": {...},
@@ -48,7 +48,7 @@ from core.config import EmbeddingConfig
 
 if TYPE_CHECKING:
     from core.config import Config
-    from core.import_contexts import ImportContexts, Part
+    from core.embeddings.import_contexts import ImportContexts, Part
     from core.prepare import IndexedItem
     from core.storage.messages import PreparedMessage
     from core.types import Rejected
@@ -176,8 +176,8 @@ class EmbeddingProcess:
 
         The helper keeps each import's context parts (``import_key``) from batch to batch;
         ``handed`` are those of the batch's sessions it does not hold yet (see
-        :mod:`core.import_contexts`). None while the helper starts, once it broke, or when
-        it was not given the configuration: prepare it yourself.
+        :mod:`core.embeddings.import_contexts`). None while the helper starts, once it broke,
+        or when it was not given the configuration: prepare it yourself.
         """
         if not self.running or self._config["config"] is None:
             return None
@@ -262,7 +262,7 @@ def _prepared(config: Config, embedder: Any, imports: dict[str, ImportContexts],
               request: bytes) -> tuple[dict[str, Any], list[bytes]]:
     """A prepare request's answer: its header, then the pickled batch and the vectors."""
     from core.embeddings import embed_checked
-    from core.import_contexts import ImportContexts
+    from core.embeddings.import_contexts import ImportContexts
     from core.prepare import prepare_batch, texts_to_embed
 
     def embedded(texts: list[str]) -> np.ndarray | None:
