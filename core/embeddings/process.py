@@ -14,8 +14,9 @@ embedder's, so vectors never come from another model than the one the file recor
 Given the engine's configuration, the helper also prepares an import's batches (validation,
 chunking, hashing: :func:`core.prepare.prepare_batch`) before embedding them, and puts them
 in their conversational context (:mod:`core.embeddings.import_contexts`), so this process
-only writes. Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), moving that work here
-took 3 to 6 s off a 100k import's 22 in the writer's process, whose threads share one GIL.
+only writes. Once embedding was 3x cheaper (:mod:`core.embeddings.word_cache`), moving that
+work here took 3 to 6 s off a 100k import's 22 in the writer's process, whose threads share
+one GIL.
 
 Protocol, one request at a time. The parent's first line is ``{"embedding": {...},
 "config": {...} or null}``; the child answers ``{"name": ..., "dim": ...}``. Then:

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -456,8 +456,12 @@ class Database:
         read-only raises ``StorageFull`` or ``ReadOnlyDatabase``, and a write lock another
         process held past the busy timeout ``MemoryBusy``, never the driver's error."""
         assert self.writer is not None, "database is closed"
+        return await self._refused(self.writer.run(self._guarded_write, fn, args))
+
+    async def _refused(self, job: Awaitable[T]) -> T:
+        """``job``'s result, a driver's error on the file raised as the engine's refusal."""
         try:
-            return await self.writer.run(self._guarded_write, fn, args)
+            return await job
         except UnicodeEncodeError:
             raise rows.not_text() from None
         except Exception as exc:
@@ -497,14 +501,7 @@ class Database:
         if self._checkpointer is None:
             self._checkpointer = self._lane("sqlite-checkpoint", False)
             self._checkpointer.start()
-        try:
-            return await self._checkpointer.run(checkpoint_wal)
-        except Exception as exc:
-            refusal = refusals.storage_refusal(self.path, exc,
-                                               busy_timeout_ms=self._busy_timeout_ms)
-            if refusal is None:
-                raise
-            raise refusal from exc
+        return await self._refused(self._checkpointer.run(checkpoint_wal))
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on an idle reader lane. A WAL reader waits for a lock only
