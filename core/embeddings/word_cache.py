@@ -117,7 +117,8 @@ class WordCache:
             return None  # the tokenizer matches added tokens in the raw text first
         known = self._ids
         if len(known) > MAX_PIECES:
-            known.clear()
+            # A new dict, not clear(): a thread embedding meanwhile keeps the one it holds.
+            self._ids = known = {}
         pieces = self._pieces.findall(text.lower() if self._lowercase else text)
         missing = [piece for piece in dict.fromkeys(pieces) if piece not in known]
         if missing:
