@@ -106,7 +106,7 @@ async def test_the_helper_prepares_exactly_as_this_process_does() -> None:
     """A batch the helper prepared, embedded and put in context is the one this process
     makes from the same items and the same context parts handed over."""
     from core.config import load_config
-    from core.import_contexts import ImportContexts
+    from core.embeddings.import_contexts import ImportContexts
     from core.prepare import prepare_batch, texts_to_embed
 
     config = load_config(DETERMINISTIC)
