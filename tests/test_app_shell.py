@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.widgets._footer import FooterKey
 
 from core.storage.sqlite.migrations import latest_version
 from tests.app_support import build_fixture, fixture_clock, make_app, running_app, settle
+from workbench.app.app import WorkbenchApp
+from workbench.app.widgets.footer import KeyFooter
 from workbench.app.widgets.header import StatusHeader
 
 
@@ -47,6 +51,35 @@ async def test_number_keys_switch_panes_and_help_lists_keys(fixture_db: Path) ->
         assert type(app.screen).__name__ == "HelpScreen"
         await pilot.press("escape")
         assert type(app.screen).__name__ != "HelpScreen"
+
+
+def footer_keys(app: WorkbenchApp) -> list[Any]:
+    return list(app.query_one(KeyFooter).query(FooterKey))
+
+
+def bound_actions(app: WorkbenchApp) -> list[str]:
+    """The actions of the keys the screen's bindings say to show, one key an action."""
+    return list(dict.fromkeys(binding.action for _, binding, _, _
+                              in app.screen.active_bindings.values() if binding.show))
+
+
+async def test_the_footer_shows_each_panes_keys_and_is_rebuilt_only_when_they_change(
+        fixture_db: Path) -> None:
+    async with running_app(fixture_db, size=(160, 48)) as (app, pilot):
+        await settle(pilot)
+        shown: list[list[str]] = []
+        for key in ("f1", "f2", "f3", "f4", "f5"):
+            await pilot.press(key)
+            await settle(pilot)
+            actions = [footer_key.action for footer_key in footer_keys(app)
+                       if not footer_key.has_class("-command-palette")]
+            assert actions == bound_actions(app), key
+            shown.append(actions)
+        assert len({tuple(actions) for actions in shown}) == 5  # each pane's keys differ
+        before = footer_keys(app)
+        app.screen.refresh_bindings()  # what a focus move says: updated, though the same
+        await settle(pilot)
+        assert all(now is then for now, then in zip(footer_keys(app), before, strict=True))
 
 
 async def test_a_file_that_cannot_open_says_why_in_the_header(tmp_path: Path) -> None:

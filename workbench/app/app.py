@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.widget import Widget
-from textual.widgets import Footer, Input, TabbedContent, TabPane, TextArea
+from textual.widgets import Input, TabbedContent, TabPane, TextArea
 from textual.worker import Worker, WorkerState
 
 from core import Engine
@@ -39,6 +39,7 @@ from workbench.app.panes.sessions import SessionsPane
 from workbench.app.playground.pane import PlaygroundPane
 from workbench.app.screens.help import HelpScreen
 from workbench.app.themes import DEFAULT_THEME, PROJECT_THEMES, load_theme_dirs, user_theme_dir
+from workbench.app.widgets.footer import KeyFooter
 from workbench.app.widgets.header import StatusHeader
 from workbench.app.widgets.progress import ProgressStrip, WorkProgress
 from workbench.text import to_json
@@ -143,7 +144,7 @@ class WorkbenchApp(App[None]):
                 with TabPane(f"{key} {pane_class.pane_title}", id=f"tab-{pane_id}"):
                     yield pane_class(id=pane_id)
         yield ProgressStrip()
-        yield Footer()
+        yield KeyFooter()
 
     @property
     def panes(self) -> list[Pane]:
