@@ -85,7 +85,10 @@ async def test_tool_call_arguments_are_indexed(memory: str) -> None:
 
 
 async def test_embedding_failures_are_recorded_per_chunk_and_retried(memory: str) -> None:
-    async with Engine.open(memory, config=DETERMINISTIC) as engine:
+    # Three attempts, not the default five: the worker backs off 0.1, 0.2, 0.4, 0.8, 1.6 s
+    # after a batch's failures in a row, and the last two were 2.4 s of the test.
+    config = {"embedding": {**DETERMINISTIC["embedding"], "max_attempts": 3}}
+    async with Engine.open(memory, config=config) as engine:
         real_embed = engine.embedder.embed
         calls = {"n": 0}
 
@@ -104,7 +107,7 @@ async def test_embedding_failures_are_recorded_per_chunk_and_retried(memory: str
         assert (status.embedded, status.failed, status.backlog) == (1, 1, 0)
     (error, attempts) = rows(memory, "SELECT embedding_error, embedding_attempts FROM chunks"
                              " WHERE embedding_status = 'failed'")[0]
-    assert "backend hiccup" in error and attempts == 5
+    assert "backend hiccup" in error and attempts == 3
 
 
 async def test_drain_waits_for_a_store_that_lands_while_the_worker_reads(memory: str) -> None:
