@@ -31,6 +31,7 @@ from typing import Any
 
 from core.embeddings.worker import GATHER_AT_MOST_SECONDS
 from core.summary.service import QUIET_AT_MOST_SECONDS as SUMMARY_AT_MOST_SECONDS
+from core.upkeep import LOG_BUSY_SECONDS
 from workbench.bench.measure import percentile
 from workbench.bench.synthetic import conversation
 
@@ -84,9 +85,10 @@ class FrameworksFigures:
                    "full text are still written in the turn's transaction)"
                    + ("; the model line embeds with " + self.model if self.model else ""))
         out.append(f"{'':<14}the turns run back to back: the worker's embedding (within "
-                   f"{GATHER_AT_MOST_SECONDS:g} s), a session's summary check (within "
-                   f"{SUMMARY_AT_MOST_SECONDS:g} s) and the log's copy into the file wait for "
-                   "a pause, as an agent's wait for its model gives them")
+                   f"{GATHER_AT_MOST_SECONDS:g} s) and a session's summary check (within "
+                   f"{SUMMARY_AT_MOST_SECONDS:g} s) wait for a pause, as an agent's wait for "
+                   "its model gives them; the log's copy into the file runs beside the turns "
+                   f"(after a pause, or every {LOG_BUSY_SECONDS:g} s of writes that never pause)")
         return out
 
 
