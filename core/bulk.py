@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.clock import utc_now
-from core.embeddings import embed_checked
+from core.embeddings import embed_or_leave
 from core.embeddings.import_contexts import ImportContexts, Part
 from core.embeddings.process import EmbeddingProcess, worth_a_process
 from core.prepare import prepare_batch, texts_to_embed
@@ -101,14 +101,6 @@ class BulkIngest:
         rejected: list[Rejected] = []
         embed_inline = model.worker is not None and model.vectors_usable
 
-        def embed_here(texts: list[str]) -> np.ndarray | None:
-            try:
-                return embed_checked(model.embedder, texts)
-            except Exception as exc:  # the worker will retry these chunks and record errors
-                log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
-                            len(texts), exc)
-                return None
-
         chunking = config.chunking
         count, max_chars = chunking.context_messages, chunking.context_chars
         # The sessions' latest messages as context parts: here for the batches this process
@@ -129,7 +121,7 @@ class BulkIngest:
                     await self.process.started()
                 matrix = await self.process.embed(texts)
             if matrix is None:
-                matrix = await asyncio.to_thread(embed_here, texts)
+                matrix = await asyncio.to_thread(embed_or_leave, model.embedder, texts)
             return matrix
 
         async def in_context(batch: list[tuple[int, PreparedMessage]], raw: np.ndarray | None,

@@ -15,6 +15,7 @@ from core.embeddings.base import (
     LoadedEmbedder,
     LoadingEmbedder,
     embed_checked,
+    embed_or_leave,
     l2_normalise,
     short_reason,
 )
@@ -23,7 +24,8 @@ from core.errors import DimensionMismatch, EmbeddingError
 if TYPE_CHECKING:
     from core.config import EmbeddingConfig
 
-__all__ = ["Embedder", "LoadedEmbedder", "LoadingEmbedder", "embed_checked", "l2_normalise",
+__all__ = ["Embedder", "LoadedEmbedder", "LoadingEmbedder", "embed_checked", "embed_or_leave",
+           "l2_normalise",
            "load_embedder", "short_reason"]
 
 log = logging.getLogger(__name__)

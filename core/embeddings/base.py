@@ -7,6 +7,7 @@ backends: that keeps the imports one-way.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
     import tokenizers
 
-__all__ = ["Embedder", "LoadedEmbedder", "LoadingEmbedder", "embed_checked", "l2_normalise",
-           "short_reason"]
+__all__ = ["Embedder", "LoadedEmbedder", "LoadingEmbedder", "embed_checked", "embed_or_leave",
+           "l2_normalise", "short_reason"]
 
 
 class Embedder(Protocol):
@@ -87,6 +88,17 @@ def embed_checked(embedder: Embedder, texts: list[str]) -> np.ndarray:
         raise EmbeddingError(f"{embedder.name} returned vectors of shape {matrix.shape} for "
                              f"{len(texts)} texts of dimension {embedder.dimension}")
     return matrix
+
+
+def embed_or_leave(embedder: Embedder, texts: list[str]) -> np.ndarray | None:
+    """:func:`embed_checked`, or None (logged) when embedding fails: an import's chunks are
+    then stored unembedded, and the embedding worker retries them and records why."""
+    try:
+        return embed_checked(embedder, texts)
+    except Exception as exc:  # the model's errors, whatever their type
+        logging.getLogger("core.bulk").warning(
+            "bulk embedding failed, leaving %d chunks to the worker: %s", len(texts), exc)
+        return None
 
 
 def l2_normalise(matrix: object) -> np.ndarray:

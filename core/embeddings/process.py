@@ -262,17 +262,12 @@ def _serve() -> None:
 def _prepared(config: Config, embedder: Any, imports: dict[str, ImportContexts],
               request: bytes) -> tuple[dict[str, Any], list[bytes]]:
     """A prepare request's answer: its header, then the pickled batch and the vectors."""
-    from core.embeddings import embed_checked
+    from core.embeddings import embed_or_leave
     from core.embeddings.import_contexts import ImportContexts
     from core.prepare import prepare_batch, texts_to_embed
 
     def embedded(texts: list[str]) -> np.ndarray | None:
-        try:
-            return embed_checked(embedder, texts) if texts else None
-        except Exception as exc:  # stored unembedded: the worker retries them and says why
-            log.warning("bulk embedding failed, leaving %d chunks to the worker: %s",
-                        len(texts), exc)
-            return None
+        return embed_or_leave(embedder, texts) if texts else None
 
     items, agent, batch_time, import_key, handed = pickle.loads(request)
     chunking = config.chunking
