@@ -413,6 +413,8 @@ class Database:
         self._reader_pool_size = reader_pool_size
         self.writer: Lane | None = None
         self._readers: list[Lane] = []
+        self._opening = 0  # reader lanes being opened (:meth:`_take_reader`)
+        self._closed = False
         # Last in, first out: the reader used last is used next, so its page cache is warm;
         # the others only wake when queries overlap. (Round-robin spread each page over five
         # caches and cost a session query ~1 ms of page reads.)
@@ -443,13 +445,43 @@ class Database:
         self.writer.start()
 
     def open_readers(self) -> None:
-        """Open the reader pool; call after migrations so readers see the final schema."""
+        """Open the reader pool's first lane; call after migrations so readers see the final
+        schema. The others open as reads overlap (:meth:`_take_reader`), up to the pool's
+        size: a command that reads one thing at a time never pays for them (each is a thread
+        and a connection, ~1 ms to open and to close)."""
         self._idle = asyncio.LifoQueue()
-        for index in range(self._reader_pool_size):
-            lane = self._lane(f"sqlite-reader-{index}", True)
-            lane.start()
-            self._readers.append(lane)
-            self._idle.put_nowait(lane)
+        lane = self._lane("sqlite-reader-0", True)
+        lane.start()
+        self._readers.append(lane)
+        self._idle.put_nowait(lane)
+
+    async def _take_reader(self) -> Lane:
+        """An idle reader lane; a new one when none is idle and the pool has room."""
+        assert self._idle is not None, "database is closed"
+        if not self._idle.empty() or len(self._readers) + self._opening >= self._reader_pool_size:
+            return await self._idle.get()
+        self._opening += 1
+        try:
+            lane = await self._open_reader(len(self._readers) + self._opening - 1)
+        finally:
+            self._opening -= 1
+        return await self._idle.get() if lane is None else lane
+
+    async def _open_reader(self, index: int) -> Lane | None:
+        """A new reader lane in the pool; None when it did not open (out of threads or file
+        handles: the lanes already open serve the reads)."""
+        lane = self._lane(f"sqlite-reader-{index}", True)
+        try:
+            await asyncio.to_thread(lane.start)
+        except Exception as exc:
+            log.warning("%s: another reader connection did not open (%s); the %d open ones"
+                        " serve the reads", self.path, exc, len(self._readers))
+            return None
+        if self._closed:
+            lane.close()
+            raise RuntimeError("database is closed")
+        self._readers.append(lane)
+        return lane
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on the writer lane; a disk that is full or became
@@ -507,8 +539,7 @@ class Database:
         """Run ``fn(conn, *args)`` on an idle reader lane. A WAL reader waits for a lock only
         while another connection rebuilds the file's index (after a crash); past the busy
         timeout that is ``MemoryBusy`` too."""
-        assert self._idle is not None, "database is closed"
-        lane = await self._idle.get()
+        lane = await self._take_reader()
         try:
             return await lane.run(fn, *args)
         except UnicodeEncodeError:
@@ -518,6 +549,7 @@ class Database:
                 raise
             raise refusals.busy(self.path, self._busy_timeout_ms) from exc
         finally:
+            assert self._idle is not None
             self._idle.put_nowait(lane)
 
     async def watch(self, fn: Callable[..., T], *args: Any) -> T:
@@ -531,6 +563,7 @@ class Database:
 
     def close(self) -> None:
         """Close every lane, readers first so the writer's close can checkpoint the WAL."""
+        self._closed = True
         for lane in (self._watch, self._checkpointer):
             if lane is not None:
                 lane.close()
