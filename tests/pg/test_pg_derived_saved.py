@@ -261,3 +261,18 @@ async def test_the_save_after_a_build_does_not_hold_up_close(pg_url: str) -> Non
         saved = await backend_of(engine).saved_indexes()
         assert [entry["state"] for entry in saved] == ["current"]
         assert saved[0]["index"] == "namespace 'a'" and saved[0]["bytes"] > 0
+
+
+async def test_a_namespace_without_chunks_is_not_saved(pg_url: str) -> None:
+    """A query of a namespace that holds nothing builds its (empty) index, which is not
+    saved: the next open would start loading it in place of one that has chunks."""
+    folder = await saved_memory(pg_url)
+    async with Engine.open(pg_url, config=DETERMINISTIC) as engine:
+        for namespace in ("nobody", "a%"):
+            await engine.search(namespace=namespace, query=QUERIES[0], top_k=8)
+            indexes = backend_of(engine).derived.indexes
+            held = await indexes.build_now(namespace)
+            assert held.ready and not held.chunk_ids
+            assert not await indexes.save(namespace)
+    assert sorted(path.name for path in folder.glob("*.json")) == [
+        f"{derived_saved.index_name('a')}.json"]

@@ -383,16 +383,21 @@ class PgDerivedIndexes:
 
     async def save(self, namespace: str, *, at_close: bool = False) -> bool:
         """Bring the namespace's index up to the database and save it; False when there was
-        nothing to save (not built, no saving, the copy on disk current, or another
-        process saving it). The index's lock is held while it is synced and its arrays
-        copied (a query's sync waits for that); the write is a thread's."""
+        nothing to save (not built, no saving, the copy on disk current, another process
+        saving it, or no chunk in the namespace). The index's lock is held while it is
+        synced and its arrays copied (a query's sync waits for that); the write is a
+        thread's.
+
+        A namespace without chunks (one a query named, maybe mistyped) is built by one
+        query that finds nothing: a copy would save nothing, and every later open would
+        start loading it (``LOADED_AT_OPEN``) in place of a namespace that has chunks."""
         saving, held = self.saving, self._held.get(namespace)
         if saving is None or not saving.writable or held is None or not held.ready:
             return False
         async with held.lock:
             fingerprint = await self._db.read(self._synced_fingerprint, held)
             unsaved = held.unsaved
-            if not held.ready or unsaved == 0 or (
+            if not held.ready or not held.chunk_ids or unsaved == 0 or (
                     at_close and unsaved is not None and unsaved < saving.close_after):
                 return False
             arrays, meta = await asyncio.to_thread(derived_saved.export, held)
