@@ -9,6 +9,7 @@ in input order, because sequences are checked in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.clock import utc_now
+from core.collector import collector_spared
 from core.embeddings import embed_or_leave
 from core.embeddings.import_contexts import ImportContexts, Part
 from core.embeddings.process import EmbeddingProcess, worth_a_process
@@ -266,6 +268,7 @@ class BulkIngest:
             pending_items = []
 
         importing = large = False
+        spared = contextlib.ExitStack()
         try:
             for index, item in enumerate(items):
                 pending_items.append((index, item))
@@ -276,6 +279,9 @@ class BulkIngest:
                         # is tuned for large transactions until it ends (one call costs two
                         # small writes, which a single batch does not pay).
                         importing = True
+                        # Its batches would set off the collector's full passes over the
+                        # whole process, holding the GIL the writes need (core.collector).
+                        spared.enter_context(collector_spared())
                         await backend.bulk_writes(True)
                     if not large and index + 1 >= FOLLOW_FROM_MESSAGES:
                         large = True
@@ -290,6 +296,7 @@ class BulkIngest:
             unfinished = [task for task in in_flight if not task.done()]
             if unfinished:
                 await asyncio.wait(unfinished)
+            spared.close()
             if importing:
                 try:
                     await backend.bulk_writes(False)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -238,6 +239,9 @@ def _serve() -> None:
     config = None if first.get("config") is None else Config.model_validate(first["config"])
     stdout.write(json.dumps({"name": embedder.name, "dim": embedder.dimension}).encode() + b"\n")
     stdout.flush()
+    # What the helper loaded (modules, the model) stays: out of the collector's full passes,
+    # which the batches' objects set off (0.7 s of a 100k import's 9.6 s here).
+    gc.freeze()
     imports: dict[str, ImportContexts] = {}  # each import's context parts, newest last
     for line in stdin:
         try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -138,6 +139,8 @@ def follow(path: Path, busy_timeout_ms: int, lines: Any, out: Any) -> None:
     from core.storage.derived.saving import sqlite_saving
     from core.storage.derived.vector_matrix import NamespaceVectors
     from core.storage.sqlite.connection import open_connection
+
+    gc.freeze()  # the modules loaded: out of the full passes the indexes' growth sets off
 
     def connect() -> Any:
         return open_connection(path, read_only=True, busy_timeout_ms=busy_timeout_ms)
