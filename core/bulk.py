@@ -51,6 +51,11 @@ BATCH_MESSAGES = 1000
 # Messages from which an import has its derived indexes kept in step as it writes (by a helper
 # process, see Backend.bulk_writes): for fewer, building them after it takes under a second.
 FOLLOW_FROM_MESSAGES = 10_000
+# Messages from which an import's transactions hold GROWN_BATCHES times as many: past
+# ~100k chunks the chunk-id and vec0 id indexes take random keys in more pages than the cache
+# holds, and each commit rewrites thousands of them whatever its size.
+GROW_FROM_MESSAGES = 100_000
+GROWN_BATCHES = 4
 # Messages per transaction an import asks for, handing over several times as many a call:
 # 4,000 wrote 30k chunks in 10.7 s of writes where 1,000 took 16.7 (automerge off both).
 IMPORT_BATCH = 4000
@@ -272,7 +277,8 @@ class BulkIngest:
         try:
             for index, item in enumerate(items):
                 pending_items.append((index, item))
-                if len(pending_items) >= batch_size:
+                if len(pending_items) >= (batch_size if index < GROW_FROM_MESSAGES
+                                          else batch_size * GROWN_BATCHES):
                     launch()
                     if not importing:
                         # A second batch on its way means a real import: the full-text index

@@ -64,6 +64,23 @@ async def test_bulk_path_stores_many_and_reports_every_refusal(memory: str) -> N
         assert [r.sequence for r in await engine.recall("t")] == [1]
 
 
+async def test_a_long_import_writes_bigger_transactions_past_its_first_messages(
+        memory: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past GROW_FROM_MESSAGES an import's batches hold GROWN_BATCHES times as many (fewer
+    commits, each rewriting the random-key index pages): every message still stored once."""
+    from core import bulk
+
+    monkeypatch.setattr(bulk, "GROW_FROM_MESSAGES", 1000)
+    items = [(f"s{i % 7}", None, {"role": "user", "content": f"bulk message {i}"})
+             for i in range(3300)]
+    async with Engine.open(memory, config=DETERMINISTIC) as engine:
+        settled: list[int] = []
+        result = await engine.store_many(items, batch_size=250, progress=settled.append)
+        assert result.stored == 3300 and not result.rejected
+        assert settled == [250, 500, 750, 1000, 2000, 3000, 3300]
+        assert (await engine.counts())["conversation_events"] == 3300
+
+
 async def test_the_backlog_is_visible_and_resumes_after_reopen(memory: str) -> None:
     async with Engine.open(memory, config=DETERMINISTIC, start_worker=False) as engine:
         await engine.store_many([("s", i, {"role": "user", "content": f"m{i}"})

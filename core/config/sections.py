@@ -111,7 +111,8 @@ class StorageConfig(_Section):
         description='Memory opened when no file is named, e.g. "postgresql://agent@db/memory".')
     reader_pool_size: Int64 = Field(
         default=5, ge=1,
-        description="Read connections kept open beside the one writer (aidaemon: 5).")
+        description="Read connections beside the one writer, opened as reads overlap"
+                    " (aidaemon: 5).")
     busy_timeout_ms: Int64 = Field(
         default=15000, description="How long a statement waits for another process's lock.")
     synchronous: str = Field(
