@@ -171,14 +171,11 @@ class BulkIngest:
             new = [sid for sid in dict.fromkeys(item[0] for _, item in chunk_of_items
                                                 if isinstance(item[0], str))
                    if sid not in helper_holds]
-            handed = contexts.hand_over(new)
-            unseen = [sid for sid in new if sid not in handed]
+            unseen = contexts.unseen(new)
             if unseen:
-                from_file = ImportContexts(count, max_chars)
-                from_file.from_file(unseen, await backend.session_tails(unseen, count))
-                handed.update(from_file.tails)
+                contexts.from_file(unseen, await backend.session_tails(unseen, count))
             helper_holds.update(new)
-            return handed
+            return contexts.hand_over(new)
 
         async def prepare_here(chunk_of_items: list[tuple[int, BulkItem]], batch_time: str,
                                previous: asyncio.Task[None] | None) -> Prepared:
