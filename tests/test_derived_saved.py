@@ -133,6 +133,28 @@ async def test_a_copy_of_an_unchanged_file_starts_with_the_common_words_quotient
         assert len(backend.full_text_index.quotients) == 0
 
 
+async def test_writes_to_a_loaded_copy_leave_the_saved_files_as_they_were(
+        db_path: Path, tmp_path: Path) -> None:
+    """The loaded per-row arrays are the saved files mapped copy-on-write: a delete writes
+    into this process's pages of them, never into the files."""
+    await saved_memory(db_path)
+    files = sorted(persisted.sqlite_folder(db_path).rglob("*.npy"))
+    before = [path.read_bytes() for path in files]
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        saving = backend_of(engine).derived.saving
+        assert saving is not None
+        saving.writable = False
+        await engine.forget("ann-s0")
+        await answers(engine)  # the deletes, applied to the mapped arrays
+        await fill(engine, {"ann": 30}, 2, seed=11)
+        await answers(engine)  # the inserts grow them into memory
+        assert backend_of(engine).derived.state("full-text").origin == "loaded"
+    assert [path.read_bytes() for path in files] == before
+    origins, found = await origins_after_open(db_path)
+    assert all(origin == "loaded" for origin, _, _ in origins.values())
+    assert found == await built_answers(db_path, tmp_path)
+
+
 async def test_a_stale_copy_is_caught_up_from_the_log(db_path: Path, tmp_path: Path) -> None:
     await saved_memory(db_path)
     await more_writes(db_path)

@@ -408,12 +408,14 @@ class FullTextIndex:
         self._reset()
         terms = bytes(arrays["terms"]).decode().split("\n") if meta["term_count"] else []
         tainted = bytes(arrays["tainted"]).decode()
-        self.tokenizer = Tokenizer()
+        if self.tokenizer.terms:  # ids learned here would not be the saved ones
+            self.tokenizer = Tokenizer()
         self.tokenizer.restore(terms, set(tainted.split("\n")) if tainted else set())
         used = len(arrays["rowid"])
-        self._grow(used)
+        # The per-row arrays stay the mapped ones (copy-on-write): a delete writes into its
+        # page of them, and the first insert grows them into memory (_grow copies).
         for name in ("rowid", "namespace", "length", "alive", "split_alike"):
-            getattr(self, f"_{name}")[:used] = arrays[name]
+            setattr(self, f"_{name}", arrays[name])
         self._used = used
         live = np.flatnonzero(self._alive[:used])
         self._slot_of = SavedLookup(self._rowid[live], lambda n: int(live[n]), live.tolist,

@@ -81,7 +81,7 @@ class Tokenizer:
         text is tokenized: runs learned later map their tokens to these ids."""
         assert not self.terms, "a tokenizer that learned terms keeps its ids"
         self.terms = list(terms)
-        self._term_ids = {term: tid for tid, term in enumerate(self.terms)}
+        self._term_ids = dict(zip(self.terms, range(len(self.terms)), strict=True))
         self.session_tainted = set(session_tainted)
 
     def term_id(self, term: str) -> int | None:
