@@ -133,6 +133,42 @@ async def test_a_copy_of_an_unchanged_file_starts_with_the_common_words_quotient
         assert len(backend.full_text_index.quotients) == 0
 
 
+async def test_a_query_asked_while_the_copies_load_waits_for_them_on_one_reader(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh process's first query: both legs from the loaded indexes, one after the
+    other on one reader (split, each leg waited for its load on a reader of its own)."""
+    await saved_memory(db_path)
+    release = threading.Event()
+    load = persisted.load
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(10)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(persisted, "load", held)
+    try:
+        # No worker and no upkeep: the only reads are the query's.
+        async with Engine.open(db_path, config=DETERMINISTIC, start_worker=False,
+                               background=False) as engine:
+            backend = backend_of(engine)
+            assert not any(backend.derived.state(name).ready for name in NAMES)
+            assert all(backend.derived.answers_from_memory(name) for name in NAMES)
+            query = asyncio.ensure_future(engine.search(namespace="ann",
+                                                        query="apple pie jazz", top_k=8))
+            for _ in range(500):  # until the query holds the reader, waiting for the loads
+                await asyncio.sleep(0.01)
+                if backend._db._idle is not None and backend._db._idle.empty():
+                    break
+            await asyncio.sleep(0.05)  # time for a second leg to ask for a reader of its own
+            release.set()
+            result = await query
+            assert result.legs.vector_path == DERIVED_VECTOR_LEG and result.legs.fts_derived
+            assert len(backend._db._readers) == 1
+            assert all(backend.derived.state(name).origin == "loaded" for name in NAMES)
+    finally:
+        release.set()
+
+
 async def test_writes_to_a_loaded_copy_leave_the_saved_files_as_they_were(
         db_path: Path, tmp_path: Path) -> None:
     """The loaded per-row arrays are the saved files mapped copy-on-write: a delete writes

@@ -166,6 +166,13 @@ class DerivedIndexes:
                                            daemon=True)
             self._saver.start()
 
+    def answers_from_memory(self, name: str) -> bool:
+        """Whether a query of ``name`` now reads it from memory: it is ready, or its saved
+        copy is loading (:meth:`reading` waits for that load, and answers from SQL only if
+        the copy is refused)."""
+        state = self._states[name]
+        return state.ready or state.loading is not None
+
     def state(self, name: str) -> IndexState:
         """One index's state (read it under no lock: for reports)."""
         return self._states[name]

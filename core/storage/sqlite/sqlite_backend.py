@@ -297,11 +297,13 @@ class SqliteBackend(SharedOperations, LangGraphOperations, AgentItemsOperations)
             timings["vector"] = (time.perf_counter() - started) * 1000
 
         if full_text and query_vector is not None and not request.tags and all(
-                self.derived.state(name).ready
+                self.derived.answers_from_memory(name)
                 for name in (self.namespace_vectors.name, self.full_text_index.name)):
             # Both legs from memory: one after the other on one reader, the scan on every
             # core. Side by side, each leg's Python waited on the other's for the GIL, and
-            # a query whose words are common took 9-14 ms where its legs alone took 6.
+            # a query whose words are common took 9-14 ms where its legs alone took 6. A
+            # fresh process's first query, asked while the saved copies load, waits for
+            # them here too: split, its legs waited for the same loads on two readers.
             started = time.perf_counter()
             vector = await query_vector
             embedded = time.perf_counter()
