@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
+from core import Engine
 from core.storage.sqlite import connection
 from core.storage.sqlite.connection import Database, transaction
+from core.tasks import in_background, run_in_background
+from tests.conftest import DETERMINISTIC
 
 
 async def _opened(tmp_path: Path, size: int) -> Database:
@@ -103,3 +106,67 @@ async def test_a_reader_that_does_not_open_leaves_the_reads_to_the_open_ones(
     finally:
         release.set()
         db.close()
+
+
+async def test_a_background_read_waits_for_an_idle_reader_and_opens_none(
+        tmp_path: Path) -> None:
+    db = await _opened(tmp_path, 3)
+    release = threading.Event()
+    started = threading.Event()
+
+    def held(conn: Any) -> int:
+        started.set()
+        assert release.wait(10)
+        return _count(conn)
+
+    async def in_background() -> int:
+        run_in_background()
+        return await db.read(_count)
+
+    try:
+        first = asyncio.ensure_future(db.read(held))
+        assert await asyncio.to_thread(started.wait, 10)
+        upkeep = asyncio.ensure_future(in_background())
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not upkeep.done()  # it waits for the one reader: a new one would answer now
+        assert db._opening == 0 and len(db._readers) == 1
+        # A read that is not background's still opens a reader beside the held one.
+        assert await db.read(_count) == 1
+        assert len(db._readers) == 2
+        release.set()
+        assert await asyncio.gather(first, upkeep) == [1, 1]
+        assert len(db._readers) == 2
+    finally:
+        release.set()
+        db.close()
+
+
+async def test_the_embedding_worker_and_consolidation_read_in_the_background(
+        db_path: Path) -> None:
+    """Their reads right after an open do not open readers beside the first query."""
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        backend: Any = engine.backend
+        seen: dict[str, list[bool]] = {"pending_chunks": [], "read_meta": []}
+
+        def marking(read: Any, calls: list[bool]) -> Any:
+            def marked(*args: Any) -> Any:
+                calls.append(in_background())
+                return read(*args)
+            return marked
+
+        for name, calls in seen.items():
+            setattr(backend, name, marking(getattr(backend, name), calls))
+        await engine.worker.stop()  # started again, reading through the wrapped methods
+        engine.worker.start()
+        await engine.store("s", 0, {"role": "user", "content": "a note to embed"})
+        await engine.drain(10)
+        await engine.compactor.stop()
+        engine.compactor.start()
+        for _ in range(200):
+            if seen["read_meta"]:
+                break
+            await asyncio.sleep(0.01)
+        assert seen["pending_chunks"] and all(seen["pending_chunks"])
+        assert seen["read_meta"] and all(seen["read_meta"])
+        assert not in_background()  # the caller's own task is not marked

@@ -23,6 +23,7 @@ from core.errors import ExtensionMissing, ReadOnlyDatabase
 from core.storage import rows
 from core.storage.sqlite import refusals
 from core.storage.sqlite.open_files import track, tracked_class
+from core.tasks import in_background
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -456,9 +457,11 @@ class Database:
         self._idle.put_nowait(lane)
 
     async def _take_reader(self) -> Lane:
-        """An idle reader lane; a new one when none is idle and the pool has room."""
+        """An idle reader lane; a new one when none is idle and the pool has room, unless
+        the read is background upkeep's (:func:`core.tasks.run_in_background`)."""
         assert self._idle is not None, "database is closed"
-        if not self._idle.empty() or len(self._readers) + self._opening >= self._reader_pool_size:
+        if (not self._idle.empty() or in_background()
+                or len(self._readers) + self._opening >= self._reader_pool_size):
             return await self._idle.get()
         self._opening += 1
         try:
