@@ -1,4 +1,4 @@
-"""Stopping background tasks for sure, and telling their reads apart.
+"""Stopping background tasks for sure, and telling upkeep's reads apart.
 
 On Python 3.11, ``asyncio.wait_for`` drops a cancellation that arrives just as the awaited
 thing completes (CPython gh-86296, fixed in 3.12); drivers wait that way (psycopg's pool
@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 RECANCEL_EVERY_S = 0.2
-_BACKGROUND: ContextVar[bool] = ContextVar("workbench_background", default=False)
+_UPKEEP: ContextVar[bool] = ContextVar("workbench_upkeep", default=False)
 
 
 async def cancel_and_wait(*tasks: asyncio.Task[Any]) -> list[BaseException | None]:
@@ -28,19 +28,19 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any]) -> list[BaseException | Non
     return [None if task.cancelled() else task.exception() for task in tasks]
 
 
-def run_in_background() -> None:
+def mark_as_upkeep() -> None:
     """Mark the running task (and the tasks and threads it starts) as background upkeep.
 
     A SQLite file's reader connections open as reads overlap
-    (:mod:`core.storage.sqlite.connection`); a background read takes an idle one or waits
-    for one, and never opens one. Right after an open, the embedding worker's backlog read
+    (:mod:`core.storage.sqlite.connection`); an upkeep read takes an idle one or waits for
+    one, and never opens one. Right after an open, the embedding worker's backlog read
     and the consolidation loop's first read landed beside the first query, and opening two
     connections for them (threads, connections, schema reads) took its median at 100k
     chunks from 9 to 13 ms on two cores.
     """
-    _BACKGROUND.set(True)
+    _UPKEEP.set(True)
 
 
-def in_background() -> bool:
-    """Whether the running task was marked by :func:`run_in_background`."""
-    return _BACKGROUND.get()
+def in_upkeep() -> bool:
+    """Whether the running task was marked by :func:`mark_as_upkeep`."""
+    return _UPKEEP.get()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from core.embeddings.context import embed_with_context
 from core.errors import EmbeddingError, ReadOnlyDatabase, StorageFull, WorkbenchError
-from core.tasks import cancel_and_wait, run_in_background
+from core.tasks import cancel_and_wait, mark_as_upkeep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -121,7 +121,7 @@ class EmbeddingWorker:
         self._task = None
 
     async def _run(self) -> None:
-        run_in_background()
+        mark_as_upkeep()
         cursor = 0
         saving: asyncio.Task[bool] | None = None
         try:

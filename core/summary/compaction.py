@@ -41,7 +41,7 @@ from core.inputs import MAX_IDENTIFIER_CHARS, shown
 from core.storage.vocabulary import CompactionPlan
 from core.summary import archive_files
 from core.summary.service import summary_turns, turns_of
-from core.tasks import cancel_and_wait, run_in_background
+from core.tasks import cancel_and_wait, mark_as_upkeep
 from core.types import CompactionResult, ConsolidationReport, MemoryRecord
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ class Compactor:
             self._loop = None
 
     async def _every_interval(self) -> None:
-        run_in_background()
+        mark_as_upkeep()
         interval = timedelta(hours=self._consolidation.interval_hours)
         while True:
             last = await self._backend.read_meta(LAST_RUN_KEY)

@@ -14,7 +14,7 @@ import pytest
 from core import Engine
 from core.storage.sqlite import connection
 from core.storage.sqlite.connection import Database, transaction
-from core.tasks import in_background, run_in_background
+from core.tasks import in_upkeep, mark_as_upkeep
 from tests.conftest import DETERMINISTIC
 
 
@@ -108,7 +108,7 @@ async def test_a_reader_that_does_not_open_leaves_the_reads_to_the_open_ones(
         db.close()
 
 
-async def test_a_background_read_waits_for_an_idle_reader_and_opens_none(
+async def test_an_upkeep_read_waits_for_an_idle_reader_and_opens_none(
         tmp_path: Path) -> None:
     db = await _opened(tmp_path, 3)
     release = threading.Event()
@@ -119,19 +119,19 @@ async def test_a_background_read_waits_for_an_idle_reader_and_opens_none(
         assert release.wait(10)
         return _count(conn)
 
-    async def in_background() -> int:
-        run_in_background()
+    async def upkeep_read() -> int:
+        mark_as_upkeep()
         return await db.read(_count)
 
     try:
         first = asyncio.ensure_future(db.read(held))
         assert await asyncio.to_thread(started.wait, 10)
-        upkeep = asyncio.ensure_future(in_background())
+        upkeep = asyncio.ensure_future(upkeep_read())
         for _ in range(20):
             await asyncio.sleep(0)
-        assert not upkeep.done()  # it waits for the one reader: a new one would answer now
+        assert not upkeep.done()  # it waits for the one reader, and opens none:
         assert db._opening == 0 and len(db._readers) == 1
-        # A read that is not background's still opens a reader beside the held one.
+        # A read that is not upkeep's still opens a reader beside the held one.
         assert await db.read(_count) == 1
         assert len(db._readers) == 2
         release.set()
@@ -142,7 +142,7 @@ async def test_a_background_read_waits_for_an_idle_reader_and_opens_none(
         db.close()
 
 
-async def test_the_embedding_worker_and_consolidation_read_in_the_background(
+async def test_the_embedding_worker_and_consolidation_read_as_upkeep(
         db_path: Path) -> None:
     """Their reads right after an open do not open readers beside the first query."""
     async with Engine.open(db_path, config=DETERMINISTIC) as engine:
@@ -151,7 +151,7 @@ async def test_the_embedding_worker_and_consolidation_read_in_the_background(
 
         def marking(read: Any, calls: list[bool]) -> Any:
             def marked(*args: Any) -> Any:
-                calls.append(in_background())
+                calls.append(in_upkeep())
                 return read(*args)
             return marked
 
@@ -169,4 +169,4 @@ async def test_the_embedding_worker_and_consolidation_read_in_the_background(
             await asyncio.sleep(0.01)
         assert seen["pending_chunks"] and all(seen["pending_chunks"])
         assert seen["read_meta"] and all(seen["read_meta"])
-        assert not in_background()  # the caller's own task is not marked
+        assert not in_upkeep()  # the caller's own task is not marked

@@ -23,7 +23,7 @@ from core.errors import ExtensionMissing, ReadOnlyDatabase
 from core.storage import rows
 from core.storage.sqlite import refusals
 from core.storage.sqlite.open_files import track, tracked_class
-from core.tasks import in_background
+from core.tasks import in_upkeep
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -458,9 +458,9 @@ class Database:
 
     async def _take_reader(self) -> Lane:
         """An idle reader lane; a new one when none is idle and the pool has room, unless
-        the read is background upkeep's (:func:`core.tasks.run_in_background`)."""
+        the read is background upkeep's (:func:`core.tasks.mark_as_upkeep`)."""
         assert self._idle is not None, "database is closed"
-        if (not self._idle.empty() or in_background()
+        if (not self._idle.empty() or in_upkeep()
                 or len(self._readers) + self._opening >= self._reader_pool_size):
             return await self._idle.get()
         self._opening += 1
