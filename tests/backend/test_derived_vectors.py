@@ -4,18 +4,22 @@ it (and every derived index) in step with each writer, this process's or another
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from core import Engine
 from core.storage import vocabulary
 from core.storage.derived.changes import changes_after, collapse
 from core.storage.derived.vector_matrix import NamespaceVectors
-from core.storage.sqlite import search
+from core.storage.sqlite import search, vectors
+from core.storage.sqlite.connection import open_connection, select_in, sqlite_module
 from core.storage.sqlite.sqlite_backend import DERIVED_VECTOR_LEG, SqliteBackend
+from core.storage.sqlite.vectors import vectors_of
 from core.storage.vocabulary import SESSION_VECTOR_LEG
 from tests.conftest import DETERMINISTIC, execute, rows
 
@@ -400,3 +404,70 @@ async def test_a_namespace_query_reads_its_chunks_in_its_legs(
         for mine, other in zip(ours, theirs, strict=True):
             assert [(r.chunk_id, r.score, r.text, r.metadata) for r in mine.results] == [
                 (r.chunk_id, r.score, r.text, r.metadata) for r in other.results]
+
+
+def _through_vec0(path: Path, rowids: list[int]) -> list[tuple[int, str | None, bytes]]:
+    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
+    try:
+        return sorted(select_in(
+            conn, "SELECT c.fts_rowid, v.agent_identity, v.embedding_blob FROM chunks c"
+                  " JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
+                  " WHERE c.embedding_status = 'done' AND c.fts_rowid IN", rowids))
+    finally:
+        conn.close()
+
+
+def _vectors_of(path: Path, rowids: list[int], dimension: int,
+                ) -> list[tuple[int, str | None, bytes]]:
+    conn = open_connection(path, read_only=True, busy_timeout_ms=5000)
+    try:
+        return sorted(vectors_of(conn, rowids, dimension))
+    finally:
+        conn.close()
+
+
+async def test_vectors_read_a_block_at_a_time_are_the_ones_vec0_reads(db_path: Path) -> None:
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 400, "bob": 300}, 5)
+        await engine.forget("ann-s1")  # holes in vec0's blocks
+        await fill(engine, {"ann": 50}, 2, seed=3)  # and rows after them
+        await engine.store("pending", 0, {"role": "user", "content": "no vector yet"},
+                           agent="ann")  # its worker is not waited for
+    (top,) = rows(db_path, "SELECT max(fts_rowid) FROM chunks")[0]
+    every = list(range(top + 3))  # a deleted rowid, one never used, one past the end
+    expected = _through_vec0(db_path, every)
+    assert len(expected) > 600 and {row[1] for row in expected} == {"ann", "bob"}
+    assert _vectors_of(db_path, every, 64) == expected
+    conn = open_connection(db_path, read_only=True, busy_timeout_ms=5000)
+    try:  # read from the blocks indeed, not through vec0 after a failed check
+        ids = dict(select_in(conn, "SELECT chunk_id, fts_rowid FROM chunks WHERE fts_rowid IN",
+                             every))
+        from_blocks = vectors._from_blocks(conn, ids, 64)
+    finally:
+        conn.close()
+    assert from_blocks is not None and sorted(from_blocks) == expected
+    some = every[::7]
+    assert _vectors_of(db_path, some, 64) == _through_vec0(db_path, some)
+    assert _vectors_of(db_path, [], 64) == []
+
+
+async def test_vectors_not_where_the_block_layout_says_are_read_through_vec0(
+        db_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another sqlite-vec may lay its blocks out otherwise: the first row read both ways
+    must agree (here, a wrong width makes them differ), else vec0 reads every row."""
+    async with Engine.open(db_path, config=DETERMINISTIC) as engine:
+        await fill(engine, {"ann": 200}, 3)
+    (top,) = rows(db_path, "SELECT max(fts_rowid) FROM chunks")[0]
+    every = list(range(top + 1))
+    expected = _through_vec0(db_path, every)
+    for width in (32, 63, 4096):
+        assert _vectors_of(db_path, every, width) == expected
+
+    def renamed(*args: Any) -> None:  # as a newer vec0 without these tables would answer
+        raise sqlite_module().OperationalError("no such table: chunks_vec_rowids")
+
+    monkeypatch.setattr(vectors, "_from_blocks", renamed)
+    with caplog.at_level(logging.INFO, logger=vectors.__name__):
+        assert _vectors_of(db_path, every, 64) == expected
+    assert "no such table: chunks_vec_rowids" in caplog.text

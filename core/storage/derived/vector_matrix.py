@@ -28,7 +28,7 @@ import numpy as np
 import simsimd
 
 from core.storage.derived import persisted, vector_codes
-from core.storage.sqlite.connection import select_in
+from core.storage.sqlite.vectors import vectors_of
 
 _MIN_ROWS = 16
 _BUILD_BATCH = 4096
@@ -214,10 +214,7 @@ class NamespaceVectors:
             self.dimension = _dimension(conn)
             if self.dimension is None:
                 return
-        self._add_rows(select_in(
-            conn, "SELECT c.fts_rowid, v.agent_identity, v.embedding_blob FROM chunks c"
-                  " JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
-                  " WHERE c.embedding_status = 'done' AND c.fts_rowid IN", inserted))
+        self._add_rows(vectors_of(conn, inserted, self.dimension))
 
     def load(self, dimension: int, rows: list[tuple[int, str | None, bytes]]) -> None:
         """Add rows a backend read itself, (fts_rowid, namespace, float32 bytes), each rowid

@@ -9,6 +9,7 @@ vec0 tables take no foreign keys: a trigger on ``chunks`` deletes a chunk's vect
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,13 +17,77 @@ import numpy as np
 
 from core.errors import DimensionMismatch
 from core.storage.rows import EmbeddingCounts
-from core.storage.sqlite.connection import select_in, transaction
+from core.storage.sqlite.connection import select_in, sqlite_module, transaction
 from core.storage.sqlite.events import insert_vectors
 from core.storage.vocabulary import VECTOR_IDENTITY_KEY
+
+log = logging.getLogger(__name__)
 
 # vec0 reserves a block of chunk_size vectors per partition; the default (1024) bloats a file
 # with many small sessions (DESIGN.md: 1,000 sessions -> ~1 GB for 10k vectors; 128 -> 130 MB).
 VEC_CHUNK_SIZE = 128
+
+
+# vec0's own tables (sqlite-vec 0.1.x): where each vector sits, and its blocks of vectors.
+_BLOCKS_READ_AT_ONCE = 32  # blocks of VEC_CHUNK_SIZE vectors held at once by vectors_of
+
+
+def vectors_of(conn: Any, rowids: Sequence[int], dimension: int,
+               ) -> list[tuple[int, str | None, bytes]]:
+    """(fts_rowid, agent_identity, float32 bytes) of the embedded chunks among ``rowids``.
+
+    vec0 answers a lookup by chunk id one row at a time, each from the block of vectors
+    holding it: ~35 µs a row, which made an import's index follower spend ~35 s of a core
+    at 1M chunks reading back what the import had just written. Here each block is read
+    once, from vec0's own tables (``chunks_vec_rowids`` says where each vector sits). That
+    layout is sqlite-vec's and may change: the first row is also read through vec0, and
+    unless both agree (or when those tables are not there) every row is read through vec0.
+    """
+    pairs = select_in(conn, "SELECT chunk_id, fts_rowid FROM chunks"
+                            " WHERE embedding_status = 'done' AND fts_rowid IN", rowids)
+    if not pairs:
+        return []
+    fts_rowid = dict(pairs)
+    try:
+        found = _from_blocks(conn, fts_rowid, dimension)
+    except sqlite_module().OperationalError as exc:  # no such table or column: another vec0
+        log.info("vec0's tables not read directly (%s): its own lookups instead", exc)
+        found = None
+    if found is None:
+        return [(fts_rowid[chunk_id], namespace, blob) for chunk_id, namespace, blob in select_in(
+            conn, "SELECT chunk_id, agent_identity, embedding_blob FROM chunks_vec"
+                  " WHERE chunk_id IN", list(fts_rowid))]
+    return found
+
+
+def _from_blocks(conn: Any, fts_rowid: dict[str, int], dimension: int,
+                 ) -> list[tuple[int, str | None, bytes]] | None:
+    """:func:`vectors_of` a block at a time; None when a row is not where it should be, or
+    the first differs from what vec0 reads."""
+    width = 4 * dimension
+    by_block: dict[int, list[tuple[str, int]]] = {}
+    for chunk_id, block, offset in select_in(
+            conn, "SELECT id, chunk_id, chunk_offset FROM chunks_vec_rowids WHERE id IN",
+            list(fts_rowid)):
+        by_block.setdefault(block, []).append((chunk_id, offset))
+    blocks = sorted(by_block)
+    found: list[tuple[int, str | None, bytes]] = []
+    for start in range(0, len(blocks), _BLOCKS_READ_AT_ONCE):
+        for block, namespace, vectors in select_in(
+                conn, "SELECT b.chunk_id, b.partition00, v.vectors FROM chunks_vec_chunks b"
+                      " JOIN chunks_vec_vector_chunks00 v ON v.rowid = b.chunk_id"
+                      " WHERE b.chunk_id IN", blocks[start:start + _BLOCKS_READ_AT_ONCE]):
+            held = memoryview(vectors)
+            for chunk_id, offset in by_block[block]:
+                if (offset + 1) * width > len(held):
+                    return None
+                vector = bytes(held[offset * width:(offset + 1) * width])
+                if not found and conn.execute(
+                        "SELECT agent_identity, embedding_blob FROM chunks_vec"
+                        " WHERE chunk_id = ?", (chunk_id,)).fetchone() != (namespace, vector):
+                    return None
+                found.append((fts_rowid[chunk_id], namespace, vector))
+    return found
 
 
 def get_meta(conn: Any, key: str) -> str | None:
