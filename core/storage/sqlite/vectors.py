@@ -53,10 +53,10 @@ def vectors_of(conn: Any, rowids: Sequence[int], dimension: int,
     except sqlite_module().OperationalError as exc:  # no such table or column: another vec0
         log.info("vec0's tables not read directly (%s): its own lookups instead", exc)
         found = None
-    if found is None:
-        return [(fts_rowid[chunk_id], namespace, blob) for chunk_id, namespace, blob in select_in(
-            conn, "SELECT chunk_id, agent_identity, embedding_blob FROM chunks_vec"
-                  " WHERE chunk_id IN", list(fts_rowid))]
+    if found is None:  # joined from chunks: vec0 looking up a list of its ids is 8x slower
+        return select_in(conn, "SELECT c.fts_rowid, v.agent_identity, v.embedding_blob"
+                               " FROM chunks c JOIN chunks_vec v ON v.chunk_id = c.chunk_id"
+                               " WHERE c.embedding_status = 'done' AND c.fts_rowid IN", rowids)
     return found
 
 
