@@ -270,41 +270,41 @@ class BulkIngest:
             pending_items = []
 
         importing = large = False
-        spared = contextlib.ExitStack()
-        try:
-            for index, item in enumerate(items):
-                pending_items.append((index, item))
-                if len(pending_items) >= (batch_size if index < GROW_FROM_MESSAGES
-                                          else batch_size * GROWN_BATCHES):
+        # Closed last, after the tasks in flight, even if waiting for them is cancelled.
+        with contextlib.ExitStack() as spared:
+            try:
+                for index, item in enumerate(items):
+                    pending_items.append((index, item))
+                    if len(pending_items) >= (batch_size if index < GROW_FROM_MESSAGES
+                                              else batch_size * GROWN_BATCHES):
+                        launch()
+                        if not importing:
+                            # A second batch on its way means a real import: the full-text index
+                            # is tuned for large transactions until it ends (one call costs two
+                            # small writes, which a single batch does not pay).
+                            importing = True
+                            # Its batches would set off the collector's full passes over the
+                            # whole process, holding the GIL the writes need (core.collector).
+                            spared.enter_context(collector_spared())
+                            await backend.bulk_writes(True)
+                        if not large and index + 1 >= FOLLOW_FROM_MESSAGES:
+                            large = True
+                            await backend.bulk_writes(True, large=True)
+                        if len(in_flight) > 2:
+                            await in_flight.pop(0)
+                if pending_items:
                     launch()
-                    if not importing:
-                        # A second batch on its way means a real import: the full-text index
-                        # is tuned for large transactions until it ends (one call costs two
-                        # small writes, which a single batch does not pay).
-                        importing = True
-                        # Its batches would set off the collector's full passes over the
-                        # whole process, holding the GIL the writes need (core.collector).
-                        spared.enter_context(collector_spared())
-                        await backend.bulk_writes(True)
-                    if not large and index + 1 >= FOLLOW_FROM_MESSAGES:
-                        large = True
-                        await backend.bulk_writes(True, large=True)
-                    if len(in_flight) > 2:
-                        await in_flight.pop(0)
-            if pending_items:
-                launch()
-            for task in in_flight:
-                await task
-        finally:
-            unfinished = [task for task in in_flight if not task.done()]
-            if unfinished:
-                await asyncio.wait(unfinished)
-            spared.close()
-            if importing:
-                try:
-                    await backend.bulk_writes(False)
-                except Exception as exc:  # never hides the import's own error; see bulk_writes
-                    log.warning("could not set the full-text index back after an import "
-                                "(the next import does): %s", exc)
+                for task in in_flight:
+                    await task
+            finally:
+                unfinished = [task for task in in_flight if not task.done()]
+                if unfinished:
+                    await asyncio.wait(unfinished)
+                if importing:
+                    try:
+                        await backend.bulk_writes(False)
+                    except Exception as exc:  # never hides the import's own error; see bulk_writes
+                        log.warning("could not set the full-text index back after an import "
+                                    "(the next import does): %s", exc)
         rejected.sort(key=lambda r: r.index)
         return BulkStoreResult(stored, inserted, deduplicated, rejected)
